@@ -1,0 +1,42 @@
+# Every target works from a fresh clone with only python3 on the machine:
+# the first one that needs the virtualenv creates it.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.DEFAULT_GOAL := help
+.PHONY: help install test lint typecheck schemas bench demo clean
+
+help: ## List the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	@touch $(STAMP)
+
+install: $(STAMP) ## Create .venv and install orkeon (editable) with the dev tools
+
+test: $(STAMP) ## Run the test suite (2 workers)
+	$(BIN)/pytest -n 2 -q
+
+lint: $(STAMP) ## ruff check and format check
+	$(BIN)/ruff check orkeon_run tests bench
+	$(BIN)/ruff format --check orkeon_run tests bench
+
+typecheck: $(STAMP) ## mypy on the package
+	$(BIN)/mypy orkeon_run
+
+schemas: $(STAMP) ## Regenerate schemas/*.schema.json from the models
+	$(BIN)/python -m orkeon_run.schema schemas
+
+bench: $(STAMP) ## The benchmark suite (minutes; not part of make test)
+	$(BIN)/python -m bench
+
+demo: $(STAMP) ## Run the bundled demo: dev-spec, dev-plan, dev-batches with the scripted model
+	PATH="$(CURDIR)/$(BIN):$$PATH" bash examples/demo/run.sh
+
+clean: ## Remove the virtualenv and caches
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,115 @@
+"""The step's ledger (INTERFACE section 8).
+
+Every model turn, tool run and hook run is charged here, at the moment it ends. When the
+ledger reaches a limit no new turn or call starts: callers ask `check()` before starting
+one and `remaining_seconds()` to cap a hook's or a tool's own time limit.
+Roles of one batch share one ledger, so charges are summed, not wall-clock time.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from .errors import BudgetExhausted
+
+Kind = Literal["model", "tool", "hook"]
+
+
+class BudgetLimits(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    seconds: float | None = 1800
+    turns: int | None = None
+    tokens: int | None = None
+    usd: float | None = None
+
+
+class Ledger:
+    def __init__(self, limits: BudgetLimits) -> None:
+        self.limits = limits
+        self._lock = threading.Lock()
+        self.model_seconds = 0.0
+        self.tool_seconds = 0.0
+        self.hook_seconds = 0.0
+        self.turns = 0
+        self.tokens_in = 0
+        self.tokens_out = 0
+        self.usd = 0.0
+        self.usd_known = True
+        self.exhausted: str | None = None
+
+    @property
+    def used_seconds(self) -> float:
+        return self.model_seconds + self.tool_seconds + self.hook_seconds
+
+    def charge(self, kind: Kind, seconds: float) -> None:
+        with self._lock:
+            if kind == "model":
+                self.model_seconds += seconds
+            elif kind == "tool":
+                self.tool_seconds += seconds
+            else:
+                self.hook_seconds += seconds
+            self._update()
+
+    def add_turn(self, tokens_in: int = 0, tokens_out: int = 0, usd: float | None = 0.0) -> None:
+        """Count one model answer; `usd=None` means its price is unknown (not counted)."""
+        with self._lock:
+            self.turns += 1
+            self.tokens_in += tokens_in
+            self.tokens_out += tokens_out
+            if usd is None:
+                self.usd_known = False
+            else:
+                self.usd += usd
+            self._update()
+
+    def _update(self) -> None:
+        if self.exhausted:
+            return
+        lim = self.limits
+        if lim.seconds is not None and self.used_seconds >= lim.seconds:
+            self.exhausted = "seconds"
+        elif lim.turns is not None and self.turns >= lim.turns:
+            self.exhausted = "turns"
+        elif lim.tokens is not None and self.tokens_in + self.tokens_out >= lim.tokens:
+            self.exhausted = "tokens"
+        elif lim.usd is not None and self.usd >= lim.usd:
+            self.exhausted = "usd"
+
+    def spent(self) -> str | None:
+        """Which budget is spent, or None."""
+        return self.exhausted
+
+    def check(self) -> None:
+        """Raise BudgetExhausted when no new turn or call may start."""
+        if self.exhausted:
+            raise BudgetExhausted(self.exhausted)
+
+    def remaining_seconds(self) -> float | None:
+        if self.limits.seconds is None:
+            return None
+        return max(0.0, self.limits.seconds - self.used_seconds)
+
+    def cap(self, own_limit: float) -> float:
+        """A hook's or tool's time limit: the smaller of its own and what is left."""
+        left = self.remaining_seconds()
+        return own_limit if left is None else min(own_limit, left)
+
+    def snapshot(self) -> dict[str, object]:
+        """The result document's `budget` block."""
+        return {
+            "limit_seconds": self.limits.seconds,
+            "used_seconds": round(self.used_seconds, 6),
+            "model_seconds": round(self.model_seconds, 6),
+            "tool_seconds": round(self.tool_seconds, 6),
+            "hook_seconds": round(self.hook_seconds, 6),
+            "turns": self.turns,
+            "tokens_in": self.tokens_in,
+            "tokens_out": self.tokens_out,
+            "usd": round(self.usd, 6) if self.usd_known else None,
+            "exhausted": self.exhausted,
+        }

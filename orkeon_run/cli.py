@@ -1,0 +1,229 @@
+"""The command line (INTERFACE section 1). Each command parses, calls one core function,
+renders, and returns an exit code; errors are mapped to exit codes in `run_cli` only.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from enum import Enum
+from typing import Annotated, Any
+
+import typer
+
+from . import __version__
+from .errors import EXIT_USAGE, InputError, OrkeonError, exit_code_for
+
+app = typer.Typer(
+    name="orkeon",
+    help="Run one step of a development workflow with a crew of model-driven agents, headless.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+)
+hooks_app = typer.Typer(help="List, check and trust hooks.", no_args_is_help=True)
+app.add_typer(hooks_app, name="hooks")
+
+
+class Output(str, Enum):
+    text = "text"
+    json = "json"
+    stream_json = "stream-json"
+
+
+class Step(str, Enum):
+    dev_spec = "dev-spec"
+    dev_plan = "dev-plan"
+    dev_batches = "dev-batches"
+    tasks_repair = "tasks-repair"
+
+
+InputsOpt = Annotated[
+    str, typer.Option("--inputs", help="JSON inline, @PATH for a file, or - for standard input.")
+]
+WorkspaceOpt = Annotated[
+    str | None, typer.Option("--workspace", help="Folder the crew works in (default: inputs, then .).")
+]
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"orkeon {__version__}")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool, typer.Option("--version", "-V", callback=_version, is_eager=True, help="Print the version.")
+    ] = False,
+) -> None:
+    """orkeon: a headless crew orchestrator for AI coding agents."""
+
+
+def _load(src: str) -> Any:
+    from .inputs import load_document
+
+    return load_document(src)
+
+
+@app.command()
+def run(
+    step: Annotated[Step, typer.Argument(help="dev-spec | dev-plan | dev-batches | tasks-repair")],
+    inputs: Annotated[
+        str | None,
+        typer.Option("--inputs", help="JSON inline, @PATH for a file, or - for standard input."),
+    ] = None,
+    workspace: WorkspaceOpt = None,
+    run_dir: Annotated[
+        str | None, typer.Option("--run-dir", help="Where the run writes (default WORKSPACE/.orkeon/runs/RUN_ID).")
+    ] = None,
+    output: Annotated[
+        Output | None,
+        typer.Option("--output", help="text (default on a terminal), json (default otherwise), stream-json."),
+    ] = None,
+    resume: Annotated[
+        str | None, typer.Option("--resume", help="Continue the run in RUN_DIR with its saved inputs.")
+    ] = None,
+) -> None:
+    """Run one step with its crew. Exit 0 succeeded, 1 failed, 2 bad input, 3 budget, 130 interrupted."""
+    from . import render, runner
+
+    if inputs is None and resume is None:
+        raise InputError("--inputs: required (or --resume RUN_DIR)")
+    if resume is not None and run_dir is not None:
+        raise InputError("--run-dir: not with --resume (the run continues in RUN_DIR)")
+    doc = _load(inputs) if inputs is not None else None
+    mode = output.value if output else ("text" if sys.stdout.isatty() else "json")
+    stream = sys.stdout if mode == "stream-json" else None
+    result = runner.run(
+        step.value, doc, workspace=workspace, run_dir=run_dir, resume_dir=resume, stream=stream
+    )
+    if mode == "json":
+        sys.stdout.write(json.dumps(result, ensure_ascii=False) + "\n")
+    elif mode == "text":
+        sys.stdout.write(render.summary(result))
+    raise typer.Exit(result["exit_code"])
+
+
+@app.command()
+def validate(
+    inputs: InputsOpt,
+    step: Annotated[
+        Step | None, typer.Option("--step", help="Also run the checks this step needs (request, plan, repair).")
+    ] = None,
+    workspace: WorkspaceOpt = None,
+) -> None:
+    """Parse and check the inputs and every file they name; run nothing."""
+    from .prepare import prepare, stdin_tty
+
+    prep = prepare(
+        _load(inputs), step=step.value if step else None, workspace=workspace, stdin_is_tty=stdin_tty()
+    )
+    for line in prep.warnings:
+        typer.echo(f"warning: {line}", err=True)
+    typer.echo("inputs are valid")
+
+
+@hooks_app.command("list")
+def hooks_list(inputs: InputsOpt, workspace: WorkspaceOpt = None) -> None:
+    """The hooks, numbered as the model will see them."""
+    from .hookcheck import list_lines, settings_lines
+    from .prepare import prepare, stdin_tty
+
+    prep = prepare(_load(inputs), step=None, workspace=workspace, stdin_is_tty=stdin_tty())
+    for line in prep.warnings:
+        typer.echo(f"warning: {line}", err=True)
+    for line in list_lines(prep.inputs.native_hooks) + settings_lines(prep.settings_config):
+        typer.echo(line)
+
+
+@hooks_app.command("check")
+def hooks_check(
+    inputs: InputsOpt,
+    tool: Annotated[str, typer.Option("--tool", help="The sample call's tool.")] = "file_read",
+    path: Annotated[str, typer.Option("--path", help="The sample call's path.")] = "README.md",
+    workspace: WorkspaceOpt = None,
+) -> None:
+    """Run each hook once on a sample call and print what the model would read."""
+    import anyio
+
+    from .hookcheck import check
+    from .prepare import prepare, stdin_tty
+
+    prep = prepare(_load(inputs), step=None, workspace=workspace, stdin_is_tty=stdin_tty())
+    lines, code = anyio.run(
+        lambda: check(
+            prep.inputs.native_hooks,
+            workspace=prep.workspace,
+            shell_rules=prep.shell_rules,
+            tool=tool,
+            path=path,
+            settings_config=prep.settings_config,
+        )
+    )
+    for line in lines:
+        typer.echo(line)
+    raise typer.Exit(code)
+
+
+@hooks_app.command("trust")
+def hooks_trust(workspace: WorkspaceOpt = None) -> None:
+    """Trust the workspace's .orkeon/settings.json hooks as they are now."""
+    from pathlib import Path
+
+    from .trust import record_trust
+
+    ws = Path(workspace or ".").expanduser()
+    if not ws.is_dir():
+        raise InputError(f"--workspace: not a directory: {ws}")
+    digest = record_trust(ws.resolve())
+    typer.echo(f"trusted {ws.resolve() / '.orkeon' / 'settings.json'} ({digest[:12]})")
+
+
+@app.command()
+def schema(name: Annotated[str, typer.Argument(help="inputs | plan | script | result | event | crew")]) -> None:
+    """Print the JSON Schema of a document."""
+    from .schema import NAMES, text
+
+    if name not in NAMES:
+        raise InputError(f"NAME: unknown schema {name!r} (one of: {', '.join(NAMES)})")
+    sys.stdout.write(text(name))
+
+
+def run_cli(argv: list[str]) -> int:
+    """Run the typer app; map every exception to the exit-code contract, one line each."""
+    try:
+        app(args=argv, prog_name="orkeon", standalone_mode=False)
+    except typer.Exit as exc:
+        return exc.exit_code
+    except InputError as exc:
+        for line in exc.problems:
+            sys.stderr.write(f"orkeon: {line}\n")
+        return EXIT_USAGE
+    except OrkeonError as exc:
+        sys.stderr.write(f"orkeon: {exc}\n")
+        return exit_code_for(exc)
+    except KeyboardInterrupt:
+        sys.stderr.write("orkeon: interrupted\n")
+        return 130
+    except Exception as exc:
+        from typer.exceptions import Abort, TyperException
+
+        if isinstance(exc, Abort):
+            sys.stderr.write("orkeon: interrupted\n")
+            return 130
+        if isinstance(exc, TyperException):
+            # Usage errors from the parser: one line, like every other bad input.
+            message = exc.format_message() if hasattr(exc, "format_message") else str(exc)
+            sys.stderr.write(f"orkeon: {' '.join(message.split())} (see orkeon --help)\n")
+            return int(getattr(exc, "exit_code", EXIT_USAGE))
+        if os.environ.get("ORKEON_DEBUG"):
+            raise
+        sys.stderr.write(
+            f"orkeon: internal error: {type(exc).__name__}: {exc} (set ORKEON_DEBUG=1 for a traceback)\n"
+        )
+        return 1
+    return 0

@@ -1,0 +1,99 @@
+"""Models of the documents orkeon writes: the result (result.json, `--output json`) and the
+events (events.jsonl, `--output stream-json`). They exist to print and check their JSON
+Schemas (`orkeon schema result|event`); the code that writes them builds plain dicts.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class _Doc(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class BudgetBlock(_Doc):
+    limit_seconds: float | None
+    used_seconds: float
+    model_seconds: float
+    tool_seconds: float
+    hook_seconds: float
+    turns: int
+    tokens_in: int
+    tokens_out: int
+    usd: float | None = Field(description="null when a model's price is unknown")
+    exhausted: Literal["seconds", "turns", "tokens", "usd"] | None
+
+
+class RoleRecord(_Doc):
+    name: str
+    status: Literal["succeeded", "failed", "stopped", "budget_exhausted", "interrupted"]
+    turns: int
+    calls: int
+    refused: int
+    error: str | None = None
+
+
+class AuditRecord(_Doc):
+    batch: str
+    passed: bool
+    outside_roots: list[str]
+    failed_command: list[str] | None
+    output_tail: str
+
+
+class Result(_Doc):
+    """The result document: result.json, `--output json`, the last stream-json line."""
+
+    run_id: str
+    step: Literal["dev-spec", "dev-plan", "dev-batches", "tasks-repair"]
+    status: Literal["succeeded", "failed", "budget_exhausted", "interrupted", "error"]
+    exit_code: Literal[0, 1, 3, 130]
+    budget: BudgetBlock
+    roles: list[RoleRecord]
+    artifacts: dict[str, str]
+    audits: list[AuditRecord]
+    error: str | None
+
+
+class HookRecord(_Doc):
+    n: int | None
+    event: str
+    command: str
+    exit_code: int | None
+    seconds: float
+    timed_out: bool
+    first_line: str
+
+
+class ToolCallEvent(_Doc):
+    type: Literal["tool.call"]
+    ts: float
+    step: str
+    batch: str | None
+    role: str
+    seq: int
+    tool: str
+    input: dict[str, Any]
+    outcome: Literal["ran", "refused"]
+    refused_by: Literal["gate", "rules", "roots", "workspace", "hook", "budget"] | None
+    result: Any = Field(description="exactly what the model read")
+    hooks: list[HookRecord]
+    tool_seconds: float
+    hook_seconds: float
+
+
+class OtherEvent(BaseModel):
+    """Every other event: `type` and `ts`, then fields of its own (docs/events.md)."""
+
+    model_config = ConfigDict(extra="allow")
+    type: str
+    ts: float
+
+
+class Event(BaseModel):
+    """One line of events.jsonl."""
+
+    event: ToolCallEvent | OtherEvent

@@ -1,0 +1,79 @@
+"""The exception tree and the one place that maps exceptions to exit codes.
+
+    OrkeonError                      exit 1 unless a subclass says otherwise
+    ├── UsageError                   exit 2: bad command line or --inputs; nothing ran
+    │   └── InputError               carries one line per problem, each naming the field
+    ├── StepFailed                   exit 1: a role, the audit or a plan check failed
+    ├── ProviderError                exit 1: the model provider failed (auth, parse, retries spent)
+    ├── BudgetExhausted              exit 3: carries which budget ran out
+    └── Interrupted                  exit 130: SIGINT/SIGTERM
+
+Control-flow exceptions carry their payload (`BudgetExhausted.which`) and are caught in
+one place: the step runner turns them into a result document, `exit_code_for` into an int.
+"""
+
+from __future__ import annotations
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+EXIT_BUDGET = 3
+EXIT_INTERRUPTED = 130
+
+
+class OrkeonError(Exception):
+    exit_code = EXIT_FAILED
+    status = "error"
+
+
+class UsageError(OrkeonError):
+    exit_code = EXIT_USAGE
+
+
+class InputError(UsageError):
+    """Invalid --inputs (or a file it names). `problems` holds one line per problem."""
+
+    def __init__(self, problems: list[str] | str) -> None:
+        self.problems = [problems] if isinstance(problems, str) else list(problems)
+        super().__init__("\n".join(self.problems))
+
+
+class StepFailed(OrkeonError):
+    status = "failed"
+
+
+class ProviderError(OrkeonError):
+    status = "failed"
+
+
+class BudgetExhausted(OrkeonError):
+    exit_code = EXIT_BUDGET
+    status = "budget_exhausted"
+
+    def __init__(self, which: str) -> None:
+        self.which = which
+        super().__init__(f"the step's {which} budget is spent")
+
+
+class Interrupted(OrkeonError):
+    exit_code = EXIT_INTERRUPTED
+    status = "interrupted"
+
+
+def exit_code_for(exc: BaseException) -> int:
+    """The exit-code contract of INTERFACE section 1, in one place."""
+    if isinstance(exc, OrkeonError):
+        return exc.exit_code
+    if isinstance(exc, KeyboardInterrupt):
+        return EXIT_INTERRUPTED
+    return EXIT_FAILED
+
+
+# A step's status (result document) and its exit code.
+STATUS_EXIT = {
+    "succeeded": EXIT_OK,
+    "failed": EXIT_FAILED,
+    "error": EXIT_FAILED,
+    "budget_exhausted": EXIT_BUDGET,
+    "interrupted": EXIT_INTERRUPTED,
+}

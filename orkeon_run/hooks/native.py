@@ -1,0 +1,147 @@
+"""Native hooks (INTERFACE section 4, `seeds/orkeon-code-hooks.txt`).
+
+`{"event": "pre-tool" | "post-tool" | "stop", "command": "PROGRAM ARG…"}`, numbered from 1 in
+the order given, across all events. Before a hook runs, `{tool}`, `{event}` and `{path}` are
+replaced in its command; the command is split into one program and its arguments (the
+shell operators are refused again here), the program must pass the shell tool's program
+rules, and it runs with no shell, stdin /dev/null, in the workspace, through `proc`. The
+gate does not check it. `stop` hooks are stored and listed, never run.
+
+Only the pipeline runs these (and `orkeon hooks check`, by hand): orkeon's own commands
+(the audit's git, build and tests) and a tool's inner work never reach a hook.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+from .. import proc
+from ..calls import HookRun
+from ..commands import CommandRefused, split_command
+
+HOOK_LIMIT = 60.0  # seconds; a hook's limit is the smaller of this and the budget left
+EVENTS = ("pre-tool", "post-tool", "stop")
+
+_PATH_OK = frozenset("._/@+=,:-")
+_WORDS = re.compile(r"\{(tool|event|path)\}")
+
+
+class ProgramRules(Protocol):
+    """The shell tool's program rules (`shellrules.ShellRules`)."""
+
+    def refusal(self, argv: list[str]) -> str | None: ...
+
+
+class HookSpec(Protocol):
+    """A native hook as the inputs give it (`inputs.NativeHook`)."""
+
+    @property
+    def event(self) -> str: ...
+
+    @property
+    def command(self) -> str: ...
+
+
+@dataclass(frozen=True)
+class NativeHook:
+    """A native hook with its number `n` (1-based, across all events)."""
+
+    n: int
+    event: str
+    command: str
+
+
+def number(hooks: Sequence[HookSpec]) -> tuple[NativeHook, ...]:
+    """Number hooks from 1 in the order given, across all events."""
+    return tuple(NativeHook(i, h.event, h.command) for i, h in enumerate(hooks, start=1))
+
+
+def path_word(path: object) -> str:
+    """`{path}`: the call's path as the model wrote it when it holds only letters, digits
+    and `._/@+=,:-` and does not start with `-`; `-` otherwise, or without one."""
+    if not isinstance(path, str) or not path or path.startswith("-"):
+        return "-"
+    for ch in path:
+        if not (ch in _PATH_OK or ch.isalpha() or ch.isdecimal()):
+            return "-"
+    return path
+
+
+def expand(command: str, *, tool: str, event: str, path: object) -> str:
+    """The command with `{tool}`, `{event}` and `{path}` replaced (in one pass, so a
+    replacement is never replaced again)."""
+    words = {"tool": tool, "event": event, "path": path_word(path)}
+    return _WORDS.sub(lambda m: words[m.group(1)], command)
+
+
+@dataclass
+class NativeRun:
+    """One run of a native hook: its event record and, when it failed, the line the model
+    reads (`[pre-tool hook #N (CMD) exited CODE: LINE]` and the other forms)."""
+
+    run: HookRun
+    line: str | None
+
+    @property
+    def ok(self) -> bool:
+        return self.line is None
+
+
+def _limit_text(limit: float) -> str:
+    return f"{limit:.3g}"
+
+
+async def run_hook(
+    hook: NativeHook,
+    *,
+    tool: str,
+    path: object,
+    workspace: Path,
+    program_rules: ProgramRules,
+    limit: float = HOOK_LIMIT,
+) -> NativeRun:
+    """Run one pre-tool or post-tool hook for a call of `tool` whose path argument (as the
+    model wrote it) is `path`. Never raises for a hook that fails or cannot run.
+
+    `limit` is the hook's time limit (the pipeline passes `ledger.cap(60)`); the time-out
+    text names it, so it reads `ran longer than 60 s` unless the budget cut it shorter.
+    """
+    cmd = expand(hook.command, tool=tool, event=hook.event, path=path)
+    head = f"[{hook.event} hook #{hook.n} ({cmd})"
+    started = time.monotonic()
+
+    def cannot_run(reason: str, seconds: float = 0.0) -> NativeRun:
+        run = HookRun(hook.n, hook.event, cmd, None, seconds, False, reason)
+        return NativeRun(run, f"{head} could not run: {reason}]")
+
+    try:
+        argv = split_command(cmd)
+    except CommandRefused as exc:
+        return cannot_run(str(exc), time.monotonic() - started)
+    refused = program_rules.refusal(argv)
+    if refused is not None:
+        return cannot_run(refused, time.monotonic() - started)
+
+    res = await proc.arun(argv, cwd=workspace, timeout=limit)
+    if res.error is not None:
+        return cannot_run(res.error, res.seconds)
+    first = res.first_line()
+    run = HookRun(hook.n, hook.event, cmd, res.exit_code, res.seconds, res.timed_out, first)
+    if res.timed_out:
+        return NativeRun(run, f"{head} ran longer than {_limit_text(limit)} s]")
+    if res.exit_code != 0:
+        return NativeRun(run, f"{head} exited {res.exit_code}: {first or '(no output)'}]")
+    return NativeRun(run, None)
+
+
+def budget_spent(hook: NativeHook, *, tool: str, path: object) -> NativeRun:
+    """A hook that cannot run because the step's time budget is spent."""
+    cmd = expand(hook.command, tool=tool, event=hook.event, path=path)
+    reason = "the step's time budget is spent"
+    run = HookRun(hook.n, hook.event, cmd, None, 0.0, False, reason)
+    return NativeRun(run, f"[{hook.event} hook #{hook.n} ({cmd}) could not run: {reason}]")

@@ -1,0 +1,330 @@
+"""The `--inputs` document (INTERFACE section 2) as frozen pydantic models.
+
+`load_document` reads SRC (inline JSON, `@PATH`, or `-`); `parse_inputs` validates it and
+turns every problem into one line that names the field path (`hooks[1].command: ...`).
+Checks that need the file system (settings files, script files, the plan file, key
+variables) live in `prepare.py`, which `orkeon validate` and `orkeon run` both call.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path, PurePosixPath
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+
+from .budget import BudgetLimits
+from .commands import CommandRefused, split_command
+from .errors import InputError
+
+STEPS = ("dev-spec", "dev-plan", "dev-batches", "tasks-repair")
+NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+
+
+class Frozen(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+# --- model providers ---------------------------------------------------------------
+
+
+class Price(Frozen):
+    input_per_mtok: float = Field(ge=0)
+    output_per_mtok: float = Field(ge=0)
+
+
+class _ModelCommon(Frozen):
+    context_tokens: int | None = Field(default=None, gt=0)
+    timeout_seconds: float = Field(default=120, gt=0)
+    max_retries: int = Field(default=4, ge=0)
+    price: Price | None = None
+
+
+class ScriptCall(Frozen):
+    tool: str
+    input: dict[str, Any] = Field(default_factory=dict)
+    id: str | None = None
+
+
+class ScriptEntry(Frozen):
+    """One model turn of the scripted provider."""
+
+    text: str | None = None
+    tool_calls: list[ScriptCall] = Field(default_factory=list)
+    usage: dict[str, int] | None = None  # {"input_tokens": N, "output_tokens": N}, optional
+
+
+Script = dict[str, list[ScriptEntry]]
+
+
+class ScriptedModel(_ModelCommon):
+    provider: Literal["scripted"]
+    # An object, or a path: "PATH" (a JSON file) or "@transcript:PATH" (replay a role).
+    script: Script | str = Field(default_factory=dict)
+
+
+class OpenAIModel(_ModelCommon):
+    provider: Literal["openai"]
+    model: str
+    base_url: str | None = None
+    api_key_env: str = "OPENAI_API_KEY"
+
+
+class AnthropicModel(_ModelCommon):
+    provider: Literal["anthropic"]
+    model: str
+    base_url: str | None = None
+    api_key_env: str = "ANTHROPIC_API_KEY"
+
+
+ModelConfig = Annotated[
+    ScriptedModel | OpenAIModel | AnthropicModel, Field(discriminator="provider")
+]
+
+
+# --- hooks ---------------------------------------------------------------------------
+
+
+class NativeHook(Frozen):
+    """`{"event": "pre-tool" | "post-tool" | "stop", "command": "PROGRAM ARG…"}`."""
+
+    event: Literal["pre-tool", "post-tool", "stop"]
+    command: str
+
+    @field_validator("command")
+    @classmethod
+    def _one_program(cls, v: str) -> str:
+        try:
+            split_command(v)
+        except CommandRefused as exc:
+            raise ValueError(str(exc)) from None
+        return v
+
+
+class SettingsCommand(Frozen):
+    type: Literal["command"]
+    command: str = Field(min_length=1)
+    timeout: float | None = Field(default=None, gt=0)
+
+
+class MatcherGroup(Frozen):
+    matcher: str | None = None
+    hooks: list[SettingsCommand] = Field(default_factory=list)
+
+
+SETTINGS_EVENTS = (
+    "SessionStart",
+    "UserPromptSubmit",
+    "PreToolUse",
+    "PostToolUse",
+    "Notification",
+    "Stop",
+    "SubagentStop",
+    "PreCompact",
+    "SessionEnd",
+)
+
+# Settings shape: event name -> matcher groups. Unknown event names are kept here and
+# ignored with a warning when the hooks are built (the page: "Unknown names are ignored").
+SettingsHooks = dict[str, list[MatcherGroup]]
+
+
+# --- gate, shell, steps --------------------------------------------------------------
+
+
+class GateRules(Frozen):
+    allow: list[str] = Field(default_factory=list)
+    deny: list[str] = Field(default_factory=list)
+
+
+class ShellInputs(Frozen):
+    # None = not given here; the settings files and environment may then set it.
+    allow_interpreters: bool | None = None
+    extra_allowed_commands: list[str] | None = None
+
+
+class Audit(Frozen):
+    build: list[str] | None = None
+    test: list[str] | None = None
+
+    @field_validator("build", "test")
+    @classmethod
+    def _argv(cls, v: list[str] | None) -> list[str] | None:
+        if v is not None and (not v or not v[0]):
+            raise ValueError("an argv list needs a program")
+        return v
+
+
+class Repair(Frozen):
+    run: str
+    role: str = Field(pattern=r"^[^/]+/[^/]+$")
+
+
+def _check_relative(path: str) -> str:
+    p = PurePosixPath(path)
+    if not path or p.is_absolute() or ".." in p.parts or "\x00" in path:
+        raise ValueError(f"{path!r} must be a relative path inside the workspace")
+    return path
+
+
+RelPath = Annotated[str, AfterValidator(_check_relative)]
+
+
+class PlanRole(Frozen):
+    name: str = Field(pattern=NAME_RE.pattern)
+    roots: list[RelPath] = Field(min_length=1)
+    task: str = Field(min_length=1)
+
+
+class Batch(Frozen):
+    name: str = Field(pattern=NAME_RE.pattern)
+    roles: list[PlanRole] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _unique_roles(self) -> Batch:
+        names = [r.name for r in self.roles]
+        dup = {n for n in names if names.count(n) > 1}
+        if dup:
+            raise ValueError(f"role names repeat: {', '.join(sorted(dup))}")
+        return self
+
+
+class Plan(Frozen):
+    title: str = ""
+    batches: list[Batch] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _unique_batches(self) -> Plan:
+        names = [b.name for b in self.batches]
+        dup = {n for n in names if names.count(n) > 1}
+        if dup:
+            raise ValueError(f"batch names repeat: {', '.join(sorted(dup))}")
+        return self
+
+
+class Inputs(Frozen):
+    workspace: str | None = None
+    model: ModelConfig = Field(default_factory=lambda: ScriptedModel(provider="scripted"))
+    budget: BudgetLimits = Field(default_factory=BudgetLimits)
+    hooks: list[NativeHook] | SettingsHooks = Field(default_factory=list)
+    settings: list[str] = Field(default_factory=list)
+    gate: GateRules = Field(default_factory=GateRules)
+    shell: ShellInputs = Field(default_factory=ShellInputs)
+    request: str | None = None
+    spec: str = ".orkeon/spec.md"
+    plan: str | Plan = ".orkeon/plan.json"
+    audit: Audit = Field(default_factory=Audit)
+    repair: Repair | None = None
+    concurrency: int = Field(default=4, ge=1, le=64)
+
+    @field_validator("spec")
+    @classmethod
+    def _spec_relative(cls, v: str) -> str:
+        return _check_relative(v)
+
+    @field_validator("plan")
+    @classmethod
+    def _plan_relative(cls, v: str | Plan) -> str | Plan:
+        return _check_relative(v) if isinstance(v, str) else v
+
+    @property
+    def native_hooks(self) -> list[NativeHook]:
+        return self.hooks if isinstance(self.hooks, list) else []
+
+    @property
+    def settings_hooks(self) -> SettingsHooks:
+        return self.hooks if isinstance(self.hooks, dict) else {}
+
+
+# --- reading and error lines ---------------------------------------------------------
+
+
+def field_path(loc: tuple[int | str, ...]) -> str:
+    """`("hooks", 1, "command")` -> `hooks[1].command`, skipping pydantic's union tags."""
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        elif part in _UNION_TAGS or part.startswith(("function-", "list[", "dict[")):
+            continue
+        else:
+            out += f".{part}" if out else str(part)
+    return out or "inputs"
+
+
+_UNION_TAGS = {"scripted", "openai", "anthropic", "str", "Plan", "ScriptedModel"}
+
+
+def error_lines(exc: ValidationError, prefix: str = "") -> list[str]:
+    """One line per problem, `field.path: message`, sorted and without repeats."""
+    found: list[tuple[str, str, str]] = []
+    for err in exc.errors(include_url=False):
+        path = field_path(tuple(err["loc"]))
+        if prefix:
+            path = f"{prefix}.{path}" if path != "inputs" else prefix
+        msg = err["msg"]
+        if err["type"] == "extra_forbidden":
+            msg = "unknown key"
+        elif msg.startswith("Value error, "):
+            msg = msg[len("Value error, ") :]
+        found.append((path, err["type"], msg))
+    # A value that failed every member of a union reports a type mismatch for the members
+    # it was not meant to be; when a deeper problem exists under the same path, that
+    # deeper one is the real news.
+    lines: set[str] = set()
+    for path, kind, msg in found:
+        deeper = any(p.startswith((path + ".", path + "[")) for p, _, _ in found)
+        if kind.endswith("_type") and deeper:
+            continue
+        lines.add(f"{path}: {msg}")
+    return sorted(lines)
+
+
+def load_document(src: str, what: str = "inputs") -> Any:
+    """Read SRC: inline JSON, `@PATH`, or `-` for standard input."""
+    if src == "-":
+        text = sys.stdin.read()
+        origin = f"{what} (stdin)"
+    elif src.startswith("@"):
+        path = Path(src[1:]).expanduser()
+        try:
+            text = path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            raise InputError(f"{what}: no such file: {path}") from None
+        except (OSError, UnicodeDecodeError) as exc:
+            raise InputError(f"{what}: cannot read {path}: {exc}") from None
+        origin = f"{what} ({path})"
+    else:
+        text = src
+        origin = what
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"{origin}: not JSON: {exc}") from None
+
+
+def parse_inputs(doc: Any) -> Inputs:
+    if not isinstance(doc, dict):
+        raise InputError("inputs: must be a JSON object")
+    try:
+        return Inputs.model_validate(doc)
+    except ValidationError as exc:
+        raise InputError(error_lines(exc)) from None
+
+
+def parse_plan(doc: Any, origin: str = "plan") -> Plan:
+    try:
+        return Plan.model_validate(doc)
+    except ValidationError as exc:
+        raise InputError(error_lines(exc, prefix=origin)) from None

@@ -1,0 +1,51 @@
+"""Logging: structlog to stderr, never stdout (stdout carries only what --output promises).
+
+Human-readable on a terminal, JSON lines otherwise. Level from ORKEON_LOG_LEVEL
+(debug, info, warning, error; default info).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+from typing import Any
+
+_configured = False
+
+
+def configure(level: str | None = None) -> None:
+    global _configured
+    import structlog
+
+    name = (level or os.environ.get("ORKEON_LOG_LEVEL") or "info").upper()
+    numeric = getattr(logging, name, logging.INFO)
+    renderer: Any
+    if sys.stderr.isatty():
+        renderer = structlog.dev.ConsoleRenderer(colors=True)
+    else:
+        renderer = structlog.processors.JSONRenderer()
+    structlog.configure(
+        processors=[
+            structlog.processors.add_log_level,
+            structlog.processors.TimeStamper(fmt="iso", utc=True),
+            renderer,
+        ],
+        wrapper_class=structlog.make_filtering_bound_logger(numeric),
+        logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
+        cache_logger_on_first_use=False,
+    )
+    _configured = True
+
+
+def get(name: str = "orkeon") -> Any:
+    import structlog
+
+    if not _configured:
+        configure()
+    return structlog.get_logger(name)
+
+
+def warn(message: str, **fields: Any) -> None:
+    """A warning for the person running orkeon (stderr)."""
+    get().warning(message, **fields)

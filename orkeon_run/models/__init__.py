@@ -1,0 +1,1 @@
+"""Model providers. SDKs are imported only by the provider that needs them."""

@@ -1,0 +1,90 @@
+"""The provider-neutral conversation and the Model protocol every provider implements.
+
+A conversation is a list of `Message`. Providers translate it to their wire form
+(Chat Completions messages, Messages API blocks) and translate the reply back into a
+`Turn`. Nothing outside `models/` knows a wire format.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    id: str
+    name: str
+    input: dict[str, Any]
+
+
+@dataclass
+class Message:
+    """One message. `role="tool"` carries one tool result (`tool_call_id`, `content` =
+    exactly the text the model reads). An assistant message may carry tool calls."""
+
+    role: Literal["system", "user", "assistant", "tool"]
+    content: str = ""
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    tool_call_id: str | None = None
+    name: str | None = None  # the tool's name, on role="tool"
+
+    def to_json(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"role": self.role, "content": self.content}
+        if self.tool_calls:
+            d["tool_calls"] = [{"id": c.id, "name": c.name, "input": c.input} for c in self.tool_calls]
+        if self.tool_call_id is not None:
+            d["tool_call_id"] = self.tool_call_id
+        if self.name is not None:
+            d["name"] = self.name
+        return d
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> Message:
+        return cls(
+            role=d["role"],
+            content=d.get("content", ""),
+            tool_calls=[ToolCall(c["id"], c["name"], c["input"]) for c in d.get("tool_calls", [])],
+            tool_call_id=d.get("tool_call_id"),
+            name=d.get("name"),
+        )
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """A tool as offered to the model: name, description, JSON Schema of its input."""
+
+    name: str
+    description: str
+    input_schema: dict[str, Any]
+
+
+@dataclass
+class Turn:
+    """One model answer. No tool calls means the model is done."""
+
+    text: str
+    tool_calls: list[ToolCall]
+    tokens_in: int = 0
+    tokens_out: int = 0
+    model_name: str | None = None
+
+
+class Model(Protocol):
+    """One role's model. `complete` is one turn; it raises ProviderError on failure."""
+
+    async def complete(self, messages: list[Message], tools: list[ToolSpec]) -> Turn: ...
+
+
+class Provider(Protocol):
+    """Builds a Model per role (the scripted provider keys its script by role name)."""
+
+    name: str
+
+    def for_role(self, role: str) -> Model: ...
+
+    def price(self) -> tuple[float, float] | None:
+        """(input, output) USD per million tokens, or None when unknown."""
+        ...
+
+    def context_tokens(self) -> int: ...

@@ -1,0 +1,76 @@
+"""Model-written paths, resolved safely inside the workspace and a role's roots.
+
+Every path a model writes is resolved the way the kernel would follow it (symlinks and
+`..` included, a not-yet-existing tail allowed), and the result must lie inside the
+workspace. Callers act on the returned path, never on the text the model wrote, so what
+was checked is what gets touched. A `..` that stays inside (`src/../README.md`) is fine;
+one that leaves is refused, like an absolute path outside or a symlink that points out.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+__all__ = ["PathOutside", "relative", "resolve_in_workspace", "within_roots"]
+
+
+class PathOutside(Exception):
+    """The path leaves the workspace (or can name no file in it). `.path` is the path as
+    the model wrote it."""
+
+    def __init__(self, path: str, why: str = "is outside the workspace") -> None:
+        self.path = path
+        super().__init__(f"{path!r} {why}")
+
+
+def _inside(base: str, path: str) -> bool:
+    """Component-wise containment of resolved absolute path strings."""
+    if path == base:
+        return True
+    prefix = base if base.endswith("/") else base + "/"
+    return path.startswith(prefix)
+
+
+def resolve_in_workspace(workspace: Path, raw: str) -> Path:
+    """The resolved absolute path `raw` names, which must lie inside `workspace` (already
+    resolved). Raises PathOutside for an empty path, a NUL byte, text the file system
+    cannot encode, and any path that resolves outside the workspace."""
+    if not isinstance(raw, str) or not raw:
+        raise PathOutside(str(raw), "is empty")
+    if "\x00" in raw:
+        raise PathOutside(raw, "holds a NUL character")
+    try:
+        os.fsencode(raw)
+    except UnicodeError:
+        raise PathOutside(raw, "cannot be encoded as a file name") from None
+    ws = os.fspath(workspace)
+    joined = raw if raw.startswith("/") else os.path.join(ws, raw)
+    # realpath(strict=False) follows every symlink that exists and keeps a missing tail.
+    resolved = os.path.realpath(joined)
+    if not _inside(ws, resolved):
+        raise PathOutside(raw)
+    return Path(resolved)
+
+
+def relative(workspace: Path, resolved: Path) -> str:
+    """`resolved` as a posix path relative to `workspace` ("." for the workspace itself)."""
+    return resolved.relative_to(workspace).as_posix()
+
+
+def within_roots(workspace: Path, resolved: Path, roots: Sequence[str]) -> bool:
+    """Whether `resolved` lies inside one of `roots` (workspace-relative, trailing slash or
+    not; each root is resolved too). Containment is by whole components: root `src/a`
+    does not hold `src/ab/x`. Since `resolved` has its symlinks resolved, a symlink inside
+    a root that points out of it is outside. A root that itself leaves the workspace holds
+    nothing."""
+    path = os.fspath(resolved)
+    for root in roots:
+        try:
+            base = resolve_in_workspace(workspace, root or ".")
+        except PathOutside:
+            continue
+        if _inside(os.fspath(base), path):
+            return True
+    return False

@@ -1,0 +1,271 @@
+"""The one helper that runs an external program: native hooks, settings-shape hooks, the
+shell tool and the audit all go through `run` (or `arun` from async code).
+
+Contract:
+- argv only, never a shell; stdin is /dev/null unless bytes are given, and a child that
+  does not read them neither hangs us nor raises BrokenPipe.
+- The child starts a new session, so it and everything it forks share one process group.
+- stdout and stderr are read through one poll loop in the calling thread, each kept up to
+  `cap` bytes; the rest is counted and dropped, so a child printing 100 MB costs no memory.
+- On time-out the whole group gets SIGTERM, then SIGKILL after `kill_grace` seconds.
+- When the direct child has exited but something it forked still holds the pipes open,
+  reading stops after `PIPE_GRACE` seconds and the group is killed: we never wait on a
+  grandchild.
+- A program that cannot run (missing, not executable, bad cwd) is a `ProcResult` with
+  `error`, never an exception.
+
+The child's exit is watched through a pidfd (Linux >= 5.3) in the same poll set, which
+tells us it exited without reaping it: the zombie keeps the process-group id reserved
+until the last `killpg`, so a recycled pid can never be signalled by mistake.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import select
+import signal
+import subprocess
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+
+# How long to keep reading once the direct child has exited but the pipes are still open.
+PIPE_GRACE = 0.08
+_READ_SIZE = 1 << 16
+_PIPE_BUF = getattr(select, "PIPE_BUF", 512)
+_HAS_PIDFD = hasattr(os, "pidfd_open")
+_POLLIN = select.POLLIN | select.POLLPRI | select.POLLHUP | select.POLLERR
+_POLLOUT = select.POLLOUT | select.POLLHUP | select.POLLERR
+
+
+@dataclass(frozen=True)
+class ProcResult:
+    """What one run gave. `exit_code` is None when the program could not run (`error` says
+    why) or was killed on time-out (`timed_out`). A child killed by a signal we did not
+    send reads as a shell shows it: 128 + the signal number."""
+
+    exit_code: int | None
+    stdout: str
+    stderr: str
+    stdout_dropped: int
+    stderr_dropped: int
+    seconds: float
+    timed_out: bool
+    error: str | None
+
+    def first_line(self) -> str:
+        """The first non-blank line of stderr, else of stdout, else "" (stripped)."""
+        for text in (self.stderr, self.stdout):
+            for line in text.splitlines():
+                line = line.strip()
+                if line:
+                    return line
+        return ""
+
+
+def _could_not_run(argv: list[str], cwd: Path, exc: OSError, started: float) -> ProcResult:
+    prog = argv[0]
+    if exc.filename is not None and os.fsdecode(exc.filename) == os.fsdecode(cwd):
+        why = f"cannot use the working directory {cwd}: {exc.strerror}"
+    elif exc.errno == errno.ENOENT:
+        why = f"no such program: {prog}"
+    elif exc.errno == errno.EACCES:
+        why = f"permission denied: {prog}"
+    elif exc.errno == errno.ENOEXEC:
+        why = f"not an executable (a script needs a #! line): {prog}"
+    else:
+        why = f"{exc.strerror or exc}: {prog}"
+    return ProcResult(None, "", "", 0, 0, time.monotonic() - started, False, why)
+
+
+def _killpg(pgid: int, sig: int) -> None:
+    try:
+        os.killpg(pgid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _exit_code(status: int) -> int:
+    return 128 - status if status < 0 else status
+
+
+def run(
+    argv: list[str],
+    *,
+    cwd: Path,
+    timeout: float,
+    env: Mapping[str, str] | None = None,
+    stdin: bytes | None = None,
+    cap: int = 1 << 20,
+    kill_grace: float = 2.0,
+) -> ProcResult:
+    """Run `argv` in `cwd` for at most `timeout` seconds. See the module docstring."""
+    started = time.monotonic()
+    if not argv or not argv[0]:
+        return ProcResult(None, "", "", 0, 0, 0.0, False, "the command is empty")
+    try:
+        proc = subprocess.Popen(
+            argv,
+            cwd=cwd,
+            env=env,
+            stdin=subprocess.DEVNULL if stdin is None else subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+        )
+    except OSError as exc:
+        return _could_not_run(argv, cwd, exc, started)
+    except ValueError as exc:  # an embedded NUL in argv or env
+        return ProcResult(None, "", "", 0, 0, time.monotonic() - started, False, str(exc))
+
+    pid = proc.pid
+    deadline = started + max(timeout, 0.0)
+    assert proc.stdout is not None and proc.stderr is not None
+    out_fd, err_fd = proc.stdout.fileno(), proc.stderr.fileno()
+    bufs: dict[int, bytearray] = {out_fd: bytearray(), err_fd: bytearray()}
+    dropped = {out_fd: 0, err_fd: 0}
+    poller = select.poll()
+    poller.register(out_fd, _POLLIN)
+    poller.register(err_fd, _POLLIN)
+    reading = 2
+
+    in_fd = -1
+    in_view = memoryview(b"")
+    in_off = 0
+    if proc.stdin is not None:
+        in_view = memoryview(stdin or b"")
+        if in_view:
+            in_fd = proc.stdin.fileno()
+            poller.register(in_fd, _POLLOUT)
+        else:
+            proc.stdin.close()
+
+    pidfd = -1
+    if _HAS_PIDFD:
+        try:
+            pidfd = os.pidfd_open(pid)
+            poller.register(pidfd, select.POLLIN)
+        except OSError:
+            pidfd = -1
+
+    exited = False  # the direct child has exited (not yet reaped when watched by pidfd)
+    timed_out = False
+    killed = False  # SIGKILL went to the group
+    kill_at = 0.0  # after a time-out: when SIGTERM turns into SIGKILL
+    stop_at = 0.0  # once the child has exited: when to stop waiting for the pipes
+
+    try:
+        while True:
+            now = time.monotonic()
+            if not timed_out and now >= deadline:
+                timed_out = True
+                kill_at = now + kill_grace
+                _killpg(pid, signal.SIGTERM)
+            if timed_out and not killed and now >= kill_at:
+                killed = True
+                _killpg(pid, signal.SIGKILL)
+            if exited:
+                if not reading and in_fd < 0:
+                    break
+                if not stop_at:
+                    stop_at = now + PIPE_GRACE
+                elif now >= stop_at:
+                    break  # something the child forked holds the pipes: the group dies below
+
+            if exited:
+                wait = stop_at - now
+            elif killed:
+                wait = 0.05  # SIGKILL is on its way; the pidfd wakes us sooner
+            elif timed_out:
+                wait = kill_at - now
+            else:
+                wait = deadline - now
+            if pidfd < 0 and not exited:
+                wait = min(wait, 0.01)  # no pidfd: look at the child every 10 ms
+            try:
+                events = poller.poll(max(wait, 0.0) * 1000.0 + 0.5)
+            except InterruptedError:
+                continue
+
+            for fd, ev in events:
+                if fd == pidfd:
+                    exited = True
+                    poller.unregister(pidfd)
+                elif fd == in_fd:
+                    try:
+                        in_off += os.write(in_fd, in_view[in_off : in_off + _PIPE_BUF])
+                    except OSError:  # BrokenPipe: the child does not read its stdin
+                        in_off = len(in_view)
+                    if in_off >= len(in_view):
+                        poller.unregister(in_fd)
+                        in_fd = -1
+                        assert proc.stdin is not None
+                        try:
+                            proc.stdin.close()
+                        except OSError:
+                            pass
+                else:
+                    chunk = os.read(fd, _READ_SIZE) if ev & _POLLIN else b""
+                    if not chunk:
+                        poller.unregister(fd)
+                        reading -= 1
+                        continue
+                    buf = bufs[fd]
+                    room = cap - len(buf)
+                    if room >= len(chunk):
+                        buf += chunk
+                    else:
+                        if room > 0:
+                            buf += chunk[:room]
+                        dropped[fd] += len(chunk) - max(room, 0)
+
+            if pidfd < 0 and not exited:
+                # Peek at the child without reaping it, so its pgid stays reserved.
+                info = os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+                exited = info is not None and info.si_pid == pid
+    finally:
+        if pidfd >= 0:
+            os.close(pidfd)
+        # Whatever the child left in its group (finished or not) goes with it. The child is
+        # not reaped yet, so the group id cannot belong to anyone else.
+        _killpg(pid, signal.SIGKILL)
+        for f in (proc.stdin, proc.stdout, proc.stderr):
+            if f is not None:
+                try:
+                    f.close()
+                except OSError:
+                    pass
+        status = proc.wait()
+
+    return ProcResult(
+        exit_code=None if timed_out else _exit_code(status),
+        stdout=bufs[out_fd].decode("utf-8", errors="replace"),
+        stderr=bufs[err_fd].decode("utf-8", errors="replace"),
+        stdout_dropped=dropped[out_fd],
+        stderr_dropped=dropped[err_fd],
+        seconds=time.monotonic() - started,
+        timed_out=timed_out,
+        error=None,
+    )
+
+
+async def arun(
+    argv: list[str],
+    *,
+    cwd: Path,
+    timeout: float,
+    env: Mapping[str, str] | None = None,
+    stdin: bytes | None = None,
+    cap: int = 1 << 20,
+    kill_grace: float = 2.0,
+) -> ProcResult:
+    """`run` in a worker thread, so concurrent roles do not block each other's event loop."""
+    from anyio import to_thread  # imported here: sync callers should not pay for anyio
+
+    call = partial(
+        run, argv, cwd=cwd, timeout=timeout, env=env, stdin=stdin, cap=cap, kill_grace=kill_grace
+    )
+    return await to_thread.run_sync(call)

@@ -1,0 +1,37 @@
+"""`--output text`: a short summary of the result document for a person at a terminal."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def summary(result: dict[str, Any]) -> str:
+    b = result["budget"]
+    lines = [
+        f"{result['step']}: {result['status']} (exit {result['exit_code']})  run {result['run_id']}",
+    ]
+    for role in result["roles"]:
+        extra = f"  error: {role['error']}" if role.get("error") else ""
+        lines.append(
+            f"  role {role['name']}: {role['status']}, {role['turns']} turns, "
+            f"{role['calls']} calls, {role['refused']} refused{extra}"
+        )
+    for audit in result["audits"]:
+        verdict = "passed" if audit["passed"] else "FAILED"
+        lines.append(f"  audit {audit['batch']}: {verdict}")
+        if audit["outside_roots"]:
+            lines.append(f"    changed outside the roots: {', '.join(audit['outside_roots'])}")
+        if audit["failed_command"]:
+            lines.append(f"    failed: {' '.join(audit['failed_command'])}")
+    for name, path in result["artifacts"].items():
+        lines.append(f"  {name}: {path}")
+    usd = "unknown" if b["usd"] is None else f"${b['usd']:.4f}"
+    lines.append(
+        f"  budget: {b['used_seconds']:.2f}s of {b['limit_seconds'] or 'unlimited'}s "
+        f"(model {b['model_seconds']:.2f}, tools {b['tool_seconds']:.2f}, hooks {b['hook_seconds']:.2f}), "
+        f"{b['turns']} turns, {b['tokens_in'] + b['tokens_out']} tokens, {usd}"
+        + (f"; {b['exhausted']} budget spent" if b["exhausted"] else "")
+    )
+    if result.get("error"):
+        lines.append(f"  error: {result['error']}")
+    return "\n".join(lines) + "\n"

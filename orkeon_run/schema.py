@@ -1,0 +1,55 @@
+"""`orkeon schema NAME`: the JSON Schemas of the documents, generated from the models.
+
+`schemas/NAME.schema.json` holds the same text (`make schemas` writes them; a test fails
+when they drift).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+NAMES = ("inputs", "plan", "script", "result", "event", "crew")
+
+
+def schema(name: str) -> dict[str, Any]:
+    from pydantic import TypeAdapter
+
+    from . import documents, inputs
+
+    if name == "inputs":
+        return inputs.Inputs.model_json_schema()
+    if name == "plan":
+        return inputs.Plan.model_json_schema()
+    if name == "script":
+        out = TypeAdapter(inputs.Script).json_schema()
+        out["title"] = "Script"
+        out["description"] = "The scripted model: role full name -> one entry per model turn."
+        return out
+    if name == "result":
+        return documents.Result.model_json_schema()
+    if name == "event":
+        out = TypeAdapter(documents.ToolCallEvent | documents.OtherEvent).json_schema()
+        out["title"] = "Event"
+        return out
+    if name == "crew":
+        from .crew import Crew
+
+        return Crew.model_json_schema()
+    raise KeyError(name)
+
+
+def text(name: str) -> str:
+    return json.dumps(schema(name), indent=2, ensure_ascii=False, sort_keys=True) + "\n"
+
+
+def write_all(folder: Path) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    for name in NAMES:
+        (folder / f"{name}.schema.json").write_text(text(name), encoding="utf-8")
+
+
+if __name__ == "__main__":
+    write_all(Path(sys.argv[1] if len(sys.argv) > 1 else "schemas"))

@@ -1,0 +1,307 @@
+"""The shell tool's program rules (INTERFACE section 6), for the model's shell calls and for
+hook commands alike, and where their two settings come from.
+
+A command is one program and its arguments. A bare program name must be on a list: the
+base list, the interpreters (with `allow_interpreters`) or `extra_allowed_commands`. PATH
+is never searched to decide. A program given by path (`./x.sh`, `/usr/bin/env`) must be
+listed in `extra_allowed_commands` by exactly that path.
+
+The settings, highest precedence first:
+  1. `--inputs` `shell` fields that are given (not None);
+  2. environment: `Orkeon__Tools__Shell__AllowInterpreters=true`,
+     `Orkeon__Tools__Shell__ExtraAllowedCommands='["bash"]'` (or, .NET style,
+     `Orkeon__Tools__Shell__ExtraAllowedCommands__0=bash`, `__1=...`);
+  3. the workspace's `.orkeon/settings.json`, only when the workspace is trusted (a cloned
+     repository must not widen what the model may run);
+  4. the user's `$ORKEON_CONFIG_DIR/settings.json` (default `~/.config/orkeon/`).
+In the files the keys nest: `{"Orkeon": {"Tools": {"Shell": {"AllowInterpreters": true}}}}`.
+Key names match case-insensitively, as in .NET configuration; other keys are ignored.
+
+pydantic-settings (imported only when settings are resolved, to keep this module cheap)
+merges the sources in that order.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from contextvars import ContextVar
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .errors import InputError
+
+if TYPE_CHECKING:
+    from .inputs import ShellInputs
+
+__all__ = [
+    "BASE_PROGRAMS",
+    "INTERPRETERS",
+    "ShellRules",
+    "resolve_shell_rules",
+    "user_config_dir",
+]
+
+BASE_PROGRAMS = frozenset(
+    "cat cp cut diff echo false git grep head ls mkdir mv pwd sleep sort tail test touch tr "
+    "true uniq wc".split()
+)
+INTERPRETERS = frozenset("node npm dotnet find python python3".split())
+
+SECTION = ("Orkeon", "Tools", "Shell")
+KEYS = {"allowinterpreters": "AllowInterpreters", "extraallowedcommands": "ExtraAllowedCommands"}
+ENV_PREFIX = "orkeon__tools__shell__"
+
+
+@dataclass(frozen=True)
+class ShellRules:
+    allow_interpreters: bool = False
+    extra_allowed_commands: tuple[str, ...] = ()
+
+    def refusal(self, argv: list[str]) -> str | None:
+        """None when the program may run; else one line saying why not."""
+        if not argv or not argv[0]:
+            return "the command is empty"
+        prog = argv[0]
+        if prog in self.extra_allowed_commands:
+            return None
+        if "/" in prog:
+            return (
+                f"program {prog!r} is given by path: it must be listed by exactly that path "
+                "in extra_allowed_commands"
+            )
+        if prog in BASE_PROGRAMS:
+            return None
+        if prog in INTERPRETERS:
+            if self.allow_interpreters:
+                return None
+            return (
+                f"program {prog!r} is an interpreter: it needs allow_interpreters "
+                "(or extra_allowed_commands)"
+            )
+        return (
+            f"program {prog!r} is not allowed (allowed: the base list; interpreters need "
+            "allow_interpreters; others need extra_allowed_commands)"
+        )
+
+
+def user_config_dir(environ: Mapping[str, str] | None = None) -> Path:
+    """`$ORKEON_CONFIG_DIR`, else `~/.config/orkeon`."""
+    env = os.environ if environ is None else environ
+    given = env.get("ORKEON_CONFIG_DIR")
+    if given:
+        return Path(given).expanduser()
+    return Path.home() / ".config" / "orkeon"
+
+
+def resolve_shell_rules(
+    inputs_shell: ShellInputs,
+    *,
+    workspace: Path,
+    workspace_trusted: bool,
+    environ: Mapping[str, str] | None = None,
+    config_dir: Path | None = None,
+) -> ShellRules:
+    """The step's ShellRules from --inputs, the environment and the two settings files.
+    A bad value raises InputError naming where it came from (file and key, or variable);
+    a missing file is fine."""
+    env = os.environ if environ is None else environ
+    user_file = (config_dir or user_config_dir(env)) / "settings.json"
+    ws_file = workspace / ".orkeon" / "settings.json" if workspace_trusted else None
+
+    given: dict[str, Any] = {}
+    if inputs_shell.allow_interpreters is not None:
+        given["AllowInterpreters"] = inputs_shell.allow_interpreters
+    if inputs_shell.extra_allowed_commands is not None:
+        given["ExtraAllowedCommands"] = tuple(inputs_shell.extra_allowed_commands)
+
+    settings_cls = _settings_class()
+    merged = settings_cls(
+        _env=env,
+        _user_file=user_file,
+        _ws_file=ws_file,
+        **({"Orkeon": {"Tools": {"Shell": given}}} if given else {}),
+    )
+    shell = merged.Orkeon.Tools.Shell
+    return ShellRules(
+        allow_interpreters=shell.AllowInterpreters,
+        extra_allowed_commands=tuple(shell.ExtraAllowedCommands),
+    )
+
+
+def _child(node: Mapping[str, Any], name: str) -> Any:
+    for key, value in node.items():
+        if key.lower() == name.lower():
+            return value
+    return None
+
+
+def _file_values(path: Path) -> dict[str, Any]:
+    """The Shell section of one settings file, keys made canonical; {} when it is missing."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return {}
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"{path}: cannot read the settings file: {exc}") from None
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"{path}: not valid JSON: {exc}") from None
+    node: Any = doc
+    trail: list[str] = []
+    for name in SECTION:
+        if not isinstance(node, Mapping):
+            where = ":".join(trail) or "the document"
+            raise InputError(f"{path}: {where}: must be an object")
+        node = _child(node, name)
+        trail.append(name)
+        if node is None:
+            return {}
+    if not isinstance(node, Mapping):
+        raise InputError(f"{path}: {':'.join(SECTION)}: must be an object")
+    return {KEYS[k.lower()]: v for k, v in node.items() if k.lower() in KEYS}
+
+
+def _env_values(environ: Mapping[str, str]) -> tuple[dict[str, Any], dict[str, str]]:
+    """The Shell settings in the environment, with the variable each came from."""
+    values: dict[str, Any] = {}
+    origin: dict[str, str] = {}
+    indexed: dict[int, str] = {}
+    indexed_var = ""
+    for var, raw in environ.items():
+        low = var.lower()
+        if not low.startswith(ENV_PREFIX) or raw == "":
+            continue
+        rest = low[len(ENV_PREFIX) :]
+        if rest == "allowinterpreters":
+            values["AllowInterpreters"] = raw
+            origin["AllowInterpreters"] = var
+        elif rest == "extraallowedcommands":
+            try:
+                values["ExtraAllowedCommands"] = json.loads(raw)
+            except json.JSONDecodeError:
+                raise InputError(
+                    f"environment variable {var}: must be a JSON list of program names, "
+                    f'like ["bash"]'
+                ) from None
+            origin["ExtraAllowedCommands"] = var
+        elif rest.startswith("extraallowedcommands__") and rest[22:].isdigit():
+            indexed[int(rest[22:])] = raw
+            indexed_var = var
+    if indexed and "ExtraAllowedCommands" not in values:
+        values["ExtraAllowedCommands"] = [indexed[i] for i in sorted(indexed)]
+        origin["ExtraAllowedCommands"] = indexed_var
+    return values, origin
+
+
+@cache
+def _settings_class() -> Any:
+    """Built on first use so that importing this module does not import pydantic-settings."""
+    from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+    from pydantic.fields import FieldInfo
+    from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+
+    class ShellSection(BaseModel):
+        model_config = ConfigDict(extra="ignore", frozen=True)
+        AllowInterpreters: bool = False
+        ExtraAllowedCommands: tuple[str, ...] = ()
+
+        @field_validator("ExtraAllowedCommands")
+        @classmethod
+        def _names(cls, v: tuple[str, ...]) -> tuple[str, ...]:
+            if any(not name.strip() for name in v):
+                raise ValueError("a program name is empty")
+            return v
+
+    class ToolsSection(BaseModel):
+        model_config = ConfigDict(extra="ignore", frozen=True)
+        Shell: ShellSection = Field(default_factory=ShellSection)
+
+    class OrkeonSection(BaseModel):
+        model_config = ConfigDict(extra="ignore", frozen=True)
+        Tools: ToolsSection = Field(default_factory=ToolsSection)
+
+    def checked(values: dict[str, Any], where: Mapping[str, str]) -> dict[str, Any]:
+        """Validate each value alone, so an error names the one file/variable it came from."""
+        for key, value in values.items():
+            try:
+                ShellSection.model_validate({key: value})
+            except ValidationError as exc:
+                msg = exc.errors()[0]["msg"]
+                raise InputError(f"{where[key]}: {msg}") from None
+        return {"Orkeon": {"Tools": {"Shell": values}}} if values else {}
+
+    class Source(PydanticBaseSettingsSource):
+        def __init__(self, settings_cls: type[BaseSettings], load: Any) -> None:
+            super().__init__(settings_cls)
+            self._load = load
+
+        def get_field_value(self, field: FieldInfo, field_name: str) -> tuple[Any, str, bool]:
+            return None, field_name, False
+
+        def __call__(self) -> dict[str, Any]:
+            return self._load()
+
+    def file_source(path: Path | None) -> Any:
+        def load() -> dict[str, Any]:
+            if path is None:
+                return {}
+            values = _file_values(path)
+            return checked(values, {k: f"{path}: {':'.join((*SECTION, k))}" for k in values})
+
+        return load
+
+    def env_source(environ: Mapping[str, str]) -> Any:
+        def load() -> dict[str, Any]:
+            values, origin = _env_values(environ)
+            return checked(values, {k: f"environment variable {v}" for k, v in origin.items()})
+
+        return load
+
+    class Settings(BaseSettings):
+        model_config = SettingsConfigDict(extra="ignore", frozen=True)
+        Orkeon: OrkeonSection = Field(default_factory=OrkeonSection)
+
+        def __init__(
+            self,
+            *,
+            _env: Mapping[str, str],
+            _user_file: Path,
+            _ws_file: Path | None,
+            **given: Any,
+        ) -> None:
+            # The sources depend on this call's arguments; settings_customise_sources is a
+            # classmethod, so they travel through a context the class reads while building.
+            token = _pending.set((env_source(_env), file_source(_ws_file), file_source(_user_file)))
+            try:
+                super().__init__(**given)
+            finally:
+                _pending.reset(token)
+
+        @classmethod
+        def settings_customise_sources(
+            cls,
+            settings_cls: type[BaseSettings],
+            init_settings: PydanticBaseSettingsSource,
+            env_settings: PydanticBaseSettingsSource,
+            dotenv_settings: PydanticBaseSettingsSource,
+            file_secret_settings: PydanticBaseSettingsSource,
+        ) -> tuple[PydanticBaseSettingsSource, ...]:
+            env_load, ws_load, user_load = _pending.get()
+            return (
+                init_settings,
+                Source(settings_cls, env_load),
+                Source(settings_cls, ws_load),
+                Source(settings_cls, user_load),
+            )
+
+    return Settings
+
+
+# Per-call sources for Settings (see Settings.__init__); a context variable, so calls in
+# different threads or tasks never see each other's sources.
+_pending: ContextVar[tuple[Any, Any, Any]] = ContextVar("orkeon_shell_sources")

@@ -1,0 +1,142 @@
+"""A real HTTP server on 127.0.0.1, in a thread, that answers from a queue of replies.
+
+Tests and the bench push `Reply` objects (status, JSON body or raw bytes, headers, a delay)
+and read back what the client really sent (`requests`). The protocol modules
+(`openai_api.py`, `anthropic_api.py`) add the wire format: the path, the auth header, the
+request checks a real provider makes (a tool result without its call is a 400), and
+helpers that build replies.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+@dataclass
+class Reply:
+    status: int = 200
+    body: Any = None  # JSON-encoded unless `raw` is given
+    raw: bytes | None = None
+    headers: dict[str, str] = field(default_factory=dict)
+    delay: float = 0.0  # seconds to wait before answering (a slow server)
+
+
+@dataclass
+class Recorded:
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: Any
+
+
+class FakeServer:
+    """Serve `replies` in order; when the queue is empty, `fallback(request)` answers.
+
+    `check(request) -> Reply | None` runs first on every request: a protocol module uses it
+    to answer 401 on a wrong key or 400 on a malformed conversation, as the real API would.
+    """
+
+    def __init__(
+        self,
+        check: Callable[[Recorded], Reply | None] | None = None,
+        fallback: Callable[[Recorded], Reply] | None = None,
+    ) -> None:
+        self.replies: deque[Reply | Callable[[Recorded], Reply]] = deque()
+        self.requests: list[Recorded] = []
+        self.check = check
+        self.fallback = fallback
+        self.handler_seconds: list[float] = []
+        self._lock = threading.Lock()
+        self._httpd: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    # -- lifecycle --------------------------------------------------------------------
+
+    def start(self) -> FakeServer:
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"  # keep-alive, as real APIs do
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+            def do_POST(self) -> None:
+                server._handle(self)
+
+            def do_GET(self) -> None:
+                server._handle(self)
+
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._httpd.daemon_threads = True
+        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        if self._httpd is not None:
+            self._httpd.shutdown()
+            self._httpd.server_close()
+            self._httpd = None
+
+    def __enter__(self) -> FakeServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    @property
+    def url(self) -> str:
+        assert self._httpd is not None
+        host, port = self._httpd.server_address[:2]
+        return f"http://{host}:{port}"
+
+    def push(self, *replies: Reply | Callable[[Recorded], Reply]) -> None:
+        with self._lock:
+            self.replies.extend(replies)
+
+    # -- serving ----------------------------------------------------------------------
+
+    def _handle(self, h: BaseHTTPRequestHandler) -> None:
+        t0 = time.perf_counter()
+        length = int(h.headers.get("content-length") or 0)
+        raw = h.rfile.read(length) if length else b""
+        try:
+            body: Any = json.loads(raw) if raw else None
+        except ValueError:
+            body = raw.decode("utf-8", "replace")
+        req = Recorded(h.command, h.path, {k.lower(): v for k, v in h.headers.items()}, body)
+        with self._lock:
+            self.requests.append(req)
+        reply = self.check(req) if self.check else None
+        if reply is None:
+            with self._lock:
+                item = self.replies.popleft() if self.replies else None
+            if item is None:
+                reply = self.fallback(req) if self.fallback else Reply(500, {"error": "no reply"})
+            else:
+                reply = item(req) if callable(item) else item
+        if reply.delay:
+            time.sleep(reply.delay)
+        data = reply.raw if reply.raw is not None else json.dumps(reply.body).encode()
+        try:
+            h.send_response(reply.status)
+            ctype = "application/json" if reply.raw is None else "text/plain"
+            h.send_header("content-type", reply.headers.get("content-type", ctype))
+            for k, v in reply.headers.items():
+                if k.lower() != "content-type":
+                    h.send_header(k, v)
+            h.send_header("content-length", str(len(data)))
+            h.end_headers()
+            h.wfile.write(data)
+            h.wfile.flush()
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the client gave up (a timeout test)
+        self.handler_seconds.append(time.perf_counter() - t0 - reply.delay)
