@@ -153,6 +153,11 @@ def hooks_check(
     from .hookcheck import check
     from .prepare import prepare, stdin_tty
 
+    from .rules import canonical_tool
+    from .tools import TOOLS
+
+    if canonical_tool(tool) not in TOOLS:
+        raise InputError(f"--tool: unknown tool {tool!r} (one of: {', '.join(TOOLS)})")
     prep = prepare(_load(inputs), step=None, workspace=workspace, stdin_is_tty=stdin_tty())
     lines, code = anyio.run(
         lambda: check(
@@ -196,7 +201,9 @@ def schema(name: Annotated[str, typer.Argument(help="inputs | plan | script | re
 def run_cli(argv: list[str]) -> int:
     """Run the typer app; map every exception to the exit-code contract, one line each."""
     try:
-        app(args=argv, prog_name="orkeon", standalone_mode=False)
+        # Without standalone mode, typer returns the code of `typer.Exit` instead of raising.
+        rc = app(args=argv, prog_name="orkeon", standalone_mode=False)
+        return rc if isinstance(rc, int) else 0
     except typer.Exit as exc:
         return exc.exit_code
     except InputError as exc:
@@ -226,4 +233,3 @@ def run_cli(argv: list[str]) -> int:
             f"orkeon: internal error: {type(exc).__name__}: {exc} (set ORKEON_DEBUG=1 for a traceback)\n"
         )
         return 1
-    return 0

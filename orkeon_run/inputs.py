@@ -115,7 +115,7 @@ class NativeHook(Frozen):
 class SettingsCommand(Frozen):
     type: Literal["command"]
     command: str = Field(min_length=1)
-    timeout: float | None = Field(default=None, gt=0)
+    timeout: float | None = Field(default=None, gt=0, strict=True)
 
 
 class MatcherGroup(Frozen):

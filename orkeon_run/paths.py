@@ -13,7 +13,7 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-__all__ = ["PathOutside", "relative", "resolve_in_workspace", "within_roots"]
+__all__ = ["PathOutside", "contains", "relative", "resolve_in_workspace", "within_roots"]
 
 
 class PathOutside(Exception):
@@ -25,8 +25,9 @@ class PathOutside(Exception):
         super().__init__(f"{path!r} {why}")
 
 
-def _inside(base: str, path: str) -> bool:
-    """Component-wise containment of resolved absolute path strings."""
+def contains(base: str, path: str) -> bool:
+    """Whether resolved absolute path `path` is `base` or lies under it, by whole components
+    (`/w/src/a` does not contain `/w/src/ab`)."""
     if path == base:
         return True
     prefix = base if base.endswith("/") else base + "/"
@@ -49,7 +50,7 @@ def resolve_in_workspace(workspace: Path, raw: str) -> Path:
     joined = raw if raw.startswith("/") else os.path.join(ws, raw)
     # realpath(strict=False) follows every symlink that exists and keeps a missing tail.
     resolved = os.path.realpath(joined)
-    if not _inside(ws, resolved):
+    if not contains(ws, resolved):
         raise PathOutside(raw)
     return Path(resolved)
 
@@ -71,6 +72,6 @@ def within_roots(workspace: Path, resolved: Path, roots: Sequence[str]) -> bool:
             base = resolve_in_workspace(workspace, root or ".")
         except PathOutside:
             continue
-        if _inside(os.fspath(base), path):
+        if contains(os.fspath(base), path):
             return True
     return False

@@ -13,6 +13,8 @@ Contract:
   grandchild.
 - A program that cannot run (missing, not executable, bad cwd) is a `ProcResult` with
   `error`, never an exception.
+- `arun` runs `run` in a worker thread; cancelling its task stops the group the same way
+  (SIGTERM, SIGKILL after `kill_grace`), so no child outlives a cancelled role.
 
 The child's exit is watched through a pidfd (Linux >= 5.3) in the same poll set, which
 tells us it exited without reaping it: the zombie keeps the process-group id reserved
@@ -21,19 +23,22 @@ until the last `killpg`, so a recycled pid can never be signalled by mistake.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import select
 import signal
 import subprocess
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
 # How long to keep reading once the direct child has exited but the pipes are still open.
 PIPE_GRACE = 0.08
+# How often a run with a cancel_check asks whether its caller was cancelled.
+CANCEL_POLL = 0.1
 _READ_SIZE = 1 << 16
 _PIPE_BUF = getattr(select, "PIPE_BUF", 512)
 _HAS_PIDFD = hasattr(os, "pidfd_open")
@@ -82,10 +87,8 @@ def _could_not_run(argv: list[str], cwd: Path, exc: OSError, started: float) -> 
 
 
 def _killpg(pgid: int, sig: int) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass
 
 
 def _exit_code(status: int) -> int:
@@ -101,8 +104,13 @@ def run(
     stdin: bytes | None = None,
     cap: int = 1 << 20,
     kill_grace: float = 2.0,
+    cancel_check: Callable[[], None] | None = None,
 ) -> ProcResult:
-    """Run `argv` in `cwd` for at most `timeout` seconds. See the module docstring."""
+    """Run `argv` in `cwd` for at most `timeout` seconds. See the module docstring.
+
+    `cancel_check`, when given, is called about every CANCEL_POLL seconds while the child
+    runs; if it raises, the group is stopped as on a time-out (SIGTERM, then SIGKILL after
+    `kill_grace`) and, once the child is reaped, the exception is raised again."""
     started = time.monotonic()
     if not argv or not argv[0]:
         return ProcResult(None, "", "", 0, 0, 0.0, False, "the command is empty")
@@ -153,18 +161,21 @@ def run(
 
     exited = False  # the direct child has exited (not yet reaped when watched by pidfd)
     timed_out = False
+    cancelled: BaseException | None = None  # what cancel_check raised
+    term_sent = False  # SIGTERM went to the group (time-out or cancellation)
     killed = False  # SIGKILL went to the group
-    kill_at = 0.0  # after a time-out: when SIGTERM turns into SIGKILL
+    kill_at = 0.0  # after SIGTERM: when SIGKILL follows
     stop_at = 0.0  # once the child has exited: when to stop waiting for the pipes
 
     try:
         while True:
             now = time.monotonic()
-            if not timed_out and now >= deadline:
-                timed_out = True
+            if not term_sent and not exited and (now >= deadline or cancelled is not None):
+                timed_out = cancelled is None
+                term_sent = True
                 kill_at = now + kill_grace
                 _killpg(pid, signal.SIGTERM)
-            if timed_out and not killed and now >= kill_at:
+            if term_sent and not killed and now >= kill_at:
                 killed = True
                 _killpg(pid, signal.SIGKILL)
             if exited:
@@ -179,12 +190,14 @@ def run(
                 wait = stop_at - now
             elif killed:
                 wait = 0.05  # SIGKILL is on its way; the pidfd wakes us sooner
-            elif timed_out:
+            elif term_sent:
                 wait = kill_at - now
             else:
                 wait = deadline - now
             if pidfd < 0 and not exited:
                 wait = min(wait, 0.01)  # no pidfd: look at the child every 10 ms
+            if cancel_check is not None and cancelled is None:
+                wait = min(wait, CANCEL_POLL)
             try:
                 events = poller.poll(max(wait, 0.0) * 1000.0 + 0.5)
             except InterruptedError:
@@ -203,10 +216,8 @@ def run(
                         poller.unregister(in_fd)
                         in_fd = -1
                         assert proc.stdin is not None
-                        try:
+                        with contextlib.suppress(OSError):
                             proc.stdin.close()
-                        except OSError:
-                            pass
                 else:
                     chunk = os.read(fd, _READ_SIZE) if ev & _POLLIN else b""
                     if not chunk:
@@ -222,6 +233,11 @@ def run(
                             buf += chunk[:room]
                         dropped[fd] += len(chunk) - max(room, 0)
 
+            if cancel_check is not None and cancelled is None:
+                try:
+                    cancel_check()
+                except BaseException as exc:  # the caller's cancellation, whatever its class
+                    cancelled = exc
             if pidfd < 0 and not exited:
                 # Peek at the child without reaping it, so its pgid stays reserved.
                 info = os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
@@ -234,11 +250,11 @@ def run(
         _killpg(pid, signal.SIGKILL)
         for f in (proc.stdin, proc.stdout, proc.stderr):
             if f is not None:
-                try:
+                with contextlib.suppress(OSError):
                     f.close()
-                except OSError:
-                    pass
         status = proc.wait()
+    if cancelled is not None:
+        raise cancelled
 
     return ProcResult(
         exit_code=None if timed_out else _exit_code(status),
@@ -262,10 +278,20 @@ async def arun(
     cap: int = 1 << 20,
     kill_grace: float = 2.0,
 ) -> ProcResult:
-    """`run` in a worker thread, so concurrent roles do not block each other's event loop."""
-    from anyio import to_thread  # imported here: sync callers should not pay for anyio
+    """`run` in a worker thread, so concurrent roles do not block each other's event loop.
+    Cancelling the calling task stops the child's group (SIGTERM, SIGKILL after
+    `kill_grace`) and waits for it, so nothing outlives the cancellation."""
+    from anyio import from_thread, to_thread  # sync callers should not pay for anyio
 
     call = partial(
-        run, argv, cwd=cwd, timeout=timeout, env=env, stdin=stdin, cap=cap, kill_grace=kill_grace
+        run,
+        argv,
+        cwd=cwd,
+        timeout=timeout,
+        env=env,
+        stdin=stdin,
+        cap=cap,
+        kill_grace=kill_grace,
+        cancel_check=from_thread.check_cancelled,
     )
     return await to_thread.run_sync(call)

@@ -42,7 +42,7 @@ ALIASES = {
 _RULE_RE = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)(?:\((.*)\))?$", re.DOTALL)
 
 
-def _gitwildmatch():  # type: ignore[no-untyped-def]
+def _gitwildmatch() -> type:
     # pathspec 1.x renamed gitwildmatch to gitignore's "basic" pattern (same regexes) and
     # warns on the old name; 0.12 only has the old one.
     try:

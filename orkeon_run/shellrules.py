@@ -45,11 +45,10 @@ __all__ = [
     "user_config_dir",
 ]
 
-BASE_PROGRAMS = frozenset(
-    "cat cp cut diff echo false git grep head ls mkdir mv pwd sleep sort tail test touch tr "
-    "true uniq wc".split()
-)
-INTERPRETERS = frozenset("node npm dotnet find python python3".split())
+# The lists of INTERFACE section 6, written as there.
+_BASE = "cat cp cut diff echo false git grep head ls mkdir mv pwd sleep sort tail test touch tr"
+BASE_PROGRAMS = frozenset(f"{_BASE} true uniq wc".split())
+INTERPRETERS = frozenset("node npm dotnet find python python3".split())  # noqa: SIM905
 
 SECTION = ("Orkeon", "Tools", "Shell")
 KEYS = {"allowinterpreters": "AllowInterpreters", "extraallowedcommands": "ExtraAllowedCommands"}
@@ -109,7 +108,10 @@ def resolve_shell_rules(
     A bad value raises InputError naming where it came from (file and key, or variable);
     a missing file is fine."""
     env = os.environ if environ is None else environ
-    user_file = (config_dir or user_config_dir(env)) / "settings.json"
+    try:
+        user_file: Path | None = (config_dir or user_config_dir(env)) / "settings.json"
+    except RuntimeError:  # no home folder to find ~/.config in
+        user_file = None
     ws_file = workspace / ".orkeon" / "settings.json" if workspace_trusted else None
 
     given: dict[str, Any] = {}
@@ -270,7 +272,7 @@ def _settings_class() -> Any:
             self,
             *,
             _env: Mapping[str, str],
-            _user_file: Path,
+            _user_file: Path | None,
             _ws_file: Path | None,
             **given: Any,
         ) -> None:

@@ -9,14 +9,23 @@ gate does not check it. `stop` hooks are stored and listed, never run.
 
 Only the pipeline runs these (and `orkeon hooks check`, by hand): orkeon's own commands
 (the audit's git, build and tests) and a tool's inner work never reach a hook.
+
+Where INTERFACE section 4 leaves a choice:
+- LINE is the first non-blank line, error output first, cut to 1000 characters (`…` marks
+  a cut); a hook that printed nothing reads `exited CODE: (no output)`.
+- The time-out text names the limit that applied: `ran longer than 60 s`, or less when the
+  step's budget left less (`ran longer than 0.4 s`).
+- In the `tool.call` event, a hook that could not run has `exit_code` null and its reason
+  as `first_line`.
 """
 
 from __future__ import annotations
 
 import re
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Protocol
 
@@ -25,7 +34,9 @@ from ..calls import HookRun
 from ..commands import CommandRefused, split_command
 
 HOOK_LIMIT = 60.0  # seconds; a hook's limit is the smaller of this and the budget left
+LINE_CHARS = 1000  # of the first line a hook printed, in the text the model reads
 EVENTS = ("pre-tool", "post-tool", "stop")
+RUN_EVENTS = ("pre-tool", "post-tool")  # stop hooks are stored and listed, never run
 
 _PATH_OK = frozenset("._/@+=,:-")
 _WORDS = re.compile(r"\{(tool|event|path)\}")
@@ -79,6 +90,22 @@ def expand(command: str, *, tool: str, event: str, path: object) -> str:
     return _WORDS.sub(lambda m: words[m.group(1)], command)
 
 
+def argv_for(command: str, *, tool: str, event: str, path: object) -> list[str]:
+    """`split_command(expand(command, …))`, without splitting the command again at each
+    call: the command is split once (cached) and the words are replaced in each argument.
+    The two are the same because a replacement holds no whitespace, quote, backslash or
+    shell-operator character (tool and event names, and `path_word`). Raises CommandRefused
+    like `split_command`."""
+    template = _split_template(command)
+    words = {"tool": tool, "event": event, "path": path_word(path)}
+    return [_WORDS.sub(lambda m: words[m.group(1)], w) if "{" in w else w for w in template]
+
+
+@lru_cache(maxsize=256)
+def _split_template(command: str) -> tuple[str, ...]:
+    return tuple(split_command(command))
+
+
 @dataclass
 class NativeRun:
     """One run of a native hook: its event record and, when it failed, the line the model
@@ -96,6 +123,10 @@ def _limit_text(limit: float) -> str:
     return f"{limit:.3g}"
 
 
+def _cut(line: str) -> str:
+    return line if len(line) <= LINE_CHARS else line[: LINE_CHARS - 1] + "…"
+
+
 async def run_hook(
     hook: NativeHook,
     *,
@@ -104,13 +135,18 @@ async def run_hook(
     workspace: Path,
     program_rules: ProgramRules,
     limit: float = HOOK_LIMIT,
+    env: Mapping[str, str] | None = None,
 ) -> NativeRun:
     """Run one pre-tool or post-tool hook for a call of `tool` whose path argument (as the
     model wrote it) is `path`. Never raises for a hook that fails or cannot run.
 
     `limit` is the hook's time limit (the pipeline passes `ledger.cap(60)`); the time-out
     text names it, so it reads `ran longer than 60 s` unless the budget cut it shorter.
+    `env` is the shell tool's environment (None: orkeon's own), since a hook runs "with the
+    shell tool".
     """
+    if hook.event not in RUN_EVENTS:
+        raise ValueError(f"hook #{hook.n}: {hook.event} hooks are stored, not run")
     cmd = expand(hook.command, tool=tool, event=hook.event, path=path)
     head = f"[{hook.event} hook #{hook.n} ({cmd})"
     started = time.monotonic()
@@ -120,17 +156,17 @@ async def run_hook(
         return NativeRun(run, f"{head} could not run: {reason}]")
 
     try:
-        argv = split_command(cmd)
+        argv = argv_for(hook.command, tool=tool, event=hook.event, path=path)
     except CommandRefused as exc:
         return cannot_run(str(exc), time.monotonic() - started)
     refused = program_rules.refusal(argv)
     if refused is not None:
         return cannot_run(refused, time.monotonic() - started)
 
-    res = await proc.arun(argv, cwd=workspace, timeout=limit)
+    res = await proc.arun(argv, cwd=workspace, timeout=limit, env=env)
     if res.error is not None:
         return cannot_run(res.error, res.seconds)
-    first = res.first_line()
+    first = _cut(res.first_line())
     run = HookRun(hook.n, hook.event, cmd, res.exit_code, res.seconds, res.timed_out, first)
     if res.timed_out:
         return NativeRun(run, f"{head} ran longer than {_limit_text(limit)} s]")

@@ -1,1 +1,84 @@
-"""Model providers. SDKs are imported only by the provider that needs them."""
+"""Model providers. SDKs are imported only by the provider that needs them.
+
+`build_provider` imports `models/openai.py` or `models/anthropic.py` (and with it the
+SDK) only for that provider; importing this package, validating inputs and running the
+scripted provider load neither SDK.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+from ..errors import InputError
+from ..inputs import AnthropicModel, OpenAIModel, ScriptedModel
+from .base import Message, Model, Provider, ToolCall, ToolSpec, Turn
+
+__all__ = [
+    "Message",
+    "Model",
+    "Provider",
+    "ToolCall",
+    "ToolSpec",
+    "Turn",
+    "build_provider",
+    "check_model",
+    "missing_key_env",
+]
+
+ModelConfig = ScriptedModel | OpenAIModel | AnthropicModel
+
+
+def missing_key_env(model_config: ModelConfig, environ: Mapping[str, str]) -> str | None:
+    """The name of the API-key variable the provider needs and `environ` lacks (unset or
+    empty), or None. The scripted provider needs none."""
+    if isinstance(model_config, ScriptedModel):
+        return None
+    name = model_config.api_key_env
+    return None if environ.get(name) else name
+
+
+def check_model(
+    model_config: ModelConfig, environ: Mapping[str, str], base_dir: Path | None = None
+) -> None:
+    """Validation-time checks (`orkeon validate` and `orkeon run` before anything runs):
+    the key variable is set; a scripted `script` file or transcript exists and holds a
+    valid script. Raises InputError (exit 2) naming the field. Loads no SDK."""
+    missing = missing_key_env(model_config, environ)
+    if missing:
+        raise InputError(f"model.api_key_env: the variable {missing} is not set")
+    if isinstance(model_config, ScriptedModel) and isinstance(model_config.script, str):
+        from .scripted import load_script
+
+        load_script(model_config.script, base_dir)
+
+
+def build_provider(
+    model_config: ModelConfig,
+    *,
+    environ: Mapping[str, str] | None = None,
+    base_dir: Path | None = None,
+) -> Provider:
+    """The provider for `model.*` of the inputs.
+
+    The API key is read here from the variable `api_key_env` names and kept in memory
+    only. `base_dir` resolves a relative scripted `script` path (default: the current
+    directory). Raises InputError for a missing key or a bad script.
+    """
+    if isinstance(model_config, ScriptedModel):
+        from .scripted import ScriptedProvider
+
+        return ScriptedProvider(model_config, base_dir=base_dir)
+    env = os.environ if environ is None else environ
+    missing = missing_key_env(model_config, env)
+    if missing:
+        raise InputError(f"model.api_key_env: the variable {missing} is not set")
+    key = env[model_config.api_key_env]
+    if isinstance(model_config, OpenAIModel):
+        from .openai import OpenAIProvider
+
+        return OpenAIProvider(model_config, key)
+    from .anthropic import AnthropicProvider
+
+    return AnthropicProvider(model_config, key)

@@ -28,15 +28,21 @@ class Message:
     tool_calls: list[ToolCall] = field(default_factory=list)
     tool_call_id: str | None = None
     name: str | None = None  # the tool's name, on role="tool"
+    # On role="tool": the call was refused (Anthropic's `is_error`; OpenAI has no such flag).
+    is_error: bool = False
 
     def to_json(self) -> dict[str, Any]:
         d: dict[str, Any] = {"role": self.role, "content": self.content}
         if self.tool_calls:
-            d["tool_calls"] = [{"id": c.id, "name": c.name, "input": c.input} for c in self.tool_calls]
+            d["tool_calls"] = [
+                {"id": c.id, "name": c.name, "input": c.input} for c in self.tool_calls
+            ]
         if self.tool_call_id is not None:
             d["tool_call_id"] = self.tool_call_id
         if self.name is not None:
             d["name"] = self.name
+        if self.is_error:
+            d["is_error"] = True
         return d
 
     @classmethod
@@ -47,6 +53,7 @@ class Message:
             tool_calls=[ToolCall(c["id"], c["name"], c["input"]) for c in d.get("tool_calls", [])],
             tool_call_id=d.get("tool_call_id"),
             name=d.get("name"),
+            is_error=bool(d.get("is_error", False)),
         )
 
 

@@ -56,6 +56,7 @@ class FakeServer:
         self._lock = threading.Lock()
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
+        self._url = ""
 
     # -- lifecycle --------------------------------------------------------------------
 
@@ -64,6 +65,9 @@ class FakeServer:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"  # keep-alive, as real APIs do
+            # Headers and body go out as two writes; with Nagle on, the second waits for
+            # the client's delayed ACK (~40 ms a turn on Linux loopback).
+            disable_nagle_algorithm = True
 
             def log_message(self, format: str, *args: Any) -> None:
                 pass
@@ -76,7 +80,12 @@ class FakeServer:
 
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._httpd.daemon_threads = True
-        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+        host, port = self._httpd.server_address[:2]
+        self._url = f"http://{host}:{port}"
+        # A short poll: shutdown() waits up to one poll interval (0.5 s by default).
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
+        )
         self._thread.start()
         return self
 
@@ -94,9 +103,8 @@ class FakeServer:
 
     @property
     def url(self) -> str:
-        assert self._httpd is not None
-        host, port = self._httpd.server_address[:2]
-        return f"http://{host}:{port}"
+        """Still readable after stop(), for tests of a server that is gone."""
+        return self._url
 
     def push(self, *replies: Reply | Callable[[Recorded], Reply]) -> None:
         with self._lock:

@@ -1,0 +1,135 @@
+"""The tool-call pipeline's own cost (issue 3):
+
+- overhead per call with no hooks: the median of `Pipeline.call` minus the median of calling
+  the tool directly (`run_tool`), for a cheap tool (file_read of a small file); target under
+  100 µs. Measured bare (empty gate, no rule sets, no event file) and as a step runs it
+  (gate and rule-set rules, roots, events appended to a real events.jsonl).
+- one native hook `true`: what it adds to a call, against a bare `subprocess.run(["true"])`
+  in the same process; target at most 1.5×.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import statistics
+import subprocess
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+from orkeon_run.budget import BudgetLimits, Ledger
+from orkeon_run.calls import CallContext
+from orkeon_run.events import EventLog, NullLog
+from orkeon_run.gate import Gate
+from orkeon_run.hooks.native import NativeHook, run_hook
+from orkeon_run.pipeline import Pipeline
+from orkeon_run.rules import RuleSet
+from orkeon_run.shellrules import ShellRules
+from orkeon_run.tools import ToolEnv, run_tool
+
+from .common import header, row
+
+CALLS = 5000
+HOOK_RUNS = 300
+READ = {"file_path": "src/api/x.py"}
+
+
+Timed = Callable[[], Awaitable[object]]
+
+
+async def interleaved(fns: dict[str, Timed], repeat: int) -> dict[str, float]:
+    """Median seconds of each function, timed in turn within each round, so that a load
+    that comes and goes on the machine weighs on all of them alike."""
+    samples: dict[str, list[float]] = {name: [] for name in fns}
+    for _ in range(repeat):
+        for name, fn in fns.items():
+            start = time.perf_counter()
+            await fn()
+            samples[name].append(time.perf_counter() - start)
+    return {name: statistics.median(v) for name, v in samples.items()}
+
+
+def pipeline(ws: Path, *, realistic: bool, hooks: list[NativeHook] | None = None) -> Pipeline:
+    rules = ShellRules()
+    return Pipeline(
+        workspace=ws,
+        step="dev-batches",
+        ledger=Ledger(BudgetLimits(seconds=None)),
+        events=EventLog(ws.parent / "events.jsonl") if realistic else NullLog(),
+        tool_env=ToolEnv(workspace=ws, shell_rules=rules),
+        gate=Gate(deny=["Bash(git push *)", "Write(secrets/**)"]) if realistic else Gate(),
+        rule_sets=[RuleSet.parse("crew", allow=["Read", "Write(src/**)", "Bash(git *)"])]
+        if realistic
+        else [],
+        native_hooks=hooks or [],
+    )
+
+
+async def measure(ws: Path) -> None:
+    env = ToolEnv(workspace=ws, shell_rules=ShellRules())
+    ctx = CallContext(step="dev-batches", role="b1/api", workspace=ws, batch="b1",
+                      roots=("src/api/",))  # fmt: skip
+    bare = pipeline(ws, realistic=False)
+    real = pipeline(ws, realistic=True)
+
+    async def direct() -> object:
+        return await run_tool("file_read", READ, env, 600.0)
+
+    hook = NativeHook(1, "pre-tool", "true")
+    hooked = pipeline(ws, realistic=False, hooks=[hook])
+
+    async def true() -> object:
+        return subprocess.run(["true"])
+
+    async def one_hook() -> object:
+        return await run_hook(hook, tool="file_read", path="x", workspace=ws,
+                              program_rules=ShellRules())  # fmt: skip
+
+    await interleaved({"direct": direct}, 500)  # warm up
+    calls = await interleaved(
+        {
+            "direct": direct,
+            "bare": lambda: bare.call(ctx, "file_read", READ, "id"),
+            "real": lambda: real.call(ctx, "file_read", READ, "id"),
+        },
+        CALLS,
+    )
+    t_direct, t_bare, t_real = calls["direct"], calls["bare"], calls["real"]
+    hooks = await interleaved(
+        {
+            "true": true,
+            "bare": lambda: bare.call(ctx, "file_read", READ, "id"),
+            "hooked": lambda: hooked.call(ctx, "file_read", READ, "id"),
+            "run_hook": one_hook,
+        },
+        HOOK_RUNS,
+    )
+    t_true, t_hooked, t_run_hook = hooks["true"], hooks["hooked"], hooks["run_hook"]
+    t_bare2 = hooks["bare"]
+
+    us = 1e6
+    header()
+    for name, t in (("pipeline overhead, no hooks (bare)", t_bare),
+                    ("pipeline overhead, no hooks (rules+events)", t_real)):  # fmt: skip
+        over = (t - t_direct) * us
+        row(name, f"{over:.1f} µs", f"{t_direct * us:.1f} µs", None, "< 100 µs", over < 100)
+    added = t_hooked - t_bare2
+    row('one native hook "true", added to a call', f"{added * 1000:.3f} ms",
+        f"{t_true * 1000:.3f} ms", added / t_true, "≤ 1.5×", added / t_true <= 1.5)  # fmt: skip
+    row('run_hook("true") alone', f"{t_run_hook * 1000:.3f} ms", f"{t_true * 1000:.3f} ms",
+        t_run_hook / t_true, "≤ 1.5×", t_run_hook / t_true <= 1.5)  # fmt: skip
+    print(f"(baselines: run_tool file_read direct; subprocess.run(['true']); medians of "
+          f"{CALLS} calls / {HOOK_RUNS} hook runs)")  # fmt: skip
+
+
+def main() -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        ws = Path(tmp, "ws").resolve()
+        (ws / "src" / "api").mkdir(parents=True)
+        (ws / "src" / "api" / "x.py").write_text("x = 1\n" * 20)
+        asyncio.run(measure(ws))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,353 @@
+"""The agent loop: one role's session with its model.
+
+`Agent.run(prompt)` sends the prompt as a user message and loops: check the budget, ask
+the model, count the turn, pass each tool call through the pipeline in order, send each
+result back as a tool message (the provider puts it in its own tool-result form), until
+the model answers without calls, a hook stops the role, or the budget ends. `run` may be
+called again with a follow-up (a repair message, plan errors): the conversation goes on
+and the counts accumulate. `close()` ends the session (SessionEnd hooks).
+
+Settings-shape hooks, when given, fire as in a Claude Code session: SessionStart before
+the first prompt (source "resume" when a transcript is resumed), UserPromptSubmit before
+each prompt (a block or `continue: false` ends the role "stopped" with the reason; its
+context, and SessionStart's for the first prompt that is sent, is appended to the
+prompt as a `<hook_context>` block), Stop when the model finishes (a keep-going message
+goes to the model as one more user message, at most once per prompt), PreCompact before
+an automatic compaction (compaction.py), SessionEnd on close.
+
+The role's transcript (models/transcript.py) gets a line per message sent and received.
+With `resume=True` and an existing transcript, the conversation is reloaded from it (the
+system prompt replaced by the current one) and goes on; calls the transcript shows
+without a result get `UNFINISHED` as their result so every call stays paired.
+
+Budget: `ledger.check()` before each turn; each turn charges its model time and adds
+its tokens and cost (pricing.py; unknown price -> usd not counted). A turn is also cut
+when it would run past the time budget. A ProviderError ends the role "failed" with its
+one-line message.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import anyio
+
+from . import compaction
+from .budget import Ledger
+from .calls import CallContext
+from .compaction import ContextMeter, message_chars
+from .errors import BudgetExhausted, Interrupted, ProviderError
+from .events import EventLog
+from .models.base import Message, Provider, ToolSpec, Turn
+from .models.transcript import TranscriptWriter, load_conversation
+from .pricing import cost
+
+Status = Literal["succeeded", "failed", "stopped", "budget_exhausted", "interrupted"]
+
+UNFINISHED = "[no result: the role stopped before this call finished]"
+
+
+@dataclass(frozen=True)
+class RoleSpec:
+    name: str  # full name: "analyst", "writer", "planner", "b1/api"
+    system_prompt: str
+    tools: tuple[str, ...]  # tool names offered to the model (orkeon_run.tools.TOOLS)
+    ctx: CallContext
+
+
+@dataclass
+class RoleResult:
+    name: str
+    status: Status
+    turns: int
+    calls: int
+    refused: int
+    final_text: str
+    error: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """The result document's `roles[]` entry."""
+        d: dict[str, Any] = {
+            "name": self.name,
+            "status": self.status,
+            "turns": self.turns,
+            "calls": self.calls,
+            "refused": self.refused,
+        }
+        if self.error is not None:
+            d["error"] = self.error
+        return d
+
+
+def specs_for(names: tuple[str, ...]) -> list[ToolSpec]:
+    from .tools import TOOLS
+
+    unknown = [n for n in names if n not in TOOLS]
+    if unknown:
+        raise ValueError(f"unknown tools: {', '.join(unknown)}")
+    return [TOOLS[n].spec for n in names]
+
+
+def with_context(prompt: str, blocks: list[str | None]) -> str:
+    """The prompt with each `<hook_context>` block appended on its own line."""
+    blocks = [b for b in blocks if b]
+    if not blocks:
+        return prompt
+    return "\n".join([prompt.rstrip("\n"), *blocks])
+
+
+class Agent:
+    def __init__(
+        self,
+        spec: RoleSpec,
+        *,
+        provider: Provider,
+        pipeline: Any,
+        hooks: Any,
+        ledger: Ledger,
+        events: EventLog,
+        transcript_path: Path,
+        resume: bool = False,
+        tool_specs: list[ToolSpec] | None = None,
+    ) -> None:
+        """`pipeline` has `async call(ctx, tool, input, call_id) -> CallOutcome`; `hooks`
+        is a SettingsHooks or None. `tool_specs` overrides the specs looked up by name in
+        `orkeon_run.tools.TOOLS`."""
+        self.spec = spec
+        self.ctx = spec.ctx
+        self.pipeline = pipeline
+        self.hooks = hooks
+        self.ledger = ledger
+        self.events = events
+        self.model = provider.for_role(spec.name)
+        self.price = provider.price()
+        self.meter = ContextMeter(provider.context_tokens())
+        self.tools = list(tool_specs) if tool_specs is not None else specs_for(spec.tools)
+        self._tools_chars = sum(
+            len(t.name) + len(t.description) + len(json.dumps(t.input_schema)) for t in self.tools
+        )
+        self.transcript = TranscriptWriter(transcript_path, spec.name)
+        self.messages: list[Message] = []
+        self._chars = 0
+        self.turns = 0
+        self.calls = 0
+        self.refused = 0
+        self.final_text = ""
+        self.status: Status = "succeeded"
+        self.error: str | None = None
+        self.resumed = resume and transcript_path.is_file() and transcript_path.stat().st_size > 0
+        self._started = False
+        self._closed = False
+        self._session_context: str | None = None
+        if self.resumed:
+            self.messages = load_conversation(transcript_path)
+            self._chars = sum(message_chars(m) for m in self.messages)
+
+    # --- public ------------------------------------------------------------------------
+
+    @property
+    def result(self) -> RoleResult:
+        """The role's result so far (also readable after a cancelled `run`)."""
+        return RoleResult(
+            self.spec.name,
+            self.status,
+            self.turns,
+            self.calls,
+            self.refused,
+            self.final_text,
+            self.error,
+        )
+
+    async def run(self, prompt: str) -> RoleResult:
+        status: Status
+        error: str | None = None
+        try:
+            status, error = await self._run(prompt)
+        except BudgetExhausted:
+            status = "budget_exhausted"
+        except ProviderError as exc:
+            status, error = "failed", str(exc)
+        except Interrupted:
+            status = "interrupted"
+        except anyio.get_cancelled_exc_class():
+            self.status, self.error = "interrupted", None
+            raise
+        self.status, self.error = status, error
+        return self.result
+
+    async def close(self, reason: str = "other") -> None:
+        """End the session: SessionEnd hooks (when the session started), then the
+        transcript is closed. Safe to call twice."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            if self._started and self.hooks is not None:
+                await self.hooks.session_end(self.ctx, reason, self.ledger)
+        finally:
+            self.transcript.close()
+
+    # --- the loop ----------------------------------------------------------------------
+
+    async def _run(self, prompt: str) -> tuple[Status, str | None]:
+        if not self._started:
+            self._started = True
+            self._start_conversation()
+            if self.hooks is not None:
+                source = "resume" if self.resumed else "startup"
+                self._session_context = await self.hooks.session_start(
+                    self.ctx, source, self.ledger
+                )
+        prompt_context: str | None = None
+        if self.hooks is not None:
+            verdict = await self.hooks.user_prompt(self.ctx, prompt, self.ledger)
+            if verdict.blocked_reason is not None:
+                return "stopped", verdict.blocked_reason
+            if verdict.stop:
+                return "stopped", verdict.stop_reason or "a UserPromptSubmit hook stopped the role"
+            prompt_context = verdict.context
+        text = with_context(prompt, [self._session_context, prompt_context])
+        self._session_context = None
+        self._pair_open_calls()
+        self._add(Message("user", text))
+        return await self._loop()
+
+    async def _loop(self) -> tuple[Status, str | None]:
+        stop_continued = False
+        while True:
+            self.ledger.check()
+            turn = await self._ask()
+            if not turn.tool_calls:
+                self.final_text = turn.text
+                if self.hooks is not None:
+                    keep = await self.hooks.stop(self.ctx, stop_continued, self.ledger)
+                    if keep and not stop_continued:
+                        stop_continued = True
+                        self._add(Message("user", keep))
+                        continue
+                return "succeeded", None
+            for call in turn.tool_calls:
+                outcome = await self.pipeline.call(self.ctx, call.name, call.input, call.id)
+                self.calls += 1
+                refused = outcome.outcome == "refused"
+                self.refused += refused
+                self._add(
+                    Message(
+                        "tool",
+                        outcome.text,
+                        tool_call_id=call.id,
+                        name=call.name,
+                        is_error=refused,
+                    )
+                )
+                if outcome.stop_role:
+                    return "stopped", outcome.stop_reason or "a hook stopped the role"
+
+    async def _ask(self) -> Turn:
+        chars = self._chars + self._tools_chars
+        if self.meter.over(chars):
+            await self._compact(chars)
+            chars = self._chars + self._tools_chars
+        left = self.ledger.remaining_seconds()
+        t0 = time.perf_counter()
+        try:
+            with anyio.move_on_after(left) as scope:
+                turn = await self.model.complete(self.messages, self.tools)
+        finally:
+            seconds = time.perf_counter() - t0
+            if left is not None and scope.cancelled_caught:
+                seconds = max(seconds, left)  # cut at the budget: all of it is spent
+            self.ledger.charge("model", seconds)
+        if scope.cancelled_caught:
+            raise BudgetExhausted("seconds")
+        usd = cost(self.price, turn.tokens_in, turn.tokens_out)
+        self.ledger.add_turn(turn.tokens_in, turn.tokens_out, usd)
+        self.turns += 1
+        self.meter.report(chars, turn.tokens_in)
+        usage = {"input_tokens": turn.tokens_in, "output_tokens": turn.tokens_out}
+        self._add(
+            Message("assistant", turn.text, list(turn.tool_calls)),
+            "received",
+            usage=usage,
+            seconds=round(seconds, 6),
+        )
+        self.events.emit(
+            "model.turn",
+            step=self.ctx.step,
+            batch=self.ctx.batch,
+            role=self.spec.name,
+            turn=self.turns,
+            tokens_in=turn.tokens_in,
+            tokens_out=turn.tokens_out,
+            usd=None if usd is None else round(usd, 8),
+            tool_calls=len(turn.tool_calls),
+            seconds=round(seconds, 6),
+        )
+        return turn
+
+    async def _compact(self, chars: int) -> None:
+        edits = compaction.plan(self.messages, self.meter.chars_to_drop(chars))
+        if not edits:
+            return
+        if self.hooks is not None:
+            await self.hooks.pre_compact(self.ctx, self.ledger, trigger="auto")
+        before = self.meter.estimate(chars)
+        dropped = compaction.apply(self.messages, edits)
+        self._chars -= dropped
+        self.meter.reset()
+        after = self.meter.estimate(self._chars + self._tools_chars)
+        fields = {
+            "messages_compacted": len(edits),
+            "chars_dropped": dropped,
+            "tokens_before": before,
+            "tokens_after": after,
+        }
+        self.events.emit(
+            "compact",
+            step=self.ctx.step,
+            batch=self.ctx.batch,
+            role=self.spec.name,
+            trigger="auto",
+            **fields,
+        )
+        self.transcript.note("compacted", indexes=[e.index for e in edits], **fields)
+
+    # --- conversation ------------------------------------------------------------------
+
+    def _add(self, message: Message, direction: str = "sent", **extra: Any) -> None:
+        self.messages.append(message)
+        self._chars += message_chars(message)
+        self.transcript.message(direction, message, **extra)  # type: ignore[arg-type]
+
+    def _start_conversation(self) -> None:
+        system = Message("system", self.spec.system_prompt)
+        if not self.messages:
+            self._add(system)
+        elif self.messages[0].role != "system":
+            self.messages.insert(0, system)
+            self._chars += message_chars(system)
+        elif self.messages[0].content != system.content:
+            self._chars += message_chars(system) - message_chars(self.messages[0])
+            self.messages[0] = system
+
+    def _pair_open_calls(self) -> None:
+        """Give every call of the last answer that has no result the UNFINISHED result
+        (after a hook stopped the role mid-answer, or a resumed transcript ended there)."""
+        last = next(
+            (
+                i
+                for i in range(len(self.messages) - 1, -1, -1)
+                if self.messages[i].role == "assistant"
+            ),
+            None,
+        )
+        if last is None:
+            return
+        answered = {m.tool_call_id for m in self.messages[last + 1 :] if m.role == "tool"}
+        for call in self.messages[last].tool_calls:
+            if call.id not in answered:
+                self._add(Message("tool", UNFINISHED, tool_call_id=call.id, name=call.name))

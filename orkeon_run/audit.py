@@ -1,0 +1,375 @@
+"""The audit after a batch (INTERFACE sections 7 and 8), run from orkeon's own code: no
+hook, no gate, no budget charge.
+
+1. What changed since the batch began: in a git repository, `git status --porcelain -z`
+   (untracked files included) before and after, each dirty file fingerprinted by its
+   content, plus every path a moved HEAD touched; elsewhere a snapshot of every file's
+   content hash. Paths under `.orkeon/` (and the run directory) are not the crew's work.
+2. Every changed path must lie under the batch's roots.
+3. `audit.build`, then `audit.test`, when given: each must exit 0.
+
+The first failing check decides the record: `{batch, passed, outside_roots,
+failed_command, output_tail}`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import stat
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from . import proc
+
+TAIL_CHARS = 4000
+# The audit's own commands are not charged to the budget; this bounds a hung build.
+COMMAND_TIMEOUT = 1800.0
+GIT_TIMEOUT = 120.0
+_GIT_CAP = 1 << 26
+ALWAYS_IGNORED = (".orkeon/",)
+# Fingerprint of a path: its content digest, a symlink's target, or a marker.
+Fingerprint = tuple[str, str]
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """The workspace's state when a batch began."""
+
+    git: bool
+    ignore: tuple[str, ...]
+    prefix: str = ""  # the workspace relative to the repository root ("" or "sub/dir/")
+    head: str | None = None
+    # git: path -> (XY status, content fingerprint) for dirty paths;
+    # no git: path -> content fingerprint for every file.
+    entries: dict[str, Any] = field(default_factory=dict)
+    # no git: path -> stat key, so an unchanged file is not hashed again.
+    stats: dict[str, tuple[int, ...]] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        """For state.json: a resumed batch is audited against its first start."""
+        return {
+            "git": self.git,
+            "ignore": list(self.ignore),
+            "prefix": self.prefix,
+            "head": self.head,
+            "entries": self.entries,
+            "stats": self.stats,
+        }
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> Snapshot:
+        def tup(v: Any) -> Any:
+            return tuple(tup(x) for x in v) if isinstance(v, list) else v
+
+        return cls(
+            git=bool(d["git"]),
+            ignore=tuple(d["ignore"]),
+            prefix=d.get("prefix", ""),
+            head=d.get("head"),
+            entries={k: tup(v) for k, v in d.get("entries", {}).items()},
+            stats={k: tuple(v) for k, v in d.get("stats", {}).items()},
+        )
+
+
+def norm_root(root: str) -> str:
+    """`./src/api/` -> `src/api`; the workspace itself -> ``."""
+    p = PurePosixPath(root.strip())
+    text = p.as_posix()
+    return "" if text in (".", "/") else text.lstrip("/")
+
+
+def under(path: str, roots: Iterable[str]) -> bool:
+    """Whether workspace-relative `path` lies in one of `roots` (whole components)."""
+    for root in roots:
+        r = norm_root(root)
+        if r == "" or path == r or path.startswith(r + "/"):
+            return True
+    return False
+
+
+def ignore_list(workspace: Path, run_dir: Path | None) -> tuple[str, ...]:
+    """What the audit never counts: `.orkeon/`, and the run directory when it lies in the
+    workspace (its events and transcripts are orkeon's, not the crew's)."""
+    out = list(ALWAYS_IGNORED)
+    if run_dir is not None:
+        try:
+            rel = run_dir.resolve().relative_to(workspace).as_posix()
+        except ValueError:
+            rel = None
+        if rel and rel != ".":
+            out.append(rel.rstrip("/") + "/")
+    return tuple(out)
+
+
+def _ignored(path: str, ignore: Sequence[str]) -> bool:
+    return any(path == i.rstrip("/") or path.startswith(i) for i in ignore)
+
+
+# --- fingerprints ------------------------------------------------------------------------
+
+
+def _fingerprint(full: Path) -> Fingerprint:
+    try:
+        st = os.lstat(full)
+    except FileNotFoundError:
+        return ("missing", "")
+    except OSError as exc:
+        return ("error", str(exc))
+    if stat.S_ISLNK(st.st_mode):
+        return ("link", os.readlink(full))
+    if stat.S_ISDIR(st.st_mode):
+        return ("dir", "")
+    if not stat.S_ISREG(st.st_mode):
+        return ("special", str(st.st_mode))
+    try:
+        with open(full, "rb") as f:
+            digest = hashlib.file_digest(f, "sha256").hexdigest()
+    except OSError as exc:
+        return ("error", str(exc))
+    return (f"file:{stat.S_IMODE(st.st_mode):o}", digest)
+
+
+def _stat_key(st: os.stat_result) -> tuple[int, ...]:
+    # ctime moves on every write and cannot be set back from user space, so an unchanged
+    # key means unchanged content.
+    return (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_mode)
+
+
+# --- git ---------------------------------------------------------------------------------
+
+
+def _git(workspace: Path, *args: str) -> proc.ProcResult:
+    return proc.run(
+        ["git", "-c", "core.quotepath=off", *args],
+        cwd=workspace,
+        timeout=GIT_TIMEOUT,
+        cap=_GIT_CAP,
+        env={**os.environ, "GIT_OPTIONAL_LOCKS": "0", "LC_ALL": "C"},
+    )
+
+
+def _git_prefix(workspace: Path) -> str | None:
+    """The workspace's path inside its repository ("" at the top), or None: not git."""
+    if not (workspace / ".git").exists():
+        # Only a workspace inside a work tree is a git workspace; ask git.
+        r = _git(workspace, "rev-parse", "--is-inside-work-tree")
+        if r.exit_code != 0 or r.stdout.strip() != "true":
+            return None
+    r = _git(workspace, "rev-parse", "--show-prefix")
+    if r.exit_code != 0:
+        return None
+    return r.stdout.strip()
+
+
+def _git_head(workspace: Path) -> str | None:
+    r = _git(workspace, "rev-parse", "-q", "--verify", "HEAD^{commit}")
+    if r.exit_code != 0:
+        return None
+    return r.stdout.strip() or None
+
+
+def _split_z(text: str) -> list[str]:
+    return [p for p in text.split("\0") if p]
+
+
+def _strip(prefix: str, path: str) -> str | None:
+    if prefix and not path.startswith(prefix):
+        return None
+    return path[len(prefix) :]
+
+
+def _git_status(workspace: Path, prefix: str, ignore: Sequence[str]) -> dict[str, str]:
+    r = _git(
+        workspace,
+        "status",
+        "--porcelain=v1",
+        "-z",
+        "--untracked-files=all",
+        "--no-renames",
+        "--ignore-submodules=none",
+        "--",
+        ".",
+    )
+    if r.exit_code != 0 or r.stdout_dropped:
+        why = r.error or r.first_line() or "its output was too long"
+        raise AuditError(f"git status failed: {why}")
+    out: dict[str, str] = {}
+    for item in _split_z(r.stdout):
+        xy, raw = item[:2], item[3:]
+        path = _strip(prefix, raw)
+        if path is None or not path or _ignored(path, ignore):
+            continue
+        out[path.rstrip("/")] = xy
+    return out
+
+
+def _git_dirty(workspace: Path, prefix: str, ignore: Sequence[str]) -> dict[str, Any]:
+    status = _git_status(workspace, prefix, ignore)
+    return {p: (xy, _fingerprint(workspace / p)) for p, xy in status.items()}
+
+
+def _git_moved(workspace: Path, prefix: str, old: str | None, new: str | None) -> list[str]:
+    """Paths that differ between two commits (a role moved HEAD under the audit)."""
+    if old == new or new is None:
+        return []
+    base = old or _git(workspace, "hash-object", "-t", "tree", "/dev/null").stdout.strip()
+    r = _git(workspace, "diff", "--name-only", "-z", "--no-renames", base, new, "--", ".")
+    if r.exit_code != 0:
+        raise AuditError(f"git diff failed: {r.error or r.first_line()}")
+    return [p for p in (_strip(prefix, x) for x in _split_z(r.stdout)) if p]
+
+
+# --- snapshots ---------------------------------------------------------------------------
+
+
+class AuditError(Exception):
+    """The audit could not tell what changed."""
+
+
+def _walk(workspace: Path, ignore: Sequence[str]) -> dict[str, os.stat_result]:
+    found: dict[str, os.stat_result] = {}
+    ws = os.fspath(workspace)
+    for dirpath, dirnames, filenames in os.walk(ws):
+        rel_dir = os.path.relpath(dirpath, ws)
+        rel_dir = "" if rel_dir == "." else rel_dir.replace(os.sep, "/") + "/"
+        keep = []
+        for d in dirnames:
+            rel = rel_dir + d
+            if d == ".git" or _ignored(rel + "/", ignore):
+                continue
+            full = os.path.join(dirpath, d)
+            if os.path.islink(full):  # os.walk lists a symlink to a folder as a folder
+                filenames.append(d)
+                continue
+            keep.append(d)
+        dirnames[:] = keep
+        for name in filenames:
+            rel = rel_dir + name
+            if _ignored(rel, ignore):
+                continue
+            try:
+                found[rel] = os.lstat(os.path.join(dirpath, name))
+            except FileNotFoundError:
+                continue
+    return found
+
+
+def snapshot(workspace: Path, ignore: Sequence[str] = ALWAYS_IGNORED) -> Snapshot:
+    """The workspace's state now. Blocking: call it in a worker thread from async code."""
+    ignore = tuple(ignore)
+    prefix = _git_prefix(workspace)
+    if prefix is not None:
+        return Snapshot(
+            git=True,
+            ignore=ignore,
+            prefix=prefix,
+            head=_git_head(workspace),
+            entries=_git_dirty(workspace, prefix, ignore),
+        )
+    stats = _walk(workspace, ignore)
+    entries = {p: _fingerprint(workspace / p) for p in stats}
+    return Snapshot(
+        git=False,
+        ignore=ignore,
+        entries=entries,
+        stats={p: _stat_key(st) for p, st in stats.items()},
+    )
+
+
+def changed_paths(workspace: Path, before: Snapshot) -> list[str]:
+    """Workspace-relative paths that changed since `before`, sorted. Blocking."""
+    ignore = before.ignore
+    if before.git:
+        after = _git_dirty(workspace, before.prefix, ignore)
+        changed = {
+            p for p in before.entries.keys() | after.keys() if before.entries.get(p) != after.get(p)
+        }
+        moved = _git_moved(workspace, before.prefix, before.head, _git_head(workspace))
+        changed.update(p for p in moved if not _ignored(p, ignore))
+        return sorted(changed)
+    now = _walk(workspace, ignore)
+    changed = set(before.entries.keys() - now.keys())
+    for p, st in now.items():
+        old = before.entries.get(p)
+        if old is None or (
+            before.stats.get(p) != _stat_key(st) and _fingerprint(workspace / p) != old
+        ):
+            changed.add(p)
+    return sorted(changed)
+
+
+# --- the audit ---------------------------------------------------------------------------
+
+
+def _tail(text: str, limit: int = TAIL_CHARS) -> str:
+    return text if len(text) <= limit else "…" + text[-(limit - 1) :]
+
+
+def _command_output(argv: Sequence[str], r: proc.ProcResult) -> str:
+    if r.error is not None:
+        return f"{' '.join(argv)} could not run: {r.error}"
+    parts = [r.stdout.rstrip("\n"), r.stderr.rstrip("\n")]
+    text = "\n".join(p for p in parts if p)
+    if r.timed_out:
+        text += f"\n[{' '.join(argv)} ran longer than {COMMAND_TIMEOUT:g} s and was stopped]"
+    elif r.exit_code:
+        text += f"\n[{' '.join(argv)} exited {r.exit_code}]"
+    return text.strip("\n")
+
+
+def record(
+    batch: str,
+    *,
+    passed: bool,
+    outside_roots: Sequence[str] = (),
+    failed_command: Sequence[str] | None = None,
+    output_tail: str = "",
+) -> dict[str, Any]:
+    return {
+        "batch": batch,
+        "passed": passed,
+        "outside_roots": list(outside_roots),
+        "failed_command": list(failed_command) if failed_command is not None else None,
+        "output_tail": _tail(output_tail),
+    }
+
+
+async def run_audit(
+    workspace: Path,
+    batch: str,
+    roots: Sequence[str],
+    before: Snapshot,
+    *,
+    build: Sequence[str] | None = None,
+    test: Sequence[str] | None = None,
+    run_commands: bool = True,
+) -> dict[str, Any]:
+    """Audit the batch: what changed since `before`, then build and test. Returns the
+    audit record. `run_commands=False` checks the paths only."""
+    from anyio import to_thread
+
+    try:
+        changed = await to_thread.run_sync(changed_paths, workspace, before)
+    except AuditError as exc:
+        return record(batch, passed=False, output_tail=str(exc))
+    outside = [p for p in changed if not under(p, roots)]
+    if outside:
+        lines = [f"changed outside the roots of batch {batch} ({', '.join(roots)}):"]
+        lines += [f"  {p}" for p in outside]
+        return record(batch, passed=False, outside_roots=outside, output_tail="\n".join(lines))
+    if run_commands:
+        for argv in (build, test):
+            if not argv:
+                continue
+            r = await proc.arun(list(argv), cwd=workspace, timeout=COMMAND_TIMEOUT)
+            if r.exit_code != 0:
+                return record(
+                    batch,
+                    passed=False,
+                    failed_command=argv,
+                    output_tail=_command_output(argv, r),
+                )
+    return record(batch, passed=True)

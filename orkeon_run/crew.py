@@ -1,0 +1,229 @@
+"""Crews as data: one TOML file per step, prompts as markdown (`crews/` in a source checkout,
+`orkeon_run/crews/` in the wheel).
+
+A crew names the step's roles (each with a prompt file and the tools it is offered), the
+step's rule sets, and the default budget. A workspace replaces a crew with
+`.orkeon/crews/STEP.toml`; its prompt files are looked up beside it first, then among the
+built-in prompts, so an override may change only the tools or the rules.
+
+Placeholders: `${name}` in a prompt is replaced by the step's value (`${spec}`, `${plan}`,
+`${roots}`, ...); unknown ones are left as written. In a rule pattern a placeholder names a
+path, so its value is written as a glob that matches exactly that path (anchored at the
+workspace root, glob characters escaped).
+
+Each step needs its own role names (INTERFACE section 2): dev-spec `analyst` and `writer`,
+dev-plan `planner`, dev-batches `worker` (the template of every plan role), tasks-repair
+`repairer` (the template of the repaired role).
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path, PurePosixPath
+from string import Template
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
+
+from .budget import BudgetLimits
+from .errors import InputError
+from .inputs import NAME_RE, error_lines
+
+ToolName = Literal["file_read", "file_write", "file_edit", "list_files", "search_files", "shell"]
+StepName = Literal["dev-spec", "dev-plan", "dev-batches", "tasks-repair"]
+
+REQUIRED_ROLES: dict[str, tuple[str, ...]] = {
+    "dev-spec": ("analyst", "writer"),
+    "dev-plan": ("planner",),
+    "dev-batches": ("worker",),
+    "tasks-repair": ("repairer",),
+}
+# Placeholders a step fills in; rule patterns are checked with these sample values.
+RULE_VARIABLES: dict[str, tuple[str, ...]] = {
+    "dev-spec": ("spec",),
+    "dev-plan": ("spec", "plan"),
+    "dev-batches": ("plan",),
+    "tasks-repair": ("plan",),
+}
+OVERRIDE_DIR = PurePosixPath(".orkeon/crews")
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class CrewRole(_Frozen):
+    """One role of the crew."""
+
+    name: str = Field(pattern=NAME_RE.pattern)
+    prompt: str = Field(
+        min_length=1,
+        description="markdown file with the role's system prompt, relative to the crew file",
+    )
+    tools: list[ToolName] = Field(min_length=1, description="the tools the role's model is offered")
+    rule_sets: list[str] | None = Field(
+        default=None,
+        description="names of the step's rule sets that apply to this role; null = all",
+    )
+
+
+class CrewRuleSet(_Frozen):
+    """A named rule set: `tool` or `tool(pattern)` rules (INTERFACE section 2)."""
+
+    name: str = Field(pattern=NAME_RE.pattern)
+    allow: list[str] = Field(default_factory=list)
+    deny: list[str] = Field(default_factory=list)
+
+
+class Crew(_Frozen):
+    """A step's crew: `crews/STEP.toml`, or a workspace's `.orkeon/crews/STEP.toml`."""
+
+    step: StepName
+    description: str = ""
+    budget: BudgetLimits = Field(
+        default_factory=BudgetLimits, description="the step's budget when the inputs give none"
+    )
+    roles: list[CrewRole] = Field(min_length=1)
+    rule_sets: list[CrewRuleSet] = Field(default_factory=list)
+
+    # Filled by load_crew: role name -> prompt text, and the file the crew came from.
+    _prompts: dict[str, str] = PrivateAttr(default_factory=dict)
+    _source: Path | None = PrivateAttr(default=None)
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Crew:
+        names = [r.name for r in self.roles]
+        dup = sorted({n for n in names if names.count(n) > 1})
+        if dup:
+            raise ValueError(f"roles: role names repeat: {', '.join(dup)}")
+        missing = [n for n in REQUIRED_ROLES[self.step] if n not in names]
+        if missing:
+            raise ValueError(f"roles: the {self.step} crew needs a role named {', '.join(missing)}")
+        set_names = [s.name for s in self.rule_sets]
+        dup = sorted({n for n in set_names if set_names.count(n) > 1})
+        if dup:
+            raise ValueError(f"rule_sets: names repeat: {', '.join(dup)}")
+        for i, role in enumerate(self.roles):
+            for name in role.rule_sets or ():
+                if name not in set_names:
+                    raise ValueError(f"roles[{i}].rule_sets: no rule set named {name!r}")
+        samples = {v: f"/sample-{v}.txt" for v in RULE_VARIABLES[self.step]}
+        from .rules import parse_rule
+
+        for i, rs in enumerate(self.rule_sets):
+            for kind in ("allow", "deny"):
+                for j, rule in enumerate(getattr(rs, kind)):
+                    try:
+                        parse_rule(Template(rule).safe_substitute(samples))
+                    except ValueError as exc:
+                        raise ValueError(f"rule_sets[{i}].{kind}[{j}]: {exc}") from None
+        return self
+
+    # --- what the steps use -----------------------------------------------------------
+
+    @property
+    def source(self) -> Path | None:
+        return self._source
+
+    def role(self, name: str) -> CrewRole:
+        for r in self.roles:
+            if r.name == name:
+                return r
+        raise KeyError(name)
+
+    def system_prompt(self, role: str, variables: Mapping[str, str] | None = None) -> str:
+        """The role's prompt with `${name}` placeholders filled in."""
+        text = self._prompts.get(role, "")
+        return Template(text).safe_substitute(variables or {})
+
+    def rule_sets_for(self, role: str, paths: Mapping[str, str] | None = None) -> list[Any]:
+        """The role's rule sets as `rules.RuleSet`, path placeholders filled in."""
+        from .rules import RuleSet
+
+        wanted = self.role(role).rule_sets
+        values = {k: path_glob(v) for k, v in (paths or {}).items()}
+        out = []
+        for rs in self.rule_sets:
+            if wanted is not None and rs.name not in wanted:
+                continue
+            allow = [Template(r).safe_substitute(values) for r in rs.allow]
+            deny = [Template(r).safe_substitute(values) for r in rs.deny]
+            out.append(RuleSet.parse(rs.name, allow, deny))
+        return out
+
+
+_GLOB_SPECIAL = re.compile(r"([\\*?\[\]])")
+
+
+def path_glob(path: str) -> str:
+    """A gitignore pattern that matches exactly `path` (workspace-relative)."""
+    clean = PurePosixPath(path.lstrip("/")).as_posix()
+    return "/" + _GLOB_SPECIAL.sub(r"\\\1", clean)
+
+
+def builtin_dir() -> Path:
+    """The built-in crews: `orkeon_run/crews` when installed, `crews/` in a checkout."""
+    here = Path(__file__).resolve().parent
+    packaged = here / "crews"
+    if packaged.is_dir():
+        return packaged
+    return here.parent / "crews"
+
+
+def crew_file(step: str, workspace: Path | None) -> Path:
+    if workspace is not None:
+        override = workspace / OVERRIDE_DIR / f"{step}.toml"
+        if override.is_file():
+            return override
+    return builtin_dir() / f"{step}.toml"
+
+
+def load_crew(step: str, workspace: Path | None = None) -> Crew:
+    """The crew for `step`: the workspace's override if it has one, else the built-in one.
+    Any problem raises InputError, one line per problem, each naming the file and field."""
+    path = crew_file(step, workspace)
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise InputError(f"{path}: no such crew file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"{path}: cannot read: {exc}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise InputError(f"{path}: not TOML: {exc}") from None
+    try:
+        crew = Crew.model_validate(data)
+    except ValidationError as exc:
+        # Problems of the whole crew come without a location; their text names the field.
+        lines = [line.removeprefix("inputs: ") for line in error_lines(exc)]
+        raise InputError([f"{path}: {line}" for line in lines]) from None
+    if crew.step != step:
+        raise InputError(f"{path}: step: is {crew.step!r}, expected {step!r}")
+    prompts: dict[str, str] = {}
+    problems: list[str] = []
+    for i, role in enumerate(crew.roles):
+        found = _find_prompt(path.parent, role.prompt)
+        if found is None:
+            problems.append(f"{path}: roles[{i}].prompt: no such file: {role.prompt}")
+            continue
+        try:
+            prompts[role.name] = found.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            problems.append(f"{path}: roles[{i}].prompt: cannot read {found}: {exc}")
+    if problems:
+        raise InputError(problems)
+    crew._prompts = prompts
+    crew._source = path
+    return crew
+
+
+def _find_prompt(folder: Path, rel: str) -> Path | None:
+    p = PurePosixPath(rel)
+    if p.is_absolute() or ".." in p.parts:
+        return None
+    for base in (folder, builtin_dir()):
+        candidate = base / p
+        if candidate.is_file():
+            return candidate
+    return None

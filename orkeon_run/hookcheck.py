@@ -1,0 +1,153 @@
+"""`orkeon hooks list` and `orkeon hooks check` (INTERFACE section 4).
+
+The seed's advice, "run it once by hand first", as a command: `check` runs each native
+pre-tool and post-tool hook once on a sample call, exactly as the pipeline would (same
+replacement, same program rules, same runner, 60 s limit), and shows what the model would
+read. Settings-shape PreToolUse and PostToolUse hooks run too, through the same
+`SettingsHooks` the pipeline uses, on the same sample call; the tool itself never runs
+(their sample result is empty text).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .hooks.native import HOOK_LIMIT, RUN_EVENTS, HookSpec, ProgramRules, number, run_hook
+from .rules import canonical_tool
+
+if TYPE_CHECKING:
+    from .calls import HookRun
+    from .inputs import MatcherGroup
+
+INDENT = "   "
+READS = f"{INDENT}the model would read: "
+SAMPLE_ROLE = "hooks-check"
+
+
+def list_lines(native_hooks: Sequence[HookSpec]) -> list[str]:
+    """One line per native hook, `#N EVENT COMMAND`, numbered as the model sees them."""
+    return [f"#{h.n} {h.event} {h.command}" for h in number(native_hooks)]
+
+
+def settings_lines(config: Mapping[str, Sequence[MatcherGroup]] | None) -> list[str]:
+    """One line per settings-shape hook, `EVENT [MATCHER] COMMAND`, in configuration order
+    (`[*]` for a group without a matcher; ` (timeout N s)` when one is set)."""
+    out = []
+    for event, groups in (config or {}).items():
+        for group in groups:
+            matcher = group.matcher if group.matcher else "*"
+            for h in group.hooks:
+                timeout = f" (timeout {h.timeout:g} s)" if h.timeout is not None else ""
+                out.append(f"{event} [{matcher}] {h.command}{timeout}")
+    return out
+
+
+def _run_line(head: str, run: HookRun, timed_out: str = "ran out of time") -> str:
+    if run.timed_out:
+        status = timed_out
+    elif run.exit_code is None:
+        status = "could not run"
+    else:
+        status = f"exit {run.exit_code}"
+    return f"{head} -> {status} ({run.seconds:.2f} s)"
+
+
+async def check(
+    native_hooks: Sequence[HookSpec],
+    *,
+    workspace: Path,
+    shell_rules: ProgramRules,
+    tool: str = "file_read",
+    path: str | None = "README.md",
+    env: Mapping[str, str] | None = None,
+    settings_config: Mapping[str, list[MatcherGroup]] | None = None,
+) -> tuple[list[str], int]:
+    """Run each hook once on a sample call of `tool` (an orkeon name or a Claude Code
+    alias) with path `path`. Returns the lines to print and the exit code: 0 when every hook
+    that ran exited 0, else 1. Raises ValueError for an unknown tool.
+
+    Native hooks, in order, each on its own (a failing pre-tool hook does not keep the next
+    one from running here): `#N EVENT COMMAND -> exit CODE (SECONDS s)`, COMMAND after
+    replacement, as it ran (`ran longer than 60 s` or `could not run` in place of
+    `exit CODE`), then the line the model would read. Stop hooks are listed, not run.
+    Settings-shape hooks: one line per hook that ran, then what the model would read.
+    `env` is the native hooks' environment (the shell tool's; None: orkeon's own).
+    """
+    name = canonical_tool(tool)
+    if name is None:
+        raise ValueError(f"unknown tool {tool!r}")
+    lines: list[str] = []
+    code = 0
+    for hook in number(native_hooks):
+        if hook.event not in RUN_EVENTS:
+            lines.append(f"#{hook.n} {hook.event} {hook.command} -> not run (stored, not run)")
+            continue
+        nr = await run_hook(
+            hook,
+            tool=name,
+            path=path,
+            workspace=workspace,
+            program_rules=shell_rules,
+            limit=HOOK_LIMIT,
+            env=env,
+        )
+        run = nr.run
+        head = f"#{hook.n} {hook.event} {run.command}"
+        lines.append(_run_line(head, run, f"ran longer than {HOOK_LIMIT:g} s"))
+        if nr.line is not None:
+            code = 1
+            lines.append(READS + nr.line)
+        elif hook.event == "pre-tool":
+            lines.append(READS + "nothing from this hook; the call runs")
+        else:
+            lines.append(READS + "the result, unchanged by this hook")
+    if settings_config:
+        more, failed = await _check_settings(settings_config, workspace, name, path)
+        lines += more
+        code = 1 if failed else code
+    return lines, code
+
+
+async def _check_settings(
+    config: Mapping[str, list[MatcherGroup]],
+    workspace: Path,
+    tool: str,
+    path: str | None,
+) -> tuple[list[str], bool]:
+    from .budget import BudgetLimits, Ledger
+    from .calls import CallContext
+    from .events import NullLog
+    from .hooks.settings import SettingsHooks
+    from .tools import TOOLS
+
+    hooks = SettingsHooks(dict(config), workspace=workspace, events=NullLog())
+    ctx = CallContext(step=SAMPLE_ROLE, role=SAMPLE_ROLE, workspace=workspace)
+    ledger = Ledger(BudgetLimits(seconds=None))
+    field = TOOLS[tool].path_field
+    input: dict[str, Any] = {field: path} if field and path else {}
+    lines: list[str] = []
+    failed = False
+
+    def show(runs: list[HookRun], reads: list[str], quiet: str) -> None:
+        nonlocal failed
+        for run in runs:
+            lines.append(_run_line(f"{run.event} {run.command}", run))
+            failed = failed or run.exit_code != 0
+        if runs:
+            lines.extend(READS + r for r in reads or [quiet])
+
+    pre = await hooks.pre_tool(ctx, tool, input, "hooks-check", ledger)
+    reads = pre.refusal_lines or pre.context_lines
+    if pre.stop:
+        reads = [*reads, f"(continue: false: the role would stop: {pre.stop_reason})"]
+    if pre.updated_input is not None:
+        reads = [*reads, f"(the input would become {pre.updated_input})"]
+    show(pre.runs, reads, "nothing from these hooks; the call runs")
+    post = await hooks.post_tool(ctx, tool, input, "", "hooks-check", ledger)
+    reads = list(post.lines)
+    if post.stop:
+        reads.append(f"(continue: false: the role would stop: {post.stop_reason})")
+    show(post.runs, reads, "the result, unchanged by these hooks")
+    return lines, failed

@@ -1,0 +1,139 @@
+"""Matchers of settings-shape hooks (seed page "Configuration shape", INTERFACE section 5).
+
+A matcher is a JavaScript-style regular expression tested against one field of the event
+(the tool name for PreToolUse/PostToolUse, `source` for SessionStart, `trigger` for
+PreCompact, `reason` for SessionEnd). It is anchored at both ends. Omitted, `""` or `"*"`
+matches everything. A pattern that is not a valid JavaScript regex is compared as plain
+text. Events with no match field (UserPromptSubmit, Notification, Stop, SubagentStop) only
+run match-everything groups.
+
+Tool names: a tool matches when the matcher matches its orkeon name or one of its aliases,
+Claude Code's (`Write|Edit` matches file_write and file_edit) or OrbCode's
+(`execute_command` matches shell).
+
+Matching runs on Python's `regex` module with a time limit, so a pattern that backtracks
+without end cannot hang a run: a match that runs out of time counts as a match (the hook
+runs; a guard is never skipped because its pattern is slow) and is logged once.
+"""
+
+from __future__ import annotations
+
+import regex
+
+# orkeon tool -> its names as other runners spell them, Claude Code's first.
+TOOL_ALIASES: dict[str, tuple[str, ...]] = {
+    "shell": ("Bash", "execute_command"),
+    "file_write": ("Write",),
+    "file_edit": ("Edit",),
+    "file_read": ("Read", "read_file"),
+    "list_files": ("Glob",),
+    "search_files": ("Grep",),
+}
+
+# Events whose matcher is tested against a field, and that field's name.
+MATCH_FIELDS: dict[str, str] = {
+    "PreToolUse": "tool_name",
+    "PostToolUse": "tool_name",
+    "SessionStart": "source",
+    "PreCompact": "trigger",
+    "SessionEnd": "reason",
+}
+
+MATCH_SECONDS = 0.05
+
+
+def tool_names(tool: str) -> tuple[str, ...]:
+    """The orkeon name first, then its aliases."""
+    return (tool, *TOOL_ALIASES.get(tool, ()))
+
+
+def claude_name(tool: str) -> str:
+    """Claude Code's name of an orkeon tool (`shell` -> `Bash`), else the tool's own."""
+    aliases = TOOL_ALIASES.get(tool)
+    return aliases[0] if aliases else tool
+
+
+def matches_all(pattern: str | None) -> bool:
+    return pattern is None or pattern in ("", "*")
+
+
+def _js_group_syntax_ok(pattern: str) -> bool:
+    """False when the pattern uses a `(?` form JavaScript rejects: inline flags `(?i)`,
+    Python's `(?P<name>…)`, atomic groups, comments. Python accepts them; JavaScript (and
+    so Claude Code) does not, so they fall back to plain-text comparison here too."""
+    i = 0
+    n = len(pattern)
+    while i < n:
+        c = pattern[i]
+        if c == "\\":
+            i += 2
+            continue
+        if c == "(" and pattern.startswith("(?", i):
+            rest = pattern[i + 2 : i + 4]
+            if not rest:
+                return False
+            if rest[0] in ":=!":
+                pass
+            elif rest[0] == "<":
+                if len(rest) < 2 or not (rest[1] in "=!" or rest[1].isalpha() or rest[1] in "_$"):
+                    return False
+            else:
+                return False
+        i += 1
+    return True
+
+
+class Matcher:
+    """One group's matcher, compiled once; results are remembered per value, since a run
+    sees only a handful of tool names and sources."""
+
+    __slots__ = ("_cache", "_re", "match_all", "pattern", "slow")
+
+    def __init__(self, pattern: str | None) -> None:
+        self.pattern = pattern
+        self.match_all = matches_all(pattern)
+        self._re: regex.Pattern[str] | None = None
+        self._cache: dict[str, bool] = {}
+        self.slow = False  # a match ran out of time at least once
+        if not self.match_all and pattern is not None and _js_group_syntax_ok(pattern):
+            try:
+                # ASCII: `\w`, `\d`, `\b` mean what they mean in JavaScript.
+                self._re = regex.compile(pattern, flags=regex.ASCII | regex.V0)
+            except (regex.error, ValueError, OverflowError):
+                self._re = None
+
+    @property
+    def is_regex(self) -> bool:
+        return self._re is not None
+
+    def matches(self, value: str) -> bool:
+        if self.match_all:
+            return True
+        hit = self._cache.get(value)
+        if hit is None:
+            hit = self._test(value)
+            self._cache[value] = hit
+        return hit
+
+    def matches_tool(self, tool: str) -> bool:
+        return self.match_all or any(self.matches(name) for name in tool_names(tool))
+
+    def _test(self, value: str) -> bool:
+        if self._re is None:
+            return value == self.pattern
+        try:
+            return self._re.fullmatch(value, timeout=MATCH_SECONDS) is not None
+        except TimeoutError:
+            if not self.slow:
+                self.slow = True
+                from .. import logs
+
+                logs.get("orkeon.hooks").warning(
+                    "hook matcher ran out of time; the hook runs",
+                    matcher=self.pattern,
+                    value=value,
+                )
+            return True
+
+
+__all__ = ["MATCH_FIELDS", "TOOL_ALIASES", "Matcher", "claude_name", "matches_all", "tool_names"]

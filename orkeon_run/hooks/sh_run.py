@@ -1,0 +1,144 @@
+"""Running settings-shape hook commands (seed page "Execution model", "Environment variables").
+
+Each command runs as `[$SHELL or /bin/sh, "-c", COMMAND]` through `proc.arun`: cwd the
+workspace, the event's JSON line on stdin, its own time limit (default 10 s, capped by what
+is left of the step's budget), SIGTERM then SIGKILL after 2 s, output capped. The commands
+of one event run in parallel; each one's own run time is charged to the ledger.
+
+The environment is a redacted copy of orkeon's: credential-like names (the page's regex),
+the provider's key variable(s) and orkeon's own configuration variables are removed;
+`ORKEON_PROJECT_DIR`, `CLAUDE_PROJECT_DIR` and `MATTERAI_PROJECT_DIR` name the workspace.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import anyio
+
+from .. import proc
+from ..budget import Ledger
+from ..calls import HookRun
+
+DEFAULT_TIMEOUT = 10.0
+KILL_GRACE = 2.0
+OUTPUT_CAP = 1 << 20
+
+REDACTED = re.compile(
+    r"(?:^|_)(TOKEN|KEY|SECRET|PASSWORD|PASSWD|CREDENTIAL|PRIVATE_KEY)(?:$|_)", re.IGNORECASE
+)
+# orkeon's own variables: where trust is recorded, and the switch that grants it.
+OWN_VARS = ("ORKEON_CONFIG_DIR", "ORKEON_TRUST_PROJECT_HOOKS")
+PROJECT_DIR_VARS = ("ORKEON_PROJECT_DIR", "CLAUDE_PROJECT_DIR", "MATTERAI_PROJECT_DIR")
+
+
+def hook_environment(
+    environ: Mapping[str, str], workspace: Path, remove: Iterable[str] = ()
+) -> dict[str, str]:
+    drop = {*OWN_VARS, *remove}
+    env = {k: v for k, v in environ.items() if k not in drop and not REDACTED.search(k)}
+    for name in PROJECT_DIR_VARS:
+        env[name] = str(workspace)
+    env["PWD"] = str(workspace)  # the shell trusts an inherited PWD that names its cwd
+    return env
+
+
+def user_shell(environ: Mapping[str, str]) -> str:
+    """`$SHELL` when it names an executable file, else /bin/sh."""
+    shell = environ.get("SHELL", "")
+    if shell and os.path.isabs(shell) and os.access(shell, os.X_OK) and os.path.isfile(shell):
+        return shell
+    return "/bin/sh"
+
+
+@dataclass
+class Ran:
+    """One command's run."""
+
+    command: str
+    timeout: float
+    exit_code: int | None
+    stdout: str
+    stderr: str
+    seconds: float
+    timed_out: bool
+    error: str | None  # it could not run (not started, or no budget left)
+
+    def first_line(self, *, with_stdout: bool = True) -> str:
+        """The first line it printed, its error output first; or why it did not run."""
+        if self.error:
+            return self.error
+        for text in (self.stderr, self.stdout) if with_stdout else (self.stderr,):
+            for line in text.splitlines():
+                if line.strip():
+                    return line.strip()[:1000]
+        return ""
+
+    def record(self, event: str, *, with_stdout: bool = True) -> HookRun:
+        return HookRun(
+            n=None,
+            event=event,
+            command=self.command,
+            exit_code=self.exit_code,
+            seconds=self.seconds,
+            timed_out=self.timed_out,
+            first_line=self.first_line(with_stdout=with_stdout),
+        )
+
+
+class CommandRunner:
+    def __init__(self, workspace: Path, env: Mapping[str, str], shell: str) -> None:
+        self.workspace = workspace
+        self.env = dict(env)
+        self.shell = shell
+
+    async def run_one(self, command: str, timeout: float, stdin: bytes, ledger: Ledger) -> Ran:
+        limit = ledger.cap(timeout)
+        if limit <= 0:
+            return Ran(
+                command, timeout, None, "", "", 0.0, False, "the step's time budget is spent"
+            )
+        res = await proc.arun(
+            [self.shell, "-c", command],
+            cwd=self.workspace,
+            timeout=limit,
+            env=self.env,
+            stdin=stdin,
+            cap=OUTPUT_CAP,
+            kill_grace=KILL_GRACE,
+        )
+        ledger.charge("hook", res.seconds)
+        return Ran(
+            command=command,
+            timeout=limit,
+            exit_code=res.exit_code,
+            stdout=res.stdout,
+            stderr=res.stderr,
+            seconds=res.seconds,
+            timed_out=res.timed_out,
+            error=res.error,
+        )
+
+    async def run_all(
+        self, commands: list[tuple[str, float]], stdin: bytes, ledger: Ledger
+    ) -> list[Ran]:
+        """Run every (command, timeout) in parallel; results in the order given."""
+        if len(commands) == 1:
+            command, timeout = commands[0]
+            return [await self.run_one(command, timeout, stdin, ledger)]
+        results: list[Ran | None] = [None] * len(commands)
+
+        async def one(i: int, command: str, timeout: float) -> None:
+            results[i] = await self.run_one(command, timeout, stdin, ledger)
+
+        async with anyio.create_task_group() as tg:
+            for i, (command, timeout) in enumerate(commands):
+                tg.start_soon(one, i, command, timeout)
+        return [r for r in results if r is not None]
+
+
+__all__ = ["DEFAULT_TIMEOUT", "CommandRunner", "Ran", "hook_environment", "user_shell"]

@@ -1,0 +1,167 @@
+"""Where settings-shape hooks come from, and how they merge (INTERFACE sections 2 and 5).
+
+Sources, merged per event and never overwritten, in this order:
+
+1. the user file, `$ORKEON_CONFIG_DIR/settings.json` (default `~/.config/orkeon/`);
+2. the workspace's `.orkeon/settings.json`, only when trusted (`trust.py`); otherwise its
+   hooks are skipped with a warning, unchecked (a file that is not used is not checked);
+3. each file named in the `settings` input, in order (the caller named them: trusted);
+4. the `hooks` object of `--inputs` when it has the settings shape (trusted).
+
+A file that is missing (when named), not JSON, or of the wrong shape is an InputError
+naming the file and the field, before anything runs. Only a file's `hooks` key is read;
+the rest of a `.claude/settings.json` (permissions, env, ...) is left alone. Unknown event
+names are ignored with a warning, as are matchers that can never match.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from pydantic import TypeAdapter, ValidationError
+
+from ..errors import InputError
+from ..inputs import SETTINGS_EVENTS, Inputs, MatcherGroup, error_lines
+from ..trust import (
+    TRUST_ENV,
+    default_config_dir,
+    doc_is_trusted,
+    env_trusts,
+    project_settings_path,
+    read_settings_doc,
+)
+from .matchers import MATCH_FIELDS, TOOL_ALIASES, Matcher, matches_all, tool_names
+
+Config = dict[str, list[MatcherGroup]]
+
+_HOOKS = TypeAdapter(dict[str, list[MatcherGroup]])
+
+
+def parse_hooks(doc: Mapping[str, Any], origin: str) -> Config:
+    """The `hooks` object of one settings document, validated strictly (a timeout must be
+    a JSON number, `type` must be "command", every hook needs a `command`)."""
+    raw = doc.get("hooks", {})
+    if not isinstance(raw, dict):
+        raise InputError(f"{origin}: hooks: must be an object of event names")
+    try:
+        return _HOOKS.validate_python(raw, strict=True)
+    except ValidationError as exc:
+        raise InputError(
+            [f"{origin}: {line}" for line in error_lines(exc, prefix="hooks")]
+        ) from None
+
+
+def _matcher_warnings(origin: str, event: str, groups: list[MatcherGroup]) -> list[str]:
+    out = []
+    for i, group in enumerate(groups):
+        if matches_all(group.matcher):
+            continue
+        where = f"{origin}: hooks.{event}[{i}].matcher {group.matcher!r}"
+        if event not in MATCH_FIELDS:
+            out.append(f"{where}: {event} has no match field, so this group never runs")
+        elif MATCH_FIELDS[event] == "tool_name":
+            m = Matcher(group.matcher)
+            if not any(m.matches_tool(t) for t in TOOL_ALIASES):
+                names = ", ".join(n for t in TOOL_ALIASES for n in tool_names(t))
+                out.append(f"{where} matches no tool ({names})")
+    return out
+
+
+def _raw_commands(node: Any) -> list[str]:
+    """Every `command` string in an unchecked `hooks` value (for a warning)."""
+    if isinstance(node, dict):
+        found = [node["command"]] if isinstance(node.get("command"), str) else []
+        return found + [c for v in node.values() for c in _raw_commands(v)]
+    if isinstance(node, list):
+        return [c for v in node for c in _raw_commands(v)]
+    return []
+
+
+def _add_project(
+    project: Path,
+    workspace: Path,
+    folder: Path,
+    env: Mapping[str, str],
+    stdin_is_tty: bool | None,
+    add: Callable[[str, Config], None],
+    warn: Callable[[str], None],
+) -> None:
+    """The workspace's file: used, and so checked, only when trusted. A file that does not
+    parse cannot match a recorded hash; it is an error only when the environment variable
+    asks to trust it as it is."""
+    try:
+        doc = read_settings_doc(project)
+    except InputError as exc:
+        if env_trusts(env, stdin_is_tty):
+            raise
+        warn(f"{exc.problems[0]}; it is not trusted, so its hooks, if any, were skipped")
+        return
+    if not doc.get("hooks"):
+        return
+    if doc_is_trusted(workspace, doc, config_dir=folder, environ=env, stdin_is_tty=stdin_is_tty):
+        add(str(project), parse_hooks(doc, str(project)))
+        return
+    listed = "; ".join(_raw_commands(doc.get("hooks"))) or "nothing runnable"
+    warn(
+        f"{project}: project hooks are not trusted and were skipped "
+        f"(they would run: {listed}); trust them as they are now with "
+        f"`orkeon hooks trust --workspace {workspace}`, or set {TRUST_ENV}=1 "
+        "(honoured only when stdin is not a terminal)"
+    )
+
+
+def load_settings_hooks(
+    inputs: Inputs,
+    *,
+    workspace: Path,
+    config_dir: Path | None = None,
+    environ: Mapping[str, str] | None = None,
+    stdin_is_tty: bool | None = None,
+    warn: Callable[[str], None],
+) -> Config:
+    """Every settings-shape hook of the run, merged in source order (module docstring)."""
+    env = os.environ if environ is None else environ
+    folder = config_dir or default_config_dir(env)
+    merged: Config = {}
+
+    def add(origin: str, config: Config) -> None:
+        for event, groups in config.items():
+            if event not in SETTINGS_EVENTS:
+                warn(f"{origin}: hooks.{event}: unknown event, ignored")
+                continue
+            for line in _matcher_warnings(origin, event, groups):
+                warn(line)
+            merged.setdefault(event, []).extend(groups)
+
+    user = folder / "settings.json"
+    if user.exists():
+        add(str(user), parse_hooks(read_settings_doc(user), str(user)))
+
+    project = project_settings_path(workspace)
+    if project.exists():
+        _add_project(project, workspace, folder, env, stdin_is_tty, add, warn)
+
+    problems: list[str] = []
+    for i, name in enumerate(inputs.settings):
+        path = Path(name).expanduser()
+        if not path.is_absolute():
+            path = workspace / path
+        if not path.is_file():
+            problems.append(f"settings[{i}]: no such file: {path}")
+            continue
+        try:
+            add(str(path), parse_hooks(read_settings_doc(path), str(path)))
+        except InputError as exc:
+            problems.extend(f"settings[{i}]: {p}" for p in exc.problems)
+    if problems:
+        raise InputError(problems)
+
+    if isinstance(inputs.hooks, dict):
+        add("inputs", inputs.hooks)
+    return merged
+
+
+__all__ = ["Config", "load_settings_hooks", "parse_hooks"]

@@ -1,0 +1,197 @@
+"""The OpenAI Chat Completions provider: OpenAI, and any server that speaks the same API
+(vLLM, Ollama, llama.cpp's server, LM Studio, OpenRouter, LiteLLM) through `base_url`.
+
+Only this module imports the `openai` SDK, and only `build_provider` imports this module,
+so validation and scripted runs never load it.
+
+The request goes through the SDK's client (auth headers, base URL, connection pool) as a
+plain `client.post(..., cast_to=Response)`, and the reply is read as JSON here. Measured
+(bench/bench_providers.py): `chat.completions.create` spends 10-50 ms a turn on a
+40-turn conversation walking the request through its typed-dict transforms and building
+response models; the plain post adds well under a millisecond to a raw HTTP request.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import anyio.lowlevel
+import openai
+
+from ..errors import ProviderError
+from ..inputs import OpenAIModel
+from ..pricing import context_for, price_for
+from .base import Message, ToolCall, ToolSpec, Turn
+from .retry import one_line, sdk_classifier, with_retries
+
+try:  # the SDK's HTTP library: httpx2 in current releases, httpx before
+    from httpx2 import Response
+except ImportError:  # pragma: no cover
+    from httpx import Response  # type: ignore[assignment,no-redef]
+
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+
+
+def wire_messages(messages: list[Message]) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for m in messages:
+        if m.role == "assistant":
+            d: dict[str, Any] = {"role": "assistant", "content": m.content}
+            if m.tool_calls:
+                d["content"] = m.content or None
+                d["tool_calls"] = [
+                    {
+                        "id": c.id,
+                        "type": "function",
+                        "function": {
+                            "name": c.name,
+                            "arguments": json.dumps(c.input, ensure_ascii=False),
+                        },
+                    }
+                    for c in m.tool_calls
+                ]
+            out.append(d)
+        elif m.role == "tool":
+            out.append({"role": "tool", "tool_call_id": m.tool_call_id, "content": m.content})
+        else:
+            out.append({"role": m.role, "content": m.content})
+    return out
+
+
+def wire_tools(tools: list[ToolSpec]) -> list[dict[str, Any]]:
+    return [
+        {
+            "type": "function",
+            "function": {
+                "name": t.name,
+                "description": t.description,
+                "parameters": t.input_schema,
+            },
+        }
+        for t in tools
+    ]
+
+
+def _text(content: Any) -> str:
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    # Some servers answer a list of parts: [{"type": "text", "text": "..."}].
+    return "".join(p.get("text", "") for p in content if isinstance(p, dict))
+
+
+def parse_reply(data: bytes, label: str) -> Turn:
+    """The Turn in a Chat Completions reply; ProviderError when it is not one."""
+    try:
+        doc = json.loads(data)
+    except ValueError:
+        raise ProviderError(
+            one_line(f"{label}: the reply is not JSON: {data[:120].decode('utf-8', 'replace')!r}")
+        ) from None
+    if isinstance(doc, dict) and "error" in doc and not doc.get("choices"):
+        err = doc["error"]
+        msg = err.get("message") if isinstance(err, dict) else err
+        raise ProviderError(one_line(f"{label}: the server answered an error: {msg}"))
+    try:
+        message = doc["choices"][0]["message"]
+        calls = []
+        for k, c in enumerate(message.get("tool_calls") or []):
+            fn = c["function"]
+            args = fn.get("arguments") or "{}"
+            value = json.loads(args) if isinstance(args, str) else args
+            if not isinstance(value, dict):
+                raise ValueError(f"arguments of {fn['name']} are not a JSON object: {args!r}")
+            calls.append(ToolCall(c.get("id") or f"call_{k + 1}", fn["name"], value))
+        usage = doc.get("usage") or {}
+        return Turn(
+            text=_text(message.get("content")),
+            tool_calls=calls,
+            tokens_in=int(usage.get("prompt_tokens") or 0),
+            tokens_out=int(usage.get("completion_tokens") or 0),
+            model_name=doc.get("model"),
+        )
+    except (KeyError, IndexError, TypeError, AttributeError, ValueError) as exc:
+        raise ProviderError(
+            one_line(f"{label}: cannot read the reply ({type(exc).__name__}: {exc})")
+        ) from None
+
+
+class OpenAIRole:
+    def __init__(self, provider: OpenAIProvider, role: str) -> None:
+        self.provider = provider
+        self.role = role
+        self._tools: tuple[list[ToolSpec], list[dict[str, Any]]] | None = None
+
+    async def complete(self, messages: list[Message], tools: list[ToolSpec]) -> Turn:
+        p = self.provider
+        body: dict[str, Any] = {"model": p.config.model, "messages": wire_messages(messages)}
+        if tools:
+            # The agent passes the same list every turn: convert it once.
+            if self._tools is None or self._tools[0] is not tools:
+                self._tools = (tools, wire_tools(tools))
+            body["tools"] = self._tools[1]
+        client = p.client()
+
+        async def attempt() -> Response:
+            return await client.post("/chat/completions", body=body, cast_to=Response)
+
+        response = await with_retries(
+            attempt,
+            p.classify,
+            label=p.label,
+            max_retries=p.config.max_retries,
+            timeout=p.config.timeout_seconds,
+            base_delay=p.retry_base,
+            secret=p.api_key,
+        )
+        return parse_reply(response.content, p.label)
+
+
+class OpenAIProvider:
+    name = "openai"
+
+    def __init__(self, config: OpenAIModel, api_key: str, *, retry_base: float = 0.5) -> None:
+        self.config = config
+        self.api_key = api_key
+        self.retry_base = retry_base
+        self.base_url = config.base_url or DEFAULT_BASE_URL
+        self.label = f"openai {config.model}"
+        self.classify = sdk_classifier(
+            openai,
+            model=config.model,
+            base_url=self.base_url,
+            key_env=config.api_key_env,
+            timeout=config.timeout_seconds,
+        )
+        self._client: openai.AsyncOpenAI | None = None
+        self._loop: object = None
+
+    def client(self) -> openai.AsyncOpenAI:
+        # Made on first use in the event loop that uses it; a later loop (another
+        # anyio.run) gets its own, since a connection pool belongs to one loop.
+        loop = anyio.lowlevel.current_token()
+        if self._client is None or self._loop != loop:
+            self._loop = loop
+            self._client = openai.AsyncOpenAI(
+                api_key=self.api_key,
+                base_url=self.base_url,
+                timeout=self.config.timeout_seconds,
+                max_retries=0,  # retries are ours (retry.py): bounded, retry-after honoured
+            )
+        return self._client
+
+    def for_role(self, role: str) -> OpenAIRole:
+        return OpenAIRole(self, role)
+
+    def price(self) -> tuple[float, float] | None:
+        return price_for(self.config.model, self.config.price)
+
+    def context_tokens(self) -> int:
+        return context_for(self.config.model, self.config.context_tokens)
+
+    async def aclose(self) -> None:
+        if self._client is not None:
+            await self._client.close()
+            self._client = None

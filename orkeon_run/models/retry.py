@@ -1,0 +1,176 @@
+"""Retries, timeouts and one-line errors, shared by the HTTP providers (no SDK import here).
+
+The SDKs' own retries are turned off (`max_retries=0`) and done here instead, so both
+providers behave the same and the total wait is bounded: each attempt is cut at
+`timeout` seconds; 429, 408, 409, 5xx, connection errors and timeouts are retried up to
+`max_retries` times; the wait before a retry is the server's `retry-after-ms` /
+`retry-after` (seconds or an HTTP date) when given, else exponential backoff (0.5 s,
+1 s, 2 s, ... up to 8 s, minus up to 25 % jitter). A server that asks to wait longer than
+`MAX_RETRY_AFTER` seconds is not waited for: the role fails at once with that in the
+message. The worst case is therefore (max_retries + 1) * timeout + max_retries * 60 s.
+
+Everything else (401/403, 404, other 4xx, a reply that is not what the API promises)
+fails at once with one line: `PROVIDER MODEL: what happened (HTTP N): server message`.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import random
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import anyio
+
+from ..errors import ProviderError
+
+T = TypeVar("T")
+
+MAX_RETRY_AFTER = 60.0
+MAX_BACKOFF = 8.0
+MAX_MESSAGE = 300
+
+
+@dataclass
+class Failure:
+    retryable: bool
+    message: str
+    retry_after: float | None = None
+
+
+def one_line(text: str, secret: str | None = None) -> str:
+    """Whitespace collapsed, the key (if the server echoed it) masked, length capped."""
+    if secret:
+        text = text.replace(secret, "***")
+    text = " ".join(text.split())
+    return text if len(text) <= MAX_MESSAGE else text[: MAX_MESSAGE - 1] + "…"
+
+
+def parse_retry_after(headers: Mapping[str, str] | None) -> float | None:
+    """Seconds the server asks to wait, from `retry-after-ms` or `retry-after`, or None."""
+    if not headers:
+        return None
+    ms = headers.get("retry-after-ms")
+    if ms is not None:
+        try:
+            return max(0.0, float(ms) / 1000)
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if value is None:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    when = email.utils.parsedate_tz(value)
+    if when is None:
+        return None
+    return max(0.0, email.utils.mktime_tz(when) - time.time())
+
+
+def server_message(body: Any, fallback: str) -> str:
+    """The human part of an API error body (`{"error": {"message": ...}}` in both APIs)."""
+    if isinstance(body, dict):
+        err = body.get("error", body)
+        if isinstance(err, dict) and isinstance(err.get("message"), str):
+            return err["message"]
+        if isinstance(body.get("message"), str):
+            return body["message"]
+    if isinstance(body, str) and body.strip():
+        return body
+    return fallback
+
+
+def classify_status(
+    status: int,
+    message: str,
+    headers: Mapping[str, str] | None,
+    *,
+    model: str,
+    base_url: str,
+    key_env: str,
+) -> Failure:
+    """What an HTTP error status means for a model request."""
+    if status in (401, 403):
+        what = "authentication failed" if status == 401 else "access denied"
+        return Failure(False, f"{what} (HTTP {status}): {message} (key from ${key_env})")
+    if status == 404:
+        return Failure(False, f"model {model!r} not found at {base_url} (HTTP 404): {message}")
+    if status == 429:
+        return Failure(True, f"rate limited (HTTP 429): {message}", parse_retry_after(headers))
+    if status in (408, 409) or status >= 500:
+        return Failure(True, f"server error (HTTP {status}): {message}", parse_retry_after(headers))
+    return Failure(False, f"request rejected (HTTP {status}): {message}")
+
+
+def backoff(retry: int, base: float) -> float:
+    return min(base * 2.0**retry, MAX_BACKOFF) * (1 - 0.25 * random.random())
+
+
+async def with_retries(
+    attempt: Callable[[], Awaitable[T]],
+    classify: Callable[[BaseException], Failure | None],
+    *,
+    label: str,
+    max_retries: int,
+    timeout: float,
+    base_delay: float = 0.5,
+    secret: str | None = None,
+) -> T:
+    """Run `attempt` until it succeeds; ProviderError (one line) when it cannot."""
+    retry = 0
+    while True:
+        try:
+            with anyio.fail_after(timeout):
+                return await attempt()
+        except TimeoutError:
+            failure = Failure(True, f"no reply within {timeout:g} s")
+        except Exception as exc:
+            found = classify(exc)
+            if found is None:
+                raise
+            failure = found
+        if not failure.retryable or retry >= max_retries:
+            tries = f" ({retry + 1} attempts)" if retry else ""
+            raise ProviderError(one_line(f"{label}: {failure.message}{tries}", secret))
+        delay = failure.retry_after
+        if delay is None:
+            delay = backoff(retry, base_delay)
+        elif delay > MAX_RETRY_AFTER:
+            raise ProviderError(
+                one_line(
+                    f"{label}: {failure.message}; the server asks to wait {delay:g} s, "
+                    f"more than {MAX_RETRY_AFTER:g} s",
+                    secret,
+                )
+            )
+        await anyio.sleep(delay)
+        retry += 1
+
+
+def sdk_classifier(
+    sdk: Any, *, model: str, base_url: str, key_env: str, timeout: float
+) -> Callable[[BaseException], Failure | None]:
+    """Classify the exceptions of the `openai` or `anthropic` SDK (same class names)."""
+
+    def classify(exc: BaseException) -> Failure | None:
+        if isinstance(exc, sdk.APITimeoutError):
+            return Failure(True, f"no reply within {timeout:g} s")
+        if isinstance(exc, sdk.APIStatusError):
+            message = server_message(exc.body, f"HTTP {exc.status_code}")
+            return classify_status(
+                exc.status_code,
+                message,
+                exc.response.headers,
+                model=model,
+                base_url=base_url,
+                key_env=key_env,
+            )
+        if isinstance(exc, sdk.APIConnectionError):
+            return Failure(True, f"cannot connect to {base_url}: {exc.__cause__ or exc}")
+        return None
+
+    return classify

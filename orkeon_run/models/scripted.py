@@ -1,0 +1,126 @@
+"""The scripted model provider (INTERFACE section 2): deterministic, no network, no SDK.
+
+The script maps role full names to entries; each entry is one model turn. A role's n-th
+answer is its n-th entry, where n is the number of answers already in the conversation
+it is sent: the model keeps no state of its own, so a resumed role (whose conversation
+is reloaded from its transcript) goes on where it stopped. When a role's entries are used
+up, or the script has none for it, it answers `FINAL_TEXT` with no calls and the role
+ends. An entry `{}` answers an empty text with no calls.
+
+Tool-call ids are deterministic: an entry's own `id`, else `call_T_K` (turn T, call K,
+from 1). An entry's `usage` (`{"input_tokens", "output_tokens"}`) is reported as the
+turn's tokens; without it a turn reports 0 tokens. Its price is 0 unless `model.price`
+says otherwise, so a scripted run's `usd` is a number, not null.
+
+`script` is an object, a path to a JSON file holding one (relative paths resolve against
+`base_dir`, the current directory by default), or `"@transcript:PATH"`: replay the
+answers recorded in a transcript file (for the role it recorded) or in a directory of
+transcripts (a run's `transcripts/`, for every role in it). See `transcript.replay_script`.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from pydantic import TypeAdapter, ValidationError
+
+from ..errors import InputError
+from ..inputs import ScriptedModel, ScriptEntry, error_lines
+from ..pricing import DEFAULT_CONTEXT_TOKENS
+from .base import Message, ToolCall, ToolSpec, Turn
+from .transcript import replay_script
+
+FINAL_TEXT = "done"
+TRANSCRIPT_PREFIX = "@transcript:"
+
+_SCRIPT = TypeAdapter(dict[str, list[ScriptEntry]])
+
+
+def _validate(doc: Any, origin: str) -> dict[str, list[ScriptEntry]]:
+    try:
+        return _SCRIPT.validate_python(doc)
+    except ValidationError as exc:
+        raise InputError(error_lines(exc, prefix=origin)) from None
+
+
+def load_script(
+    script: dict[str, list[ScriptEntry]] | str, base_dir: Path | None = None
+) -> dict[str, list[ScriptEntry]]:
+    """The script as entries per role; InputError (exit 2) naming the problem otherwise.
+
+    `prepare.py` may call this at validation time so a bad script file fails before the
+    run starts.
+    """
+    if not isinstance(script, str):
+        return script
+    base = base_dir or Path.cwd()
+    if script.startswith(TRANSCRIPT_PREFIX):
+        path = base / Path(script[len(TRANSCRIPT_PREFIX) :]).expanduser()
+        if not path.exists():
+            raise InputError(f"model.script: no such transcript: {path}")
+        try:
+            doc = replay_script(path)
+        except (OSError, UnicodeDecodeError, KeyError, TypeError) as exc:
+            raise InputError(f"model.script: cannot read transcript {path}: {exc}") from None
+        return _validate(doc, "model.script")
+    path = base / Path(script).expanduser()
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise InputError(f"model.script: no such file: {path}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"model.script: cannot read {path}: {exc}") from None
+    except ValueError as exc:
+        raise InputError(f"model.script: {path} is not JSON: {exc}") from None
+    if not isinstance(doc, dict):
+        raise InputError(f"model.script: {path} must hold a JSON object")
+    return _validate(doc, "model.script")
+
+
+class ScriptedRole:
+    """One role's scripted model."""
+
+    def __init__(self, role: str, entries: list[ScriptEntry]) -> None:
+        self.role = role
+        self.entries = entries
+
+    async def complete(self, messages: list[Message], tools: list[ToolSpec]) -> Turn:
+        n = sum(1 for m in messages if m.role == "assistant")
+        if n >= len(self.entries):
+            return Turn(text=FINAL_TEXT, tool_calls=[], model_name="scripted")
+        entry = self.entries[n]
+        calls = [
+            ToolCall(c.id or f"call_{n + 1}_{k + 1}", c.tool, dict(c.input))
+            for k, c in enumerate(entry.tool_calls)
+        ]
+        usage = entry.usage or {}
+        return Turn(
+            text=entry.text or "",
+            tool_calls=calls,
+            tokens_in=int(usage.get("input_tokens", 0)),
+            tokens_out=int(usage.get("output_tokens", 0)),
+            model_name="scripted",
+        )
+
+
+class ScriptedProvider:
+    name = "scripted"
+
+    def __init__(self, config: ScriptedModel, *, base_dir: Path | None = None) -> None:
+        self.config = config
+        self.script = load_script(config.script, base_dir)
+
+    def for_role(self, role: str) -> ScriptedRole:
+        return ScriptedRole(role, self.script.get(role, []))
+
+    def price(self) -> tuple[float, float] | None:
+        p = self.config.price
+        return (p.input_per_mtok, p.output_per_mtok) if p else (0.0, 0.0)
+
+    def context_tokens(self) -> int:
+        return self.config.context_tokens or DEFAULT_CONTEXT_TOKENS
+
+    async def aclose(self) -> None:
+        pass

@@ -1,0 +1,109 @@
+"""Transcripts: `transcripts/ROLE.jsonl`, one line per message a role's model was sent or
+answered (INTERFACE section 7).
+
+A line is `Message.to_json()` plus `ts`, `agent` (the role's full name) and `direction`:
+`"sent"` (system, user and tool messages, written when they join the conversation, so
+before the request that carries them) or `"received"` (the model's answers, with `usage`).
+A `"compacted"` line records a compaction (what the model was sent from then on is the
+shortened form; the transcript keeps the full messages). Each line is one `write()` on an
+`O_APPEND` descriptor, so a killed run leaves every finished line whole.
+
+The agent loop writes transcripts; `load_conversation` reloads one on resume, and
+`replay_script` turns one (or a directory of them) into a scripted-model script.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any, Literal
+
+from .base import Message
+
+Direction = Literal["sent", "received"]
+
+
+def _dumps(obj: Any) -> str:
+    return json.dumps(obj, ensure_ascii=False, separators=(",", ":"), default=str)
+
+
+class TranscriptWriter:
+    def __init__(self, path: Path, agent: str) -> None:
+        self.path = path
+        self.agent = agent
+        self._fd: int | None = None
+
+    def _open(self) -> int:
+        if self._fd is None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        return self._fd
+
+    def message(self, direction: Direction, message: Message, **extra: Any) -> None:
+        line = {"ts": round(time.time(), 6), "agent": self.agent, "direction": direction}
+        line.update(message.to_json())
+        line.update(extra)
+        os.write(self._open(), (_dumps(line) + "\n").encode("utf-8"))
+
+    def note(self, direction: str, **fields: Any) -> None:
+        line = {"ts": round(time.time(), 6), "agent": self.agent, "direction": direction, **fields}
+        os.write(self._open(), (_dumps(line) + "\n").encode("utf-8"))
+
+    def close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+
+def read_lines(path: Path) -> list[dict[str, Any]]:
+    """The transcript's lines; a torn last line (a killed run) is skipped."""
+    out: list[dict[str, Any]] = []
+    with path.open(encoding="utf-8") as f:
+        for raw in f:
+            raw = raw.strip()
+            if not raw:
+                continue
+            try:
+                line = json.loads(raw)
+            except ValueError:
+                continue
+            if isinstance(line, dict):
+                out.append(line)
+    return out
+
+
+def load_conversation(path: Path) -> list[Message]:
+    """The conversation a transcript recorded, as the model last saw it before compaction."""
+    return [
+        Message.from_json(line)
+        for line in read_lines(path)
+        if line.get("direction") in ("sent", "received") and "role" in line
+    ]
+
+
+def replay_script(path: Path) -> dict[str, list[dict[str, Any]]]:
+    """A script (INTERFACE section 2) that replays the model answers recorded in `path`.
+
+    A file replays the role it recorded (its lines' `agent`; the file name without
+    `.jsonl` when the lines carry none). A directory (a run's `transcripts/`) replays every
+    role found under it. Each recorded answer becomes one entry with the same text and the
+    same tool calls, ids included; the recorded usage is not replayed (a replay costs
+    nothing).
+    """
+    files = sorted(path.rglob("*.jsonl")) if path.is_dir() else [path]
+    script: dict[str, list[dict[str, Any]]] = {}
+    for file in files:
+        default = file.relative_to(path).with_suffix("").as_posix() if path.is_dir() else file.stem
+        for line in read_lines(file):
+            if line.get("direction") != "received":
+                continue
+            agent = str(line.get("agent") or default)
+            entry: dict[str, Any] = {"text": line.get("content", "")}
+            entry["tool_calls"] = [
+                {"tool": c["name"], "input": c.get("input", {}), "id": c.get("id")}
+                for c in line.get("tool_calls", [])
+            ]
+            script.setdefault(agent, []).append(entry)
+    return script

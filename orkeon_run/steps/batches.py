@@ -1,0 +1,210 @@
+"""dev-batches: the plan's batches in order; the roles of a batch at the same time (at most
+inputs.concurrency at once), each as the crew's `worker` with its roots and its task as
+first message; full role names `BATCH/ROLE`.
+
+After each batch the audit (audit.py) checks what changed against the batch's roots, then
+builds and tests. A failed audit, or a role that did not succeed, stops the step after
+that batch's audit. Each batch that passes is recorded in state.json at once, so
+`--resume` continues from the first batch that did not pass and never runs a finished
+batch again.
+
+state.json: `batches_passed` (names, in order), `batches` (each passed batch's role results
+and audit record), `current` (the batch under way: the workspace snapshot it is audited
+against, the roles that ended so far, and its failed audit record, if any). Cancellation
+passes through; what state.json holds has truly finished. A resumed batch is audited
+against the snapshot taken when it first began, so nothing an earlier attempt did escapes
+its audit. Resumed roles continue their conversations (from their transcripts).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anyio
+
+from .. import audit
+from ..crew import Crew
+from ..errors import InputError
+from ..inputs import Batch, Plan, PlanRole
+from ..steprun import StepOutcome, StepRun
+from . import StepError, crew_for, error_outcome, finish, messages, role_agent, role_context
+
+DEFAULT_PLAN = ".orkeon/plan.json"
+
+
+class SavedRole:
+    """A role result of an earlier attempt of this run, as recorded in state.json."""
+
+    def __init__(self, record: dict[str, Any]) -> None:
+        self.record = dict(record)
+        self.name: str = record["name"]
+        self.status: str = record["status"]
+        self.error: str | None = record.get("error")
+
+    def to_json(self) -> dict[str, Any]:
+        return dict(self.record)
+
+
+def load_plan(sr: StepRun, plan: str | Plan) -> tuple[Plan, str]:
+    """The plan object and the path it came from ("" for an inline plan)."""
+    if isinstance(plan, Plan):
+        return plan, ""
+    from ..prepare import load_plan_file
+
+    try:
+        return load_plan_file(sr.workspace, plan), plan
+    except InputError as exc:
+        raise StepError(str(exc)) from None
+
+
+def batch_roots(batch: Batch) -> list[str]:
+    roots: list[str] = []
+    for role in batch.roles:
+        roots.extend(r for r in role.roots if r not in roots)
+    return roots
+
+
+def role_variables(batch: Batch, role: PlanRole, plan_rel: str) -> dict[str, str]:
+    return {
+        "batch": batch.name,
+        "role": role.name,
+        "full_name": f"{batch.name}/{role.name}",
+        "roots": ", ".join(role.roots),
+        "task": role.task,
+        "plan": plan_rel,
+    }
+
+
+async def run_batch(
+    sr: StepRun,
+    crew: Crew,
+    template: str,
+    batch: Batch,
+    plan_rel: str,
+    pipeline: Any,
+    progress: dict[str, Any],
+) -> list[Any]:
+    """Run the batch's roles concurrently; their results in plan order.
+
+    Resuming a batch whose earlier attempt was cut short (no `progress["audit"]`), a role
+    that succeeded then is not run again. Resuming one whose audit failed, every role runs
+    again and its message adds the audit's output to its task. Each role that ends is
+    recorded in `progress["roles"]` and state.json at once."""
+    limiter = anyio.CapacityLimiter(sr.inputs.concurrency)
+    finished: dict[str, Any] = progress["roles"]
+    failed_audit: dict[str, Any] | None = progress.pop("audit", None)
+    results: dict[str, Any] = {}
+
+    async def one(role: PlanRole) -> None:
+        full = f"{batch.name}/{role.name}"
+        ctx = role_context(sr, full, batch=batch.name, roots=role.roots)
+        variables = role_variables(batch, role, plan_rel)
+        prompt = role.task
+        if failed_audit is not None:
+            wrong = messages.what_went_wrong({"audits": [failed_audit]}, batch.name, full)
+            prompt = messages.repair(role.task, sr.run_id, wrong)
+        async with (
+            limiter,
+            role_agent(sr, crew, template, ctx, pipeline, variables, resume=sr.resume) as agent,
+        ):
+            result = await agent.run(prompt)
+        results[role.name] = result
+        finished[full] = result.to_json()
+        sr.save_state(current=progress)
+
+    async with anyio.create_task_group() as tg:
+        for role in batch.roles:
+            earlier = finished.get(f"{batch.name}/{role.name}")
+            if failed_audit is None and earlier is not None and earlier["status"] == "succeeded":
+                results[role.name] = SavedRole(earlier)
+            else:
+                tg.start_soon(one, role)
+    return [results[r.name] for r in batch.roles]
+
+
+async def run(sr: StepRun) -> StepOutcome:
+    try:
+        crew = crew_for(sr)
+        plan, plan_rel = load_plan(sr, sr.inputs.plan)
+    except StepError as exc:
+        return error_outcome(exc)
+    variables = {"plan": plan_rel or DEFAULT_PLAN}
+    pipeline = sr.pipeline(crew.rule_sets_for("worker", variables))
+    ignore = audit.ignore_list(sr.workspace, sr.run_dir)
+    build, test = sr.inputs.audit.build, sr.inputs.audit.test
+
+    # What an earlier attempt of this run finished (--resume); a fresh run starts clean.
+    state = sr.state if sr.resume else {}
+    done: dict[str, Any] = dict(state.get("batches", {}))
+    passed = [b for b in state.get("batches_passed", []) if b in done]
+    current = state.get("current") if isinstance(state.get("current"), dict) else None
+    roles: list[Any] = []
+    audits: list[dict[str, Any]] = []
+
+    for batch in plan.batches:
+        if batch.name in passed:
+            roles.extend(SavedRole(r) for r in done[batch.name]["roles"])
+            audits.append(done[batch.name]["audit"])
+            sr.events.emit("batch.skipped", step=sr.step, batch=batch.name, reason="passed earlier")
+            continue
+        roots = batch_roots(batch)
+        sr.events.emit(
+            "batch.start", step=sr.step, batch=batch.name, roles=[r.name for r in batch.roles]
+        )
+        if current is not None and current.get("batch") == batch.name:
+            # Resuming this batch: audit against the workspace as it was when the batch
+            # first began, so nothing the interrupted attempt did escapes the audit.
+            before = audit.Snapshot.from_json(current["snapshot"])
+            progress = dict(current)
+            progress["roles"] = dict(current.get("roles", {}))
+        else:
+            before = await anyio.to_thread.run_sync(audit.snapshot, sr.workspace, ignore)
+            progress = {"batch": batch.name, "snapshot": before.to_json(), "roles": {}}
+        current = None
+        sr.save_state(current=progress)
+        results = await run_batch(sr, crew, "worker", batch, plan_rel, pipeline, progress)
+        roles.extend(results)
+        record = await audit.run_audit(
+            sr.workspace,
+            batch.name,
+            roots,
+            before,
+            build=build,
+            test=test,
+            # A spent budget still gets the paths checked, not a build and tests.
+            run_commands=not sr.ledger.spent(),
+        )
+        audits.append(record)
+        sr.events.emit("audit", step=sr.step, **record)
+        failed_roles = [r for r in results if r.status != "succeeded"]
+        ok = record["passed"] and not failed_roles
+        sr.events.emit("batch.end", step=sr.step, batch=batch.name, passed=ok)
+        if ok:
+            passed.append(batch.name)
+            done[batch.name] = {"roles": [r.to_json() for r in results], "audit": record}
+            sr.save_state(batches_passed=list(passed), batches=done, current=None)
+            continue
+        if not record["passed"]:
+            # A resumed run repeats this batch with the audit's output in each message.
+            sr.save_state(current={**progress, "audit": record})
+        error = None if record["passed"] else audit_error(record)
+        return finish(sr, roles, audits=audits, error=_join(error, failed_roles))
+    return finish(sr, roles, audits=audits)
+
+
+def audit_error(record: dict[str, Any]) -> str:
+    batch = record["batch"]
+    if record["outside_roots"]:
+        return f"the audit of batch {batch} failed: changed outside the roots: " + ", ".join(
+            record["outside_roots"]
+        )
+    if record["failed_command"]:
+        return f"the audit of batch {batch} failed: {' '.join(record['failed_command'])}"
+    return f"the audit of batch {batch} failed: {record['output_tail']}"
+
+
+def _join(error: str | None, failed_roles: list[Any]) -> str | None:
+    from . import role_failure
+
+    parts = [p for p in (role_failure(failed_roles), error) if p]
+    return "; ".join(parts) or None

@@ -1,0 +1,150 @@
+"""file_read, file_write, file_edit. Each takes the already resolved path (inside the
+workspace) and the path as the model wrote it (for messages). File errors come back as
+text starting with `error: `, never as an exception. Text is kept byte-exact: no newline
+translation on read or write."""
+
+from __future__ import annotations
+
+import itertools
+import os
+import stat
+from pathlib import Path
+
+from .specs import READ_LINES, READ_WHOLE_BYTES
+
+
+def _os_error(raw: str, exc: OSError) -> str:
+    if isinstance(exc, FileNotFoundError):
+        return f"error: {raw} does not exist"
+    if isinstance(exc, IsADirectoryError):
+        return f"error: {raw} is a directory"
+    if isinstance(exc, (NotADirectoryError, FileExistsError)):  # mkdir met a file
+        return f"error: a parent of {raw} is a file, not a directory"
+    if isinstance(exc, PermissionError):
+        return f"error: permission denied: {raw}"
+    return f"error: {raw}: {exc.strerror or exc}"
+
+
+def _not_text(raw: str) -> str:
+    return f"error: {raw} is not UTF-8 text"
+
+
+class _NotRegular(Exception):
+    pass
+
+
+def _open(path: Path, flags: int) -> tuple[int, int]:
+    """Open without ever blocking (a FIFO would) and insist on a regular file.
+    Returns (fd, size); raises OSError or _NotRegular(message)."""
+    # `path` is resolved, so its last component is no symlink; O_NOFOLLOW keeps it so if
+    # one is swapped in after the check.
+    fd = os.open(path, flags | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOFOLLOW, 0o666)
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode):
+        os.close(fd)
+        raise _NotRegular("is a directory" if stat.S_ISDIR(st.st_mode) else "is not a regular file")
+    return fd, st.st_size
+
+
+def _read_all(path: Path, raw: str, most: int | None) -> bytes | str | None:
+    """The file's bytes; None when it holds more than `most`; an error text on failure."""
+    try:
+        fd, size = _open(path, os.O_RDONLY)
+    except OSError as exc:
+        return _os_error(raw, exc)
+    except _NotRegular as exc:
+        return f"error: {raw} {exc}"
+    try:
+        with open(fd, "rb", closefd=True) as f:
+            if most is not None and size > most:
+                return None
+            return f.read() if most is None else f.read(most + 1)
+    except OSError as exc:
+        return _os_error(raw, exc)
+
+
+def read_small(path: Path, raw: str) -> str | None:
+    """The whole file when it is small enough to return whole (the cheap, common case, run
+    on the event loop); None when it is larger and needs `read_range` in a thread."""
+    data = _read_all(path, raw, READ_WHOLE_BYTES)
+    if data is None or isinstance(data, str):
+        return data
+    if len(data) > READ_WHOLE_BYTES:  # grew since the stat, or a special file
+        return None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return _not_text(raw)
+
+
+def read_range(path: Path, raw: str, offset: int | None, limit: int | None) -> str:
+    """Lines offset.. (from 1) of the file, `limit` of them (default READ_LINES), with line
+    endings kept. A cut short without a limit says how to read on."""
+    first = offset or 1
+    count = limit or READ_LINES
+    try:
+        fd, _ = _open(path, os.O_RDONLY)
+        with open(fd, encoding="utf-8", errors="strict", newline="", closefd=True) as f:
+            lines = list(itertools.islice(f, first - 1, first - 1 + count))
+            more = limit is None and f.readline() != ""
+    except OSError as exc:
+        return _os_error(raw, exc)
+    except _NotRegular as exc:
+        return f"error: {raw} {exc}"
+    except UnicodeDecodeError:
+        return _not_text(raw)
+    if not lines and first > 1:
+        return f"error: {raw} has fewer than {first} lines"
+    text = "".join(lines)
+    if more:
+        last = first + len(lines) - 1
+        text += (
+            f"{'' if text.endswith(chr(10)) else chr(10)}"
+            f"[file_read: showed lines {first}-{last}; the file goes on: read on with "
+            f"offset={last + 1}]"
+        )
+    return text
+
+
+def write(path: Path, raw: str, content: str) -> str:
+    data = content.encode("utf-8", errors="replace")  # a lone surrogate becomes "?"
+    try:
+        existed = path.exists()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, _ = _open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+        with open(fd, "wb", closefd=True) as f:
+            f.write(data)
+    except OSError as exc:
+        return _os_error(raw, exc)
+    except _NotRegular as exc:
+        return f"error: {raw} {exc}"
+    return f"{'updated' if existed else 'created'} {raw} ({len(data)} bytes)"
+
+
+def edit(path: Path, raw: str, old: str, new: str, replace_all: bool) -> str:
+    if old == "":
+        return "error: old_string is empty; use file_write to write a whole file"
+    if old == new:
+        return "error: old_string and new_string are the same"
+    data = _read_all(path, raw, None)
+    if isinstance(data, str):
+        return data
+    assert data is not None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return _not_text(raw)
+    found = text.count(old)
+    if found == 0:
+        return f"error: old_string was not found in {raw}"
+    if found > 1 and not replace_all:
+        return (
+            f"error: old_string occurs {found} times in {raw}; include more surrounding text "
+            "to make it unique, or set replace_all"
+        )
+    text = text.replace(old, new) if replace_all else text.replace(old, new, 1)
+    try:
+        path.write_bytes(text.encode("utf-8", errors="replace"))
+    except OSError as exc:
+        return _os_error(raw, exc)
+    return f"edited {raw}: replaced {found} occurrence{'s' if found != 1 else ''}"

@@ -1,0 +1,57 @@
+"""The shell tool: one program and its arguments (INTERFACE section 6), run in the workspace
+through `proc`, with no shell and stdin from /dev/null."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from .. import proc
+from ..commands import CommandRefused, split_command
+from ..shellrules import ShellRules
+from .specs import SHELL_CAP
+
+REFUSED_EXIT = 126  # what a shell answers for a command it will not run
+NOT_FOUND_EXIT = 127
+
+
+def refused(reason: str, code: int = REFUSED_EXIT) -> dict[str, Any]:
+    return {"exit_code": code, "stdout": "", "stderr": f"shell: {reason}"}
+
+
+def _dropped(text: str, dropped: int) -> str:
+    if not dropped:
+        return text
+    sep = "" if text.endswith("\n") or not text else "\n"
+    return f"{text}{sep}[shell: {dropped} more bytes of output were dropped]"
+
+
+async def shell(
+    command: str,
+    *,
+    workspace: Path,
+    rules: ShellRules,
+    timeout: float,
+    environ: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
+    try:
+        argv = split_command(command)
+    except CommandRefused as exc:
+        return refused(str(exc))
+    why = rules.refusal(argv)
+    if why is not None:
+        return refused(why)
+    res = await proc.arun(argv, cwd=workspace, timeout=timeout, env=environ, cap=SHELL_CAP)
+    if res.error is not None:
+        code = NOT_FOUND_EXIT if res.error.startswith("no such program") else REFUSED_EXIT
+        return refused(res.error, code)
+    stderr = _dropped(res.stderr, res.stderr_dropped)
+    if res.timed_out:
+        sep = "" if stderr.endswith("\n") or not stderr else "\n"
+        stderr += f"{sep}shell: the command ran longer than {timeout:g} s and was stopped"
+    return {
+        "exit_code": res.exit_code,
+        "stdout": _dropped(res.stdout, res.stdout_dropped),
+        "stderr": stderr,
+    }

@@ -1,0 +1,178 @@
+"""Trust of a workspace's `.orkeon/settings.json` (seed page "Security").
+
+A project's settings ship inside a repository and could come from anyone, so its hooks
+run, and its `Orkeon` section widens what the model may run, only once trusted. Trust is
+bound to a hash of exactly that: the file's `hooks` and its `Orkeon` section. When either
+changes, the workspace is untrusted again until `orkeon hooks trust` records the new hash.
+
+Headless runs cannot prompt. `ORKEON_TRUST_PROJECT_HOOKS=1` trusts the project for CI,
+but only when stdin is not a TTY: a stray `export` in a shell rc file cannot silently open
+the gate for an interactive session.
+
+Recorded hashes live in `CONFIG_DIR/trusted.json` (`$ORKEON_CONFIG_DIR`, default
+`~/.config/orkeon`), one entry per workspace real path.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sys
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from .errors import InputError
+
+TRUST_ENV = "ORKEON_TRUST_PROJECT_HOOKS"
+TRUST_FILE = "trusted.json"
+
+
+def default_config_dir(environ: Mapping[str, str] | None = None) -> Path:
+    """`$ORKEON_CONFIG_DIR`, else `~/.config/orkeon`."""
+    env = os.environ if environ is None else environ
+    given = env.get("ORKEON_CONFIG_DIR")
+    if given:
+        return Path(given).expanduser()
+    return Path.home() / ".config" / "orkeon"
+
+
+def project_settings_path(workspace: Path) -> Path:
+    return Path(workspace) / ".orkeon" / "settings.json"
+
+
+def read_settings_doc(path: Path) -> dict[str, Any]:
+    """A settings file as a JSON object; InputError naming the file otherwise."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InputError(f"{path}: no such file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"{path}: cannot read: {exc}") from None
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"{path}: not JSON: {exc}") from None
+    if not isinstance(doc, dict):
+        raise InputError(f"{path}: must be a JSON object")
+    return doc
+
+
+def config_hash(project_settings_doc: Mapping[str, Any]) -> str:
+    """SHA-256 over what trust covers: the `hooks` object and the `Orkeon` section.
+
+    Canonical JSON (sorted keys, no spaces), so re-indenting the file keeps the trust and
+    any change of a command, matcher, timeout or shell setting drops it. Other keys (a
+    Claude Code file's `permissions`, say) do not change what orkeon runs and are left out.
+    """
+    covered = {
+        "hooks": project_settings_doc.get("hooks"),
+        "Orkeon": {k: v for k, v in project_settings_doc.items() if k.lower() == "orkeon"},
+    }
+    text = json.dumps(covered, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _stdin_is_tty() -> bool:
+    try:
+        return sys.stdin is not None and sys.stdin.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+def _key(workspace: Path) -> str:
+    return os.path.realpath(workspace)
+
+
+def _read_store(path: Path) -> dict[str, str]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return {}
+    if not isinstance(data, dict):
+        return {}
+    return {k: v for k, v in data.items() if isinstance(k, str) and isinstance(v, str)}
+
+
+def env_trusts(environ: Mapping[str, str], stdin_is_tty: bool | None) -> bool:
+    """`ORKEON_TRUST_PROJECT_HOOKS=1`, honoured only when stdin is not a TTY."""
+    tty = _stdin_is_tty() if stdin_is_tty is None else stdin_is_tty
+    return environ.get(TRUST_ENV) == "1" and not tty
+
+
+def doc_is_trusted(
+    workspace: Path,
+    doc: Mapping[str, Any],
+    *,
+    config_dir: Path | None = None,
+    environ: Mapping[str, str] | None = None,
+    stdin_is_tty: bool | None = None,
+) -> bool:
+    """Whether this document (already read from the workspace's file) is trusted. Loading
+    hooks uses this on the very document it then runs, so the file cannot change between
+    the check and the use."""
+    env = os.environ if environ is None else environ
+    if env_trusts(env, stdin_is_tty):
+        return True
+    store = _read_store((config_dir or default_config_dir(env)) / TRUST_FILE)
+    return store.get(_key(workspace)) == config_hash(doc)
+
+
+def is_trusted(
+    workspace: Path,
+    *,
+    config_dir: Path | None = None,
+    environ: Mapping[str, str] | None = None,
+    stdin_is_tty: bool | None = None,
+) -> bool:
+    """The recorded hash matches the workspace's `.orkeon/settings.json` as it is now, or
+    `ORKEON_TRUST_PROJECT_HOOKS=1` with stdin not a TTY. No file, or a file that is not a
+    JSON object: not trusted (there is nothing to use)."""
+    path = project_settings_path(workspace)
+    if not path.is_file():
+        return False
+    try:
+        doc = read_settings_doc(path)
+    except InputError:
+        return False
+    return doc_is_trusted(
+        workspace, doc, config_dir=config_dir, environ=environ, stdin_is_tty=stdin_is_tty
+    )
+
+
+def record_trust(workspace: Path, *, config_dir: Path | None = None) -> str:
+    """Trust the workspace's `.orkeon/settings.json` as it is now (`orkeon hooks trust`).
+    Returns the recorded hash. InputError when the file is missing or not a JSON object."""
+    doc = read_settings_doc(project_settings_path(workspace))
+    digest = config_hash(doc)
+    folder = config_dir or default_config_dir()
+    folder.mkdir(parents=True, exist_ok=True)
+    store_path = folder / TRUST_FILE
+    store = _read_store(store_path)
+    store[_key(workspace)] = digest
+    fd, tmp = tempfile.mkstemp(prefix=".trusted.", dir=folder)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump(store, f, indent=2, sort_keys=True)
+            f.write("\n")
+        os.chmod(tmp, 0o600)
+        os.replace(tmp, store_path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return digest
+
+
+__all__ = [
+    "TRUST_ENV",
+    "config_hash",
+    "default_config_dir",
+    "doc_is_trusted",
+    "env_trusts",
+    "is_trusted",
+    "project_settings_path",
+    "read_settings_doc",
+    "record_trust",
+]

@@ -1,0 +1,44 @@
+"""Shared fixtures: a real workspace in tmp_path and the real hook scripts of
+`tests/data/hooks/` (executable files with a shebang, allowed by their absolute paths)."""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from orkeon_run.shellrules import ShellRules
+
+DATA = Path(__file__).parent / "data"
+HOOKS_DIR = DATA / "hooks"
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    """A resolved, empty-but-for-README.md workspace folder."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "README.md").write_text("# readme\n")
+    return ws.resolve()
+
+
+@pytest.fixture
+def hook_cmd() -> Callable[..., str]:
+    """`hook_cmd("deny.sh", "{tool}")` -> the command text running that script by its
+    absolute path with those arguments (each quoted as needed)."""
+
+    def make(name: str, *args: str) -> str:
+        script = HOOKS_DIR / name
+        assert script.is_file(), script
+        return shlex.join([str(script)]) + "".join(f" {a}" for a in args)
+
+    return make
+
+
+@pytest.fixture
+def hook_rules() -> ShellRules:
+    """Program rules that allow every script of tests/data/hooks by its absolute path."""
+    scripts = tuple(str(p) for p in sorted(HOOKS_DIR.iterdir()))
+    return ShellRules(allow_interpreters=False, extra_allowed_commands=scripts)

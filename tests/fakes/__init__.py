@@ -1,0 +1,1 @@
+"""Loopback fakes of the model providers' wire protocols (real HTTP servers)."""

@@ -1,0 +1,286 @@
+"""The agent loop over real parts: the scripted provider (or an HTTP provider against a
+loopback fake), the real Pipeline, real settings-shape hooks (answer.py commands)."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import time
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from fakes.openai_api import OpenAIFake, completion
+from fakes.protocols import OPENAI
+from fakes.rig import Rig, answer_cmd
+from fakes.server import Reply
+
+from orkeon_run.agent import UNFINISHED, RoleResult
+from orkeon_run.budget import BudgetLimits
+from orkeon_run.compaction import stub
+from orkeon_run.inputs import ScriptedModel
+from orkeon_run.models.scripted import FINAL_TEXT, ScriptedProvider
+
+WRITE_A = {"tool": "file_write", "input": {"file_path": "src/a.py", "content": "a = 1\n"}}
+READ_A = {"tool": "file_read", "input": {"file_path": "src/a.py"}}
+LIST = {"tool": "list_files", "input": {}}
+
+
+def scripted(entries: list[dict[str, Any]], role: str = "b1/api") -> ScriptedProvider:
+    return ScriptedProvider(ScriptedModel(provider="scripted", script={role: entries}))  # type: ignore[arg-type]
+
+
+def hook(*args: str, matcher: str | None = None) -> list[dict[str, Any]]:
+    group: dict[str, Any] = {"hooks": [{"type": "command", "command": answer_cmd(*args)}]}
+    if matcher is not None:
+        group["matcher"] = matcher
+    return [group]
+
+
+def recorded(path: Path) -> list[dict[str, Any]]:
+    """The payloads an answer.py --record hook received, in order."""
+    if not path.exists():
+        return []
+    return [json.loads(json.loads(line)["stdin"]) for line in path.read_text().splitlines()]
+
+
+# --- conversation and transcript ---------------------------------------------------------
+
+
+def test_transcript_has_one_line_per_message(tmp_path: Path) -> None:
+    rig = Rig(tmp_path, scripted([{"text": "on it", "tool_calls": [WRITE_A, READ_A]}, {"text": "ok"}]))
+    [result] = rig.run("build the api")
+    assert rig.transcript_path == tmp_path / "run" / "transcripts" / "b1" / "api.jsonl"
+    lines = rig.transcript()
+    assert [(l["direction"], l["role"]) for l in lines] == [
+        ("sent", "system"), ("sent", "user"), ("received", "assistant"),
+        ("sent", "tool"), ("sent", "tool"), ("received", "assistant"),
+    ]  # fmt: skip
+    assert all(l["agent"] == "b1/api" and isinstance(l["ts"], float) for l in lines)
+    assert lines[1]["content"] == "build the api"
+    assert lines[2]["tool_calls"][0] == {"id": "call_1_1", "name": "file_write", "input": WRITE_A["input"]}
+    assert lines[4] == {**lines[4], "content": "a = 1\n", "tool_call_id": "call_1_2", "name": "file_read"}
+    assert lines[5]["usage"] == {"input_tokens": 0, "output_tokens": 0}
+    assert (result.turns, result.calls, result.final_text) == (2, 2, "ok")
+
+
+def test_transcript_lines_are_written_as_they_happen(tmp_path: Path) -> None:
+    """A hook that copies the transcript while a call is pending sees the answer that
+    made the call (the seed's "Snapshot the transcript" recipe)."""
+    copy = tmp_path / "copy.jsonl"
+    transcript = tmp_path / "run" / "transcripts" / "b1" / "api.jsonl"
+    cmd = shlex.join(["cp", str(transcript), str(copy)])
+    rig = Rig(tmp_path, scripted([{"tool_calls": [LIST]}]),
+              hooks={"PreToolUse": [{"hooks": [{"type": "command", "command": cmd}]}]})  # fmt: skip
+    rig.run("list")
+    seen = [json.loads(l) for l in copy.read_text().splitlines()]
+    assert seen[-1]["direction"] == "received" and seen[-1]["tool_calls"][0]["name"] == "list_files"
+
+
+def test_model_turn_events(tmp_path: Path) -> None:
+    entries = [{"tool_calls": [LIST, LIST], "usage": {"input_tokens": 7, "output_tokens": 3}}]
+    rig = Rig(tmp_path, scripted(entries))
+    rig.run("go")
+    first, second = rig.read_events("model.turn")
+    assert {k: first[k] for k in ("step", "batch", "role", "turn", "tokens_in", "tokens_out", "usd", "tool_calls")} == {
+        "step": "dev-batches", "batch": "b1", "role": "b1/api", "turn": 1,
+        "tokens_in": 7, "tokens_out": 3, "usd": 0.0, "tool_calls": 2,
+    }  # fmt: skip
+    assert second["turn"] == 2 and second["tool_calls"] == 0 and second["seconds"] >= 0
+
+
+def test_a_follow_up_prompt_continues_the_conversation(tmp_path: Path) -> None:
+    entries = [{"tool_calls": [WRITE_A]}, {"text": "first done"},
+               {"tool_calls": [READ_A]}, {"text": "repaired"}]  # fmt: skip
+    rig = Rig(tmp_path, scripted(entries))
+    first, second = rig.run("build", "the audit failed: fix it")
+    assert (first.turns, first.calls, first.final_text) == (2, 1, "first done")
+    assert (second.turns, second.calls, second.final_text) == (4, 2, "repaired")
+    users = [l["content"] for l in rig.transcript() if l["role"] == "user"]
+    assert users == ["build", "the audit failed: fix it"]
+    assert rig.ledger.turns == 4
+
+
+# --- settings-shape hooks ----------------------------------------------------------------
+
+
+def test_session_start_and_prompt_contexts_are_appended(tmp_path: Path) -> None:
+    log = tmp_path / "hooks.jsonl"
+    hooks = {
+        "SessionStart": hook("--record", str(log), "--stdout", "branch main"),
+        "UserPromptSubmit": hook("--record", str(log), "--stdout", "be brief"),
+    }
+    rig = Rig(tmp_path, scripted([{"text": "a"}, {"text": "b"}]), hooks=hooks)
+    rig.run("task one", "task two")
+    users = [l["content"] for l in rig.transcript() if l["role"] == "user"]
+    assert users == [
+        "task one\n<hook_context>branch main</hook_context>\n<hook_context>be brief</hook_context>",
+        "task two\n<hook_context>be brief</hook_context>",
+    ]
+    payloads = recorded(log)
+    assert [(p["hook_event_name"], p.get("source"), p.get("prompt")) for p in payloads] == [
+        ("SessionStart", "startup", None),
+        ("UserPromptSubmit", None, "task one"),
+        ("UserPromptSubmit", None, "task two"),
+    ]
+    assert payloads[0]["transcript_path"] == str(rig.transcript_path)
+
+
+def test_a_blocked_prompt_stops_the_role_before_any_turn(tmp_path: Path) -> None:
+    hooks = {"UserPromptSubmit": hook("--stderr", "no secrets in prompts", "--exit", "2")}
+    rig = Rig(tmp_path, scripted([{"tool_calls": [WRITE_A]}]), hooks=hooks)
+    [result] = rig.run("my password is hunter2")
+    assert result.status == "stopped"
+    assert result.error is not None and result.error.endswith("blocked the prompt: no secrets in prompts]")
+    assert (result.turns, result.calls) == (0, 0)
+    assert [l["role"] for l in rig.transcript()] == ["system"]
+    assert result.to_json() == {"name": "b1/api", "status": "stopped", "turns": 0, "calls": 0,
+                                "refused": 0, "error": result.error}  # fmt: skip
+
+
+def test_stop_hook_keeps_the_model_going_once_per_prompt(tmp_path: Path) -> None:
+    """ "A Stop hook that blocks sends the model one more user message,
+    `[Stop hook (CMD) asks to keep going: REASON]`, at most once per turn." """
+    log = tmp_path / "stop.jsonl"
+    hooks = {"Stop": hook("--record", str(log), "--stderr", "tests fail", "--exit", "2")}
+    rig = Rig(tmp_path, scripted([{"text": "done?"}, {"text": "now done"}]), hooks=hooks)
+    first, second = rig.run("build", "again")
+    assert (first.turns, first.final_text) == (2, "now done")
+    assert second.turns == 4 and second.final_text == FINAL_TEXT
+    users = [l["content"] for l in rig.transcript() if l["role"] == "user"]
+    keep = f"[Stop hook ({answer_cmd('--record', str(log), '--stderr', 'tests fail', '--exit', '2')}) asks to keep going: tests fail]"
+    assert users == ["build", keep, "again", keep]
+    assert [p["stop_hook_active"] for p in recorded(log)] == [False, True, False, True]
+
+
+def test_pre_tool_continue_false_stops_the_role_and_a_follow_up_pairs_its_calls(
+    tmp_path: Path,
+) -> None:
+    stop = json.dumps({"continue": False, "stopReason": "enough for today"})
+    hooks = {"PreToolUse": hook("--stdout", stop, matcher="file_read")}
+    entries = [{"tool_calls": [WRITE_A, READ_A, LIST]}, {"text": "resumed"}]
+    rig = Rig(tmp_path, scripted(entries), hooks=hooks)
+    first, second = rig.run("build", "go on")
+    assert first.status == "stopped" and first.error == "enough for today"
+    assert (first.calls, first.refused) == (2, 1)  # list_files never ran
+    assert [e["tool"] for e in rig.read_events("tool.call")] == ["file_write", "file_read"]
+    tools = [(l["tool_call_id"], l["content"]) for l in rig.transcript() if l["role"] == "tool"]
+    assert tools[2] == ("call_1_3", UNFINISHED)
+    assert second.status == "succeeded" and second.final_text == "resumed"
+
+
+def test_session_end_fires_once_on_close(tmp_path: Path) -> None:
+    log = tmp_path / "end.jsonl"
+    rig = Rig(tmp_path, scripted([]), hooks={"SessionEnd": hook("--record", str(log))})
+
+    async def go() -> None:
+        agent = rig.agent()
+        await agent.run("x")
+        await agent.close("other")
+        await agent.close("other")
+
+    anyio.run(go)
+    assert [(p["hook_event_name"], p["reason"]) for p in recorded(log)] == [("SessionEnd", "other")]
+
+
+# --- budget, cancellation, resume --------------------------------------------------------
+
+
+def test_turn_budget(tmp_path: Path) -> None:
+    rig = Rig(tmp_path, scripted([{"tool_calls": [LIST]}] * 10), limits=BudgetLimits(seconds=None, turns=3))
+    [result] = rig.run("loop")
+    assert result.status == "budget_exhausted"
+    assert rig.ledger.spent() == "turns"
+    assert result.turns == 3
+
+
+def test_a_slow_model_turn_is_cut_at_the_time_budget(tmp_path: Path) -> None:
+    with OpenAIFake() as server:
+        server.push(Reply(200, {}, delay=3.0))
+        rig = Rig(tmp_path, OPENAI.provider(server), limits=BudgetLimits(seconds=0.4))
+        t0 = time.perf_counter()
+        [result] = rig.run("think hard")
+        elapsed = time.perf_counter() - t0
+    assert result.status == "budget_exhausted"
+    assert rig.ledger.spent() == "seconds"
+    assert elapsed < 2.0
+    assert rig.ledger.snapshot()["model_seconds"] == pytest.approx(0.4, abs=0.2)
+
+
+def test_cancellation_leaves_an_interrupted_result(tmp_path: Path) -> None:
+    with OpenAIFake() as server:
+        server.push(Reply(200, {}, delay=3.0))
+        rig = Rig(tmp_path, OPENAI.provider(server))
+
+        async def go() -> RoleResult:
+            agent = rig.agent()
+            with anyio.move_on_after(0.3):
+                await agent.run("x")
+            await agent.close("interrupted")
+            return agent.result
+
+        result = anyio.run(go)
+    assert result.status == "interrupted"
+
+
+def test_resume_reloads_the_conversation_and_goes_on(tmp_path: Path) -> None:
+    log = tmp_path / "start.jsonl"
+    entries = [{"tool_calls": [WRITE_A]}, {"tool_calls": [READ_A]}, {"tool_calls": [LIST]}, {"text": "all done"}]
+    hooks = {"SessionStart": hook("--record", str(log))}
+    first = Rig(tmp_path, scripted(entries), hooks=hooks, limits=BudgetLimits(seconds=None, turns=2))
+    [cut] = first.run("build")
+    assert cut.status == "budget_exhausted" and cut.calls == 2
+    again = Rig(tmp_path, scripted(entries), hooks=hooks)
+    [result] = again.run("continue the task", resume=True)
+    assert result.status == "succeeded" and result.final_text == "all done"
+    # the scripted model went on at its third entry: only list_files ran in this session
+    tools = [e["tool"] for e in again.read_events("tool.call")]
+    assert tools == ["file_write", "file_read", "list_files"]  # events.jsonl holds both sessions
+    assert (result.turns, result.calls) == (2, 1)
+    assert [p["source"] for p in recorded(log)] == ["startup", "resume"]
+    systems = [l for l in again.transcript() if l["role"] == "system"]
+    assert len(systems) == 1
+
+
+# --- compaction --------------------------------------------------------------------------
+
+
+def test_compaction_keeps_a_long_session_inside_the_window(tmp_path: Path) -> None:
+    """Old tool results become stubs, PreCompact hooks fire with trigger "auto", a
+    `compact` event records what was dropped, and the server (which rejects a call
+    without its result) accepts every request."""
+    log = tmp_path / "precompact.jsonl"
+    big = "".join(f"line {i} of a long file\n" for i in range(150))  # ~3.5k characters
+
+    def respond(req: Any) -> Reply:
+        n = sum(1 for m in req.body["messages"] if m["role"] == "assistant")
+        if n < 8:
+            return completion(None, [(f"r{n}", "file_read", {"file_path": "src/big.txt"})])
+        return completion("read it all")
+
+    with OpenAIFake() as server:
+        server.fallback = respond
+        rig = Rig(tmp_path, OPENAI.provider(server, context_tokens=4000),
+                  hooks={"PreCompact": hook("--record", str(log))})  # fmt: skip
+        (rig.workspace / "src" / "big.txt").write_text(big)
+        [result] = rig.run("read src/big.txt eight times")
+    assert result.status == "succeeded", result.error
+    events = rig.read_events("compact")
+    assert events, "compaction never triggered"
+    for e in events:
+        assert e["role"] == "b1/api" and e["trigger"] == "auto"
+        assert e["messages_compacted"] >= 1 and e["chars_dropped"] > 0
+        assert e["tokens_after"] < e["tokens_before"]
+    assert [p["trigger"] for p in recorded(log)] == ["auto"] * len(events)
+    assert recorded(log)[0]["hook_event_name"] == "PreCompact"
+    last = server.requests[-1].body["messages"]
+    results = [m["content"] for m in last if m["role"] == "tool"]
+    assert results[0] == stub(len(big))
+    assert results[-1] == big and results[-2] == big  # the recent turns are whole
+    assert last[1]["content"] == "read src/big.txt eight times"
+    assert sum(len(json.dumps(m)) for m in last) < 4000 * 4
+    notes = [l for l in rig.transcript() if l["direction"] == "compacted"]
+    assert len(notes) == len(events)
+    # the transcript keeps the full results
+    assert all(l["content"] == big for l in rig.transcript() if l["role"] == "tool")

@@ -1,0 +1,199 @@
+"""The audit after a batch (audit.py): what changed, against the roots, then build and test.
+
+INTERFACE section 8: "The audit compares the workspace after a batch with its state when
+the batch began."
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import anyio
+import pytest
+
+from orkeon_run import audit
+
+GIT_ENV = {
+    "GIT_AUTHOR_NAME": "t",
+    "GIT_AUTHOR_EMAIL": "t@example.com",
+    "GIT_COMMITTER_NAME": "t",
+    "GIT_COMMITTER_EMAIL": "t@example.com",
+    "GIT_CONFIG_GLOBAL": "/dev/null",
+    "GIT_CONFIG_NOSYSTEM": "1",
+}
+
+
+def git(cwd: Path, *args: str) -> str:
+    import os
+
+    return subprocess.run(
+        ["git", *args], cwd=cwd, check=True, capture_output=True, text=True,
+        env={**os.environ, **GIT_ENV},
+    ).stdout  # fmt: skip
+
+
+def make_tree(ws: Path) -> None:
+    (ws / "src" / "api").mkdir(parents=True)
+    (ws / "src" / "api" / "a.py").write_text("a = 1\n")
+    (ws / "src" / "web").mkdir()
+    (ws / "src" / "web" / "w.py").write_text("w = 1\n")
+    (ws / "README.md").write_text("# r\n")
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    ws = tmp_path / "repo"
+    ws.mkdir()
+    make_tree(ws)
+    git(ws, "init", "-q")
+    git(ws, "add", "-A")
+    git(ws, "commit", "-q", "-m", "init")
+    return ws.resolve()
+
+
+@pytest.fixture
+def plain(tmp_path: Path) -> Path:
+    ws = tmp_path / "plain"
+    ws.mkdir()
+    make_tree(ws)
+    return ws.resolve()
+
+
+@pytest.mark.parametrize("kind", ["repo", "plain"])
+def test_changes_listed_and_orkeon_ignored(kind: str, request: pytest.FixtureRequest) -> None:
+    ws: Path = request.getfixturevalue(kind)
+    before = audit.snapshot(ws)
+    assert before.git is (kind == "repo")
+    (ws / "src" / "api" / "a.py").write_text("a = 2\n")  # modified
+    (ws / "src" / "api" / "new" / "deep").mkdir(parents=True)
+    (ws / "src" / "api" / "new" / "deep" / "n.py").write_text("")  # untracked, nested
+    (ws / "README.md").unlink()  # deleted
+    (ws / ".orkeon" / "runs").mkdir(parents=True)
+    (ws / ".orkeon" / "runs" / "x.json").write_text("{}")  # orkeon's own
+    assert audit.changed_paths(ws, before) == [
+        "README.md",
+        "src/api/a.py",
+        "src/api/new/deep/n.py",
+    ]
+
+
+@pytest.mark.parametrize("kind", ["repo", "plain"])
+def test_rewriting_the_same_content_is_no_change(kind: str, request: pytest.FixtureRequest) -> None:
+    ws: Path = request.getfixturevalue(kind)
+    before = audit.snapshot(ws)
+    (ws / "src" / "web" / "w.py").write_text("w = 1\n")
+    assert audit.changed_paths(ws, before) == []
+
+
+def test_dirty_before_the_batch_counts_only_when_it_changes_again(repo: Path) -> None:
+    (repo / "src" / "web" / "w.py").write_text("dirty before\n")
+    (repo / "notes.txt").write_text("untracked before\n")
+    before = audit.snapshot(repo)
+    (repo / "src" / "api" / "a.py").write_text("a = 3\n")
+    assert audit.changed_paths(repo, before) == ["src/api/a.py"]
+    (repo / "notes.txt").write_text("changed again\n")
+    assert audit.changed_paths(repo, before) == ["notes.txt", "src/api/a.py"]
+
+
+def test_a_commit_during_the_batch_does_not_hide_its_files(repo: Path) -> None:
+    before = audit.snapshot(repo)
+    (repo / "src" / "web" / "w.py").write_text("w = 9\n")
+    git(repo, "commit", "-q", "-am", "sneaky")
+    assert audit.changed_paths(repo, before) == ["src/web/w.py"]
+
+
+def test_workspace_in_a_subfolder_of_the_repository(repo: Path) -> None:
+    ws = repo / "src"
+    before = audit.snapshot(ws)
+    assert before.git and before.prefix == "src/"
+    (ws / "api" / "b.py").write_text("")
+    (repo / "README.md").write_text("outside the workspace\n")
+    assert audit.changed_paths(ws, before) == ["api/b.py"]
+
+
+def test_run_dir_inside_the_workspace_is_ignored(plain: Path) -> None:
+    run_dir = plain / "runs" / "r1"
+    ignore = audit.ignore_list(plain, run_dir)
+    assert ignore == (".orkeon/", "runs/r1/")
+    before = audit.snapshot(plain, ignore)
+    run_dir.mkdir(parents=True)
+    (run_dir / "events.jsonl").write_text("{}\n")
+    assert audit.changed_paths(plain, before) == []
+
+
+def test_under_roots() -> None:
+    assert audit.under("src/api/a.py", ["src/api/"])
+    assert audit.under("src/api/a.py", ["./src/api"])
+    assert audit.under("README.md", ["README.md"])
+    assert audit.under("anything", ["."])
+    assert not audit.under("src/apix/a.py", ["src/api"])
+    assert not audit.under("src", ["src/api/"])
+
+
+def run_audit(ws: Path, before: audit.Snapshot, **kw: object) -> dict:
+    async def go() -> dict:
+        return await audit.run_audit(ws, "b1", ["src/api/"], before, **kw)  # type: ignore[arg-type]
+
+    return anyio.run(go)
+
+
+@pytest.mark.parametrize("kind", ["repo", "plain"])
+def test_change_outside_the_roots_fails_the_audit(
+    kind: str, request: pytest.FixtureRequest
+) -> None:
+    ws: Path = request.getfixturevalue(kind)
+    before = audit.snapshot(ws)
+    (ws / "src" / "api" / "a.py").write_text("ok\n")
+    (ws / "src" / "web" / "w.py").write_text("not yours\n")
+    rec = run_audit(ws, before, build=[sys.executable, "-c", "raise SystemExit(0)"])
+    assert rec == {
+        "batch": "b1",
+        "passed": False,
+        "outside_roots": ["src/web/w.py"],
+        "failed_command": None,
+        "output_tail": "changed outside the roots of batch b1 (src/api/):\n  src/web/w.py",
+    }
+
+
+def test_build_and_test_run_in_the_workspace(repo: Path) -> None:
+    before = audit.snapshot(repo)
+    ok = [sys.executable, "-c", "import os; assert os.path.isfile('README.md')"]
+    assert run_audit(repo, before, build=ok, test=ok)["passed"] is True
+
+
+def test_failing_build_stops_before_the_tests(repo: Path) -> None:
+    before = audit.snapshot(repo)
+    marker = repo / "tests-ran"
+    build = [sys.executable, "-c", "import sys; print('compiling'); sys.exit('E: syntax error')"]
+    test = [sys.executable, "-c", f"open({str(marker)!r}, 'w')"]
+    rec = run_audit(repo, before, build=build, test=test)
+    assert rec["passed"] is False
+    assert rec["failed_command"] == build
+    assert rec["outside_roots"] == []
+    assert "compiling\nE: syntax error" in rec["output_tail"]
+    assert rec["output_tail"].endswith("exited 1]")
+    assert not marker.exists()
+
+
+def test_failing_tests_keep_the_tail_of_long_output(repo: Path) -> None:
+    before = audit.snapshot(repo)
+    test = [sys.executable, "-c", "print('x' * 20000); print('FAILED test_api'); exit(3)"]
+    rec = run_audit(repo, before, test=test)
+    assert rec["failed_command"] == test
+    assert len(rec["output_tail"]) <= audit.TAIL_CHARS
+    assert "FAILED test_api" in rec["output_tail"]
+
+
+def test_a_command_that_cannot_run_fails_the_audit(repo: Path) -> None:
+    before = audit.snapshot(repo)
+    rec = run_audit(repo, before, build=["no-such-program-xyz"])
+    assert rec["passed"] is False
+    assert "could not run" in rec["output_tail"]
+
+
+def test_paths_only_when_commands_are_skipped(repo: Path) -> None:
+    before = audit.snapshot(repo)
+    rec = run_audit(repo, before, build=["false"], run_commands=False)
+    assert rec["passed"] is True

@@ -1,0 +1,161 @@
+"""Crews as data (crew.py, crews/): the built-in crews, workspace overrides, bad files."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from orkeon_run import crew as crew_mod
+from orkeon_run.crew import REQUIRED_ROLES, Crew, load_crew
+from orkeon_run.errors import InputError
+
+STEPS = ("dev-spec", "dev-plan", "dev-batches", "tasks-repair")
+REPO = Path(__file__).resolve().parent.parent
+
+
+@pytest.mark.parametrize("step", STEPS)
+def test_builtin_crews_load(step: str) -> None:
+    crew = load_crew(step)
+    assert crew.step == step
+    assert crew.source == REPO / "crews" / f"{step}.toml"
+    for name in REQUIRED_ROLES[step]:
+        assert crew.role(name).tools
+        assert len(crew.system_prompt(name)) > 200
+
+
+def test_dev_spec_roles_and_rule_sets() -> None:
+    """INTERFACE section 2: "dev-spec `analyst` then `writer`"; the issue: "its rule sets let
+    it read anywhere in the workspace and write only the spec"."""
+    crew = load_crew("dev-spec")
+    assert [r.name for r in crew.roles] == ["analyst", "writer"]
+    paths = {"spec": "docs/the spec.md"}
+    (writer,) = crew.rule_sets_for("writer", paths)
+    assert writer.refusal("file_write", ["docs/the spec.md"]) is None
+    assert writer.refusal("file_edit", ["docs/the spec.md"]) is None
+    assert writer.refusal("file_read", ["src/deep/x.py"]) is None
+    assert writer.refusal("file_write", ["src/x.py"]) is not None
+    assert writer.refusal("file_write", ["other/docs/the spec.md"]) is not None
+    assert writer.refusal("shell", ["touch x"]) is not None
+    (analyst,) = crew.rule_sets_for("analyst", paths)
+    assert analyst.refusal("file_read", ["a/b.txt"]) is None
+    assert analyst.refusal("file_write", ["docs/the spec.md"]) is not None
+
+
+def test_placeholders_in_prompts() -> None:
+    crew = load_crew("dev-batches")
+    text = crew.system_prompt("worker", {"role": "api", "batch": "b1", "roots": "src/api/"})
+    assert "role `api` of batch `b1`" in text
+    assert "only under your roots: src/api/." in text
+    assert "${" not in text
+
+
+def test_path_glob_escapes_glob_characters() -> None:
+    assert crew_mod.path_glob("a[1]/x*.md") == r"/a\[1\]/x\*.md"
+    assert crew_mod.path_glob(".orkeon/spec.md") == "/.orkeon/spec.md"
+
+
+def test_schema_is_the_models() -> None:
+    from orkeon_run.schema import schema
+
+    s = schema("crew")
+    assert s == Crew.model_json_schema()
+    assert s["additionalProperties"] is False
+    assert set(s["properties"]) == {"step", "description", "budget", "roles", "rule_sets"}
+    json.dumps(s)
+
+
+def write_override(ws: Path, step: str, text: str) -> Path:
+    folder = ws / ".orkeon" / "crews"
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{step}.toml"
+    path.write_text(text)
+    return path
+
+
+PLANNER = """
+step = "dev-plan"
+[budget]
+seconds = 60
+[[roles]]
+name = "planner"
+prompt = "{prompt}"
+tools = ["file_read", "file_write"]
+"""
+
+
+def test_workspace_override_with_builtin_prompt(tmp_path: Path) -> None:
+    path = write_override(tmp_path, "dev-plan", PLANNER.format(prompt="prompts/planner.md"))
+    crew = load_crew("dev-plan", tmp_path)
+    assert crew.source == path
+    assert crew.budget.seconds == 60
+    assert crew.role("planner").tools == ["file_read", "file_write"]
+    assert crew.rule_sets == []
+    assert "planner of a dev-plan step" in crew.system_prompt("planner")
+
+
+def test_workspace_override_with_its_own_prompt(tmp_path: Path) -> None:
+    write_override(tmp_path, "dev-plan", PLANNER.format(prompt="mine.md"))
+    (tmp_path / ".orkeon" / "crews" / "mine.md").write_text("Plan ${spec} quickly.")
+    crew = load_crew("dev-plan", tmp_path)
+    assert crew.system_prompt("planner", {"spec": "s.md"}) == "Plan s.md quickly."
+    # Another step of the same workspace keeps its built-in crew.
+    assert load_crew("dev-spec", tmp_path).source == REPO / "crews" / "dev-spec.toml"
+
+
+BAD = [
+    ('step = "dev-plan"\nextra = 1\n', "extra: unknown key"),
+    ('step = "dev-plan"\n[[roles]]\nname = "planner"\nprompt = "p.md"\ntools = ["rm"]\n',
+     "roles[0].tools[0]: Input should be"),
+    ('step = "dev-plan"\n[[roles]]\nname = "other"\nprompt = "prompts/planner.md"\n'
+     'tools = ["file_read"]\n', "roles: the dev-plan crew needs a role named planner"),
+    (PLANNER.format(prompt="prompts/planner.md")
+     + '[[rule_sets]]\nname = "r"\ndeny = ["rm(x)"]\n', "rule_sets[0].deny[0]: unknown tool 'rm'"),
+    (PLANNER.format(prompt="nowhere.md"), "roles[0].prompt: no such file: nowhere.md"),
+    (PLANNER.format(prompt="prompts/planner.md").replace("dev-plan", "dev-spec"),
+     "roles: the dev-spec crew needs a role named analyst, writer"),
+    ('step = "dev-plan"\nroles = [', "not TOML"),
+    (PLANNER.format(prompt="prompts/planner.md") + "[budget2]\n", "budget2: unknown key"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("text", "expected"), BAD)
+def test_bad_crew_file_names_the_file_and_field(tmp_path: Path, text: str, expected: str) -> None:
+    path = write_override(tmp_path, "dev-plan", text)
+    with pytest.raises(InputError) as info:
+        load_crew("dev-plan", tmp_path)
+    message = str(info.value)
+    assert message.startswith(f"{path}: ")
+    assert expected in message
+
+
+def test_crew_for_another_step_is_refused(tmp_path: Path) -> None:
+    crews = tmp_path / ".orkeon" / "crews"
+    crews.mkdir(parents=True)
+    shutil.copy(REPO / "crews" / "dev-spec.toml", crews / "dev-plan.toml")
+    with pytest.raises(
+        InputError, match=r"dev-plan.toml: step: is 'dev-spec', expected 'dev-plan'"
+    ):
+        load_crew("dev-plan", tmp_path)
+
+
+def test_installed_layout_finds_the_packaged_crews(tmp_path: Path) -> None:
+    """pyproject force-includes crews/ as orkeon_run/crews in the wheel: the loader must find
+    them there when no checkout's crews/ sits beside the package."""
+    site = tmp_path / "site"
+    shutil.copytree(
+        REPO / "orkeon_run", site / "orkeon_run", ignore=shutil.ignore_patterns("__pycache__")
+    )
+    shutil.copytree(REPO / "crews", site / "orkeon_run" / "crews")
+    code = "from orkeon_run.crew import load_crew; print(load_crew('dev-batches').source)"
+    env = {**os.environ, "PYTHONPATH": str(site)}
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == str(site / "orkeon_run" / "crews" / "dev-batches.toml")

@@ -1,0 +1,156 @@
+"""`orkeon hooks list` / `orkeon hooks check` (INTERFACE section 4): the seed's "run it
+once by hand first (node .orkeon/hooks/pre.mjs file_read README.md)"."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from orkeon_run.hookcheck import check, list_lines, settings_lines
+from orkeon_run.inputs import MatcherGroup, NativeHook, SettingsCommand
+from orkeon_run.shellrules import ShellRules
+
+pytestmark = pytest.mark.anyio
+
+HookCmd = Callable[..., str]
+
+
+def hooks(*pairs: tuple[str, str]) -> list[NativeHook]:
+    return [NativeHook(event=e, command=c) for e, c in pairs]  # type: ignore[arg-type]
+
+
+def test_list_numbers_hooks_as_the_model_sees_them() -> None:
+    """INTERFACE 4: "`orkeon hooks list` prints one line per hook, `#N EVENT COMMAND`"."""
+    got = list_lines(
+        hooks(
+            ("pre-tool", "node .orkeon/hooks/pre.mjs {tool} {path}"),
+            ("stop", "true"),
+            ("post-tool", "node .orkeon/hooks/post.mjs {tool} {path}"),
+        )
+    )
+    assert got == [
+        "#1 pre-tool node .orkeon/hooks/pre.mjs {tool} {path}",
+        "#2 stop true",
+        "#3 post-tool node .orkeon/hooks/post.mjs {tool} {path}",
+    ]
+
+
+async def test_check_runs_each_hook_once_and_shows_what_the_model_reads(
+    workspace: Path, hook_cmd: HookCmd, hook_rules: ShellRules
+) -> None:
+    """INTERFACE 4: "`orkeon hooks check` runs each pre-tool and post-tool hook once on a
+    sample call (default `--tool file_read --path README.md`), prints `#N EVENT COMMAND -> exit CODE
+    (SECONDS s)` and what the model would read, and exits 0 when every hook exited 0,
+    else 1"."""
+    log, deny = hook_cmd("log_call.sh", "{event}", "{tool}", "{path}"), hook_cmd("deny.sh")
+    lines, code = await check(
+        hooks(("pre-tool", log), ("pre-tool", deny), ("stop", log), ("post-tool", log)),
+        workspace=workspace,
+        shell_rules=hook_rules,
+    )
+    assert code == 1
+    ran = log.replace("{event}", "{e}").replace("{tool}", "file_read")
+    ran = ran.replace("{path}", "README.md")
+    pattern = [
+        rf"#1 pre-tool {re.escape(ran.format(e='pre-tool'))} -> exit 0 \(\d+\.\d\d s\)",
+        r"   the model would read: nothing from this hook; the call runs",
+        rf"#2 pre-tool {re.escape(deny)} -> exit 2 \(\d+\.\d\d s\)",
+        rf"   the model would read: \[pre-tool hook #2 \({re.escape(deny)}\) exited 2: "
+        r"generated/ is rebuilt, not edited\]",
+        rf"#3 stop {re.escape(log)} -> not run \(stored, not run\)",
+        rf"#4 post-tool {re.escape(ran.format(e='post-tool'))} -> exit 0 \(\d+\.\d\d s\)",
+        r"   the model would read: the result, unchanged by this hook",
+    ]
+    assert len(lines) == len(pattern)
+    for line, pat in zip(lines, pattern, strict=True):
+        assert re.fullmatch(pat, line), (line, pat)
+    # Every hook ran once, even after one failed (unlike a real call), the stop hook never.
+    assert (workspace / "calls.log").read_text().splitlines() == [
+        "pre-tool file_read README.md",
+        "post-tool file_read README.md",
+    ]
+
+
+async def test_check_exits_0_when_every_hook_exits_0(
+    workspace: Path, hook_cmd: HookCmd, hook_rules: ShellRules
+) -> None:
+    lines, code = await check(
+        hooks(("pre-tool", hook_cmd("allow.sh")), ("post-tool", "true {tool} {path}")),
+        workspace=workspace,
+        shell_rules=hook_rules,
+        tool="Write",
+        path="src/x.ts",
+    )
+    assert code == 0
+    assert re.fullmatch(r"#2 post-tool true file_write src/x\.ts -> exit 0 \(\d+\.\d\d s\)",
+                        lines[2])  # fmt: skip
+
+
+async def test_check_shows_a_hook_that_cannot_run(workspace: Path) -> None:
+    """Seed: "A hook that cannot run refuses every call of the step: run it once by hand first"."""
+    lines, code = await check(
+        hooks(("pre-tool", "node .orkeon/hooks/pre.mjs {tool} {path}")),
+        workspace=workspace,
+        shell_rules=ShellRules(),
+    )
+    assert code == 1
+    assert lines[0].startswith(
+        "#1 pre-tool node .orkeon/hooks/pre.mjs file_read README.md -> could not run ("
+    )
+    assert lines[1].startswith(
+        "   the model would read: [pre-tool hook #1 (node .orkeon/hooks/pre.mjs file_read "
+        "README.md) could not run: program 'node' is an interpreter"
+    )
+
+
+async def test_check_refuses_an_unknown_tool(workspace: Path) -> None:
+    with pytest.raises(ValueError, match="unknown tool 'nope'"):
+        await check([], workspace=workspace, shell_rules=ShellRules(), tool="nope")
+
+
+def settings(**events: list[tuple[str | None, str]]) -> dict[str, list[MatcherGroup]]:
+    return {
+        event: [
+            MatcherGroup(matcher=m, hooks=[SettingsCommand(type="command", command=c)])
+            for m, c in groups
+        ]
+        for event, groups in events.items()
+    }
+
+
+def test_list_shows_settings_shape_hooks_in_configuration_order() -> None:
+    config = settings(PreToolUse=[("Write|Edit", "./protect.sh"), (None, "true")])
+    config["PostToolUse"] = [
+        MatcherGroup(hooks=[SettingsCommand(type="command", command="lint", timeout=5)])
+    ]
+    assert settings_lines(config) == [
+        "PreToolUse [Write|Edit] ./protect.sh",
+        "PreToolUse [*] true",
+        "PostToolUse [*] lint (timeout 5 s)",
+    ]
+    assert settings_lines({}) == []
+
+
+async def test_check_runs_settings_shape_tool_hooks_on_the_sample_call(workspace: Path) -> None:
+    block = "echo \"no $(cat | tr -d '\\n' | wc -c) bytes\" >&2; exit 2"
+    config = settings(
+        PreToolUse=[("Read", block), ("Write", "touch never")],
+        PostToolUse=[(None, "exit 0")],
+    )
+    lines, code = await check(
+        [], workspace=workspace, shell_rules=ShellRules(), settings_config=config
+    )
+    assert code == 1
+    assert len(lines) == 4
+    assert re.fullmatch(rf"PreToolUse {re.escape(block)} -> exit 2 \(\d+\.\d\d s\)", lines[0])
+    assert re.fullmatch(
+        rf"   the model would read: \[PreToolUse hook \({re.escape(block)}\) blocked the call: "
+        r"no \d+ bytes\]",
+        lines[1],
+    )
+    assert re.fullmatch(r"PostToolUse exit 0 -> exit 0 \(\d+\.\d\d s\)", lines[2])
+    assert lines[3] == "   the model would read: the result, unchanged by these hooks"
+    assert not (workspace / "never").exists()  # its matcher is Write: not this call

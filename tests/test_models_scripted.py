@@ -1,0 +1,234 @@
+"""The scripted provider (INTERFACE section 2 "Script"), replay from transcripts, and the
+lazy loading of the SDKs."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import anyio
+import pytest
+from fakes.rig import Rig
+
+from orkeon_run.errors import InputError
+from orkeon_run.inputs import AnthropicModel, OpenAIModel, ScriptedModel
+from orkeon_run.models import build_provider, check_model, missing_key_env
+from orkeon_run.models.base import Message, ToolCall
+from orkeon_run.models.scripted import FINAL_TEXT, ScriptedProvider
+
+WRITE_A = {"tool": "file_write", "input": {"file_path": "src/a.py", "content": "a = 1\n"}}
+READ_A = {"tool": "file_read", "input": {"file_path": "src/a.py"}}
+
+
+def scripted(script: object, **extra: object) -> ScriptedProvider:
+    return ScriptedProvider(ScriptedModel(provider="scripted", script=script, **extra))  # type: ignore[arg-type]
+
+
+def answers(provider: ScriptedProvider, role: str, n: int) -> list[tuple[str, list[ToolCall]]]:
+    """The first n answers of `role`, each sent the conversation so far."""
+    model = provider.for_role(role)
+    convo = [Message("system", "s"), Message("user", "task")]
+    out = []
+
+    async def go() -> None:
+        for _ in range(n):
+            turn = await model.complete(convo, [])
+            out.append((turn.text, turn.tool_calls))
+            convo.append(Message("assistant", turn.text, turn.tool_calls))
+            convo.extend(Message("tool", "ok", tool_call_id=c.id) for c in turn.tool_calls)
+
+    anyio.run(go)
+    return out
+
+
+def test_entries_are_turns_and_calls_run_in_order(tmp_path: Path) -> None:
+    """ "Each entry is one model turn; the calls of a turn run in order." """
+    script = {"b1/api": [{"tool_calls": [WRITE_A, READ_A]}, {"text": "done writing"}]}
+    rig = Rig(tmp_path, scripted(script))
+    [result] = rig.run("build")
+    assert (result.status, result.turns, result.calls) == ("succeeded", 2, 2)
+    assert result.final_text == "done writing"
+    calls = rig.read_events("tool.call")
+    assert [c["tool"] for c in calls] == ["file_write", "file_read"]
+    assert calls[1]["result"] == "a = 1\n"
+
+
+def test_used_up_entries_end_the_role_with_a_final_text_that_counts(tmp_path: Path) -> None:
+    """ "When a role's entries are used up, that role's model answers with a final text and
+    the role ends. Every model answer, the final text included, counts as one turn." """
+    rig = Rig(tmp_path, scripted({"b1/api": [{"tool_calls": [WRITE_A]}]}))
+    [result] = rig.run("build")
+    assert (result.turns, result.calls, result.final_text) == (2, 1, FINAL_TEXT)
+    assert rig.ledger.turns == 2
+
+
+def test_an_empty_script_is_valid(tmp_path: Path) -> None:
+    """ "An empty script `{}` is valid." """
+    rig = Rig(tmp_path, scripted({}))
+    [result] = rig.run("build")
+    assert (result.status, result.turns, result.calls, result.final_text) == (
+        "succeeded", 1, 0, FINAL_TEXT,
+    )  # fmt: skip
+
+
+def test_keys_are_role_full_names() -> None:
+    provider = scripted({"b1/api": [{"text": "api"}], "writer": [{"text": "writer"}]})
+    assert answers(provider, "b1/api", 1)[0][0] == "api"
+    assert answers(provider, "writer", 1)[0][0] == "writer"
+    assert answers(provider, "b1/tests", 1)[0][0] == FINAL_TEXT
+
+
+def test_ids_are_deterministic() -> None:
+    script = {"r": [{"tool_calls": [READ_A, READ_A]}, {"tool_calls": [dict(READ_A, id="mine")]}]}
+    first = answers(scripted(script), "r", 3)
+    again = answers(scripted(script), "r", 3)
+    assert first == again
+    assert [c.id for c in first[0][1]] == ["call_1_1", "call_1_2"]
+    assert [c.id for c in first[1][1]] == ["mine"]
+    assert first[2] == (FINAL_TEXT, [])
+
+
+def test_usage_of_an_entry_is_the_turns_tokens(tmp_path: Path) -> None:
+    script = {"b1/api": [{"text": "x", "usage": {"input_tokens": 120, "output_tokens": 30}}]}
+    rig = Rig(tmp_path, scripted(script, price={"input_per_mtok": 1, "output_per_mtok": 10}))
+    rig.run("go")
+    snap = rig.ledger.snapshot()
+    assert (snap["tokens_in"], snap["tokens_out"]) == (120, 30)
+    assert snap["usd"] == pytest.approx((120 * 1 + 30 * 10) / 1e6)
+
+
+def test_scripted_runs_cost_zero_not_null(tmp_path: Path) -> None:
+    rig = Rig(tmp_path, scripted({}))
+    rig.run("go")
+    assert rig.ledger.snapshot()["usd"] == 0.0
+
+
+# --- script files ------------------------------------------------------------------------
+
+
+def test_script_from_a_file(tmp_path: Path) -> None:
+    path = tmp_path / "script.json"
+    path.write_text(json.dumps({"b1/api": [{"text": "from file"}]}))
+    provider = ScriptedProvider(ScriptedModel(provider="scripted", script="script.json"), base_dir=tmp_path)
+    assert answers(provider, "b1/api", 1)[0][0] == "from file"
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (None, "model.script: no such file: "),
+        ("{oops", "is not JSON"),
+        ("[1, 2]", "must hold a JSON object"),
+        ('{"b1/api": [{"tool_calls": [{"input": {}}]}]}', "model.script.b1/api[0].tool_calls[0].tool: Field required"),
+        ('{"b1/api": [{"txt": "typo"}]}', "model.script.b1/api[0].txt: unknown key"),
+    ],
+)  # fmt: skip
+def test_a_bad_script_file_is_an_input_error(tmp_path: Path, content: str | None, message: str) -> None:
+    if content is not None:
+        (tmp_path / "s.json").write_text(content)
+    config = ScriptedModel(provider="scripted", script="s.json")
+    with pytest.raises(InputError) as err:
+        check_model(config, {}, base_dir=tmp_path)
+    assert message in str(err.value)
+
+
+# --- replay ------------------------------------------------------------------------------
+
+
+def test_replay_a_recorded_role_against_new_rules(tmp_path: Path) -> None:
+    """A transcript replays the role's tool calls (same ids, same inputs, in order); the
+    new run's gate refuses what the old one let through."""
+    script = {"b1/api": [
+        {"text": "writing", "tool_calls": [WRITE_A, {"tool": "list_files", "input": {}}]},
+        {"tool_calls": [READ_A]},
+        {"text": "finished"},
+    ]}  # fmt: skip
+    first = Rig(tmp_path / "first", scripted(script))
+    first.run("build")
+    recorded = first.transcript_path
+    replay = scripted(f"@transcript:{recorded}")
+    assert list(replay.script) == ["b1/api"]
+    second = Rig(tmp_path / "second", replay, deny=("file_write(src/**)",))
+    [result] = second.run("build")
+    one, two = first.read_events("tool.call"), second.read_events("tool.call")
+    assert [(c["tool"], c["input"]) for c in one] == [(c["tool"], c["input"]) for c in two]
+    assert (result.turns, result.calls, result.refused, result.final_text) == (3, 3, 1, "finished")
+    assert two[0]["result"] == "[refused by the gate: file_write(src/**)]"
+    ids = [l["tool_calls"] for l in second.transcript() if l["direction"] == "received" and "tool_calls" in l]
+    assert [c["id"] for c in ids[0]] == ["call_1_1", "call_1_2"]
+
+
+def test_replay_a_run_directory_replays_every_role(tmp_path: Path) -> None:
+    for role, text in (("b1/api", "api done"), ("b1/tests", "tests done")):
+        Rig(tmp_path / role.replace("/", "_"), scripted({role: [{"tool_calls": [READ_A]}, {"text": text}]}), role=role).run("go")
+    runs = tmp_path / "transcripts"
+    for role in ("b1/api", "b1/tests"):
+        src = tmp_path / role.replace("/", "_") / "run" / "transcripts" / f"{role}.jsonl"
+        dst = runs / f"{role}.jsonl"
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        dst.write_text(src.read_text())
+    replay = scripted(f"@transcript:{runs}")
+    assert sorted(replay.script) == ["b1/api", "b1/tests"]
+    assert answers(replay, "b1/tests", 2)[1][0] == "tests done"
+
+
+def test_replay_of_a_missing_transcript_is_an_input_error(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match="model.script: no such transcript"):
+        check_model(ScriptedModel(provider="scripted", script="@transcript:nope.jsonl"), {}, tmp_path)
+
+
+def test_a_torn_last_line_is_skipped(tmp_path: Path) -> None:
+    rig = Rig(tmp_path, scripted({"b1/api": [{"tool_calls": [READ_A]}, {"text": "end"}]}))
+    rig.run("go")
+    with rig.transcript_path.open("a") as f:
+        f.write('{"direction": "received", "role": "assistant", "cont')
+    assert len(scripted(f"@transcript:{rig.transcript_path}").script["b1/api"]) == 2
+
+
+# --- keys and lazy SDKs ------------------------------------------------------------------
+
+
+def test_missing_key_env() -> None:
+    openai = OpenAIModel(provider="openai", model="gpt-4o")
+    anthropic = AnthropicModel(provider="anthropic", model="claude-haiku-4-5", api_key_env="MY_KEY")
+    assert missing_key_env(openai, {}) == "OPENAI_API_KEY"
+    assert missing_key_env(openai, {"OPENAI_API_KEY": ""}) == "OPENAI_API_KEY"
+    assert missing_key_env(openai, {"OPENAI_API_KEY": "sk"}) is None
+    assert missing_key_env(anthropic, {"ANTHROPIC_API_KEY": "sk"}) == "MY_KEY"
+    assert missing_key_env(ScriptedModel(provider="scripted"), {}) is None
+    with pytest.raises(InputError, match=r"^model.api_key_env: the variable MY_KEY is not set$"):
+        check_model(anthropic, {})
+    with pytest.raises(InputError, match="MY_KEY"):
+        build_provider(anthropic, environ={})
+
+
+def test_build_provider_reads_the_key_from_the_named_variable() -> None:
+    config = AnthropicModel(provider="anthropic", model="claude-haiku-4-5", api_key_env="MY_KEY")
+    provider = build_provider(config, environ={"MY_KEY": "sk-from-env"})
+    assert provider.name == "anthropic"
+    assert provider.api_key == "sk-from-env"  # type: ignore[attr-defined]
+    assert provider.price() == (1.0, 5.0)
+    assert provider.context_tokens() == 200_000
+
+
+LAZY = """
+import sys, anyio
+import orkeon_run, orkeon_run.agent, orkeon_run.models, orkeon_run.inputs
+from orkeon_run.models import build_provider, check_model
+from orkeon_run.inputs import ScriptedModel, OpenAIModel
+config = ScriptedModel(provider="scripted", script={"r": [{"text": "hi"}]})
+check_model(config, {})
+check_model(OpenAIModel(provider="openai", model="gpt-4o"), {"OPENAI_API_KEY": "x"})
+provider = build_provider(config)
+from orkeon_run.models.base import Message
+turn = anyio.run(provider.for_role("r").complete, [Message("user", "x")], [])
+assert turn.text == "hi"
+print(sorted(m for m in ("openai", "anthropic", "httpx2", "httpx") if m in sys.modules))
+"""
+
+
+def test_sdks_are_not_imported_for_validation_or_scripted_runs() -> None:
+    out = subprocess.run([sys.executable, "-c", LAZY], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

@@ -1,0 +1,294 @@
+"""orkeon_run.proc: the one subprocess helper, run against the real scripts of
+tests/data/procs/."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import time
+import tracemalloc
+from pathlib import Path
+
+import anyio
+import pytest
+
+from orkeon_run.proc import ProcResult, arun, run
+
+PROCS = Path(__file__).parent / "data" / "procs"
+
+
+def script(name: str) -> str:
+    path = PROCS / name
+    assert os.access(path, os.X_OK), path
+    return str(path)
+
+
+def test_exit_code_and_both_streams(tmp_path: Path) -> None:
+    res = run([script("exit_code.sh")], cwd=tmp_path, timeout=10)
+    assert res.exit_code == 3
+    assert res.stdout == "to stdout\n"
+    assert res.stderr == "to stderr\n"
+    assert (res.timed_out, res.error, res.stdout_dropped, res.stderr_dropped) == (
+        False,
+        None,
+        0,
+        0,
+    )
+    assert 0 < res.seconds < 5
+
+
+def test_exit_zero(tmp_path: Path) -> None:
+    res = run([script("exit_code.sh"), "0"], cwd=tmp_path, timeout=10)
+    assert res.exit_code == 0
+
+
+def test_killed_by_a_signal_reads_as_a_shell_shows_it(tmp_path: Path) -> None:
+    res = run([script("kill_self.sh")], cwd=tmp_path, timeout=10)
+    assert res.exit_code == 128 + signal.SIGTERM
+    assert not res.timed_out
+
+
+def test_first_line_prefers_stderr_and_skips_blank_lines(tmp_path: Path) -> None:
+    res = run([script("utf8_mixed.py")], cwd=tmp_path, timeout=10)
+    assert res.first_line() == "first real line"
+    only_out = ProcResult(0, "\n\nout line\n", "  \n", 0, 0, 0.0, False, None)
+    assert only_out.first_line() == "out line"
+    assert ProcResult(0, "", "", 0, 0, 0.0, False, None).first_line() == ""
+
+
+def test_output_not_utf8_is_replaced_not_raised(tmp_path: Path) -> None:
+    res = run([script("utf8_mixed.py")], cwd=tmp_path, timeout=10)
+    assert res.stdout == "héllo \ufffd\n"
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize("stream", ["out", "err"])
+def test_fifty_megabytes_are_counted_and_dropped(tmp_path: Path, stream: str) -> None:
+    size = 50 * 1024 * 1024
+    tracemalloc.start()
+    try:
+        started = time.monotonic()
+        res = run([script("big_output.sh"), stream, str(size)], cwd=tmp_path, timeout=30)
+        took = time.monotonic() - started
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert res.exit_code == 0
+    kept, dropped = (
+        (res.stdout, res.stdout_dropped) if stream == "out" else (res.stderr, res.stderr_dropped)
+    )
+    assert len(kept) == 1 << 20
+    assert dropped == size - (1 << 20)
+    assert peak < 8 * 1024 * 1024, f"peak Python memory {peak} bytes"
+    assert took < 10
+
+
+def test_cap_is_the_callers(tmp_path: Path) -> None:
+    res = run([script("big_output.sh"), "out", "1000"], cwd=tmp_path, timeout=10, cap=100)
+    assert (len(res.stdout), res.stdout_dropped) == (100, 900)
+
+
+@pytest.mark.timeout(20)
+def test_time_out_sends_sigterm_first(tmp_path: Path) -> None:
+    started = time.monotonic()
+    res = run([script("term_reporter.sh")], cwd=tmp_path, timeout=0.5, kill_grace=5)
+    took = time.monotonic() - started
+    assert res.timed_out
+    assert res.exit_code is None
+    assert res.stdout == "ready\n"
+    assert "got SIGTERM" in res.stderr
+    assert took < 3, "SIGTERM ended it: no need to wait for SIGKILL"
+
+
+@pytest.mark.timeout(20)
+def test_plain_process_dies_of_sigterm_on_time_out(tmp_path: Path) -> None:
+    started = time.monotonic()
+    res = run([script("sleeper.sh")], cwd=tmp_path, timeout=0.3, kill_grace=5)
+    assert res.timed_out and res.exit_code is None
+    assert res.stdout == "started\n"
+    assert time.monotonic() - started < 3
+
+
+@pytest.mark.timeout(20)
+def test_sigterm_ignored_gets_sigkill_after_grace(tmp_path: Path) -> None:
+    started = time.monotonic()
+    res = run([script("ignore_term.sh")], cwd=tmp_path, timeout=0.3, kill_grace=0.5)
+    took = time.monotonic() - started
+    assert res.timed_out and res.exit_code is None
+    assert res.stdout == "ready\n"
+    assert 0.75 <= took < 3
+
+
+def _gone_or_zombie(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return True
+    return stat.rsplit(")", 1)[1].split()[0] in ("Z", "X")
+
+
+@pytest.mark.timeout(20)
+def test_grandchild_holding_the_pipes_does_not_hang_us(tmp_path: Path) -> None:
+    pid_file = tmp_path / "grandchild.pid"
+    started = time.monotonic()
+    res = run([script("fork_holder.sh"), str(pid_file)], cwd=tmp_path, timeout=60)
+    took = time.monotonic() - started
+    assert took < 1.0, f"took {took:.2f} s"
+    assert res.exit_code == 0
+    assert not res.timed_out
+    assert res.stdout == "parent done\n"
+    grandchild = int(pid_file.read_text())
+    deadline = time.monotonic() + 2
+    while not _gone_or_zombie(grandchild) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert _gone_or_zombie(grandchild), "the grandchild was killed with the group"
+
+
+def test_missing_program_is_a_result(tmp_path: Path) -> None:
+    res = run(["orkeon-no-such-program"], cwd=tmp_path, timeout=10)
+    assert res.exit_code is None
+    assert res.error == "no such program: orkeon-no-such-program"
+    missing = run([str(tmp_path / "nope.sh")], cwd=tmp_path, timeout=10)
+    assert missing.error == f"no such program: {tmp_path / 'nope.sh'}"
+
+
+def test_non_executable_file_is_a_result(tmp_path: Path) -> None:
+    plain = tmp_path / "x.sh"
+    plain.write_text("#!/bin/sh\necho hi\n")
+    plain.chmod(0o644)
+    res = run(["./x.sh"], cwd=tmp_path, timeout=10)
+    assert res.exit_code is None
+    assert res.error == "permission denied: ./x.sh"
+
+
+def test_missing_working_directory_is_a_result(tmp_path: Path) -> None:
+    res = run(["true"], cwd=tmp_path / "absent", timeout=10)
+    assert res.exit_code is None
+    assert res.error is not None and "working directory" in res.error
+
+
+def test_empty_argv_is_a_result(tmp_path: Path) -> None:
+    assert run([], cwd=tmp_path, timeout=1).error == "the command is empty"
+
+
+def test_stdin_is_delivered(tmp_path: Path) -> None:
+    data = b"line one\nline two\n" * 20_000  # larger than a pipe buffer
+    res = run([script("read_stdin.sh")], cwd=tmp_path, timeout=10, stdin=data)
+    assert res.exit_code == 0
+    assert res.stdout.encode() == data
+    assert res.stderr == "done\n"
+
+
+def test_stdin_is_dev_null_by_default(tmp_path: Path) -> None:
+    res = run([script("read_stdin.sh")], cwd=tmp_path, timeout=10)
+    assert (res.exit_code, res.stdout) == (0, "")
+
+
+def test_empty_stdin_bytes(tmp_path: Path) -> None:
+    res = run([script("read_stdin.sh")], cwd=tmp_path, timeout=10, stdin=b"")
+    assert (res.exit_code, res.stdout) == (0, "")
+
+
+@pytest.mark.timeout(20)
+def test_child_that_never_reads_stdin(tmp_path: Path) -> None:
+    started = time.monotonic()
+    res = run([script("ignore_stdin.sh")], cwd=tmp_path, timeout=10, stdin=b"x" * (4 << 20))
+    assert res.exit_code == 0
+    assert res.stdout == "not reading\n"
+    assert res.error is None
+    assert time.monotonic() - started < 2
+
+
+def test_env_is_passed_and_replaces_ours(tmp_path: Path) -> None:
+    env = {"ORKEON_TEST_VAR": "from the test", "PATH": os.environ["PATH"]}
+    res = run([script("print_env.sh")], cwd=tmp_path, timeout=10, env=env)
+    assert res.stdout.splitlines() == ["var=from the test", "home=unset", str(tmp_path)]
+
+
+def test_env_none_inherits(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ORKEON_TEST_VAR", "inherited")
+    res = run([script("print_env.sh")], cwd=tmp_path, timeout=10)
+    assert res.stdout.splitlines()[0] == "var=inherited"
+
+
+def test_child_runs_in_its_own_session(tmp_path: Path) -> None:
+    """New session, so the group kill reaches everything the child forks and nothing else."""
+    res = run(
+        ["python3", "-c", "import os; print(os.getsid(0) == os.getpid(), os.getsid(0))"],
+        cwd=tmp_path,
+        timeout=10,
+    )
+    same, sid = res.stdout.split()
+    assert same == "True" and int(sid) != os.getsid(0)
+
+
+@pytest.mark.timeout(20)
+def test_arun_runs_concurrently_in_threads(tmp_path: Path) -> None:
+    async def main() -> list[ProcResult]:
+        results: list[ProcResult] = []
+
+        async def one() -> None:
+            results.append(await arun(["sleep", "0.4"], cwd=tmp_path, timeout=10))
+
+        async with anyio.create_task_group() as tg:
+            for _ in range(3):
+                tg.start_soon(one)
+        return results
+
+    started = time.monotonic()
+    results = anyio.run(main)
+    took = time.monotonic() - started
+    assert [r.exit_code for r in results] == [0, 0, 0]
+    assert took < 1.0, f"three 0.4 s sleeps took {took:.2f} s"
+
+
+@pytest.mark.timeout(20)
+def test_grandchild_that_left_the_group_does_not_hang_us(tmp_path: Path) -> None:
+    pid_file = tmp_path / "escaped.pid"
+    started = time.monotonic()
+    res = run([script("escaped_holder.py"), str(pid_file)], cwd=tmp_path, timeout=60)
+    took = time.monotonic() - started
+    escaped = int(pid_file.read_text())
+    try:
+        assert took < 1.0, f"took {took:.2f} s"
+        assert res.exit_code == 0
+        assert res.stdout == "parent done\n"
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(escaped, signal.SIGKILL)
+
+
+@pytest.mark.timeout(20)
+def test_cancelling_arun_stops_the_child(tmp_path: Path) -> None:
+    pid_file = tmp_path / "child.pid"
+
+    async def main() -> None:
+        with anyio.move_on_after(0.5):
+            await arun([script("pid_then_sleep.sh"), str(pid_file)], cwd=tmp_path, timeout=60)
+            raise AssertionError("arun returned instead of being cancelled")
+
+    started = time.monotonic()
+    anyio.run(main)
+    took = time.monotonic() - started
+    assert took < 2.0, f"took {took:.2f} s"
+    assert _gone_or_zombie(int(pid_file.read_text()))
+
+
+def test_cancel_check_exception_is_raised_after_the_child_is_stopped(tmp_path: Path) -> None:
+    calls = []
+
+    def check() -> None:
+        calls.append(time.monotonic())
+        if len(calls) >= 3:
+            raise KeyError("stop")
+
+    pid_file = tmp_path / "child.pid"
+    with pytest.raises(KeyError):
+        run(
+            [script("pid_then_sleep.sh"), str(pid_file)],
+            cwd=tmp_path,
+            timeout=60,
+            cancel_check=check,
+        )
+    assert _gone_or_zombie(int(pid_file.read_text()))

@@ -1,0 +1,204 @@
+"""dev-batches end to end: concurrent roles, roots, the audit, resume."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from orkeon_run.errors import InputError
+from stepkit import (
+    DATA,
+    calls,
+    events,
+    make_workspace,
+    role_status,
+    run_step,
+    scripted,
+    shell,
+    state,
+    user_messages,
+    write,
+)
+
+FILES = {"README.md": "# app\n", "src/a/__init__.py": "", "src/b/__init__.py": ""}
+RENDEZVOUS = str(DATA / "rendezvous.sh")
+
+
+def role(name: str, roots: list[str], task: str = "") -> dict[str, Any]:
+    return {"name": name, "roots": roots, "task": task or f"the task of {name}"}
+
+
+def plan(*batches: tuple[str, list[dict[str, Any]]]) -> dict[str, Any]:
+    return {"title": "t", "batches": [{"name": n, "roles": roles} for n, roles in batches]}
+
+
+TWO = plan(("b1", [role("a", ["src/a/"]), role("b", ["src/b/"])]))
+
+
+def rendezvous_doc(tmp: Path, concurrency: int, seconds: int) -> dict[str, Any]:
+    script = {
+        "b1/a": [{"tool_calls": [write("src/a/x.py", "a")]}, {"text": "a done"}],
+        "b1/b": [{"tool_calls": [write("src/b/y.py", "b")]}, {"text": "b done"}],
+    }
+    command = f"{RENDEZVOUS} {tmp / 'marks'} 2 {seconds} {{tool}}"
+    return scripted(
+        script,
+        plan=TWO,
+        concurrency=concurrency,
+        hooks=[{"event": "pre-tool", "command": command}],
+        shell={"extra_allowed_commands": [RENDEZVOUS]},
+        audit={"build": ["test", "-f", "src/a/x.py"], "test": ["test", "-f", "src/b/y.py"]},
+    )
+
+
+def test_two_roles_run_concurrently_with_disjoint_roots(tmp_path: Path) -> None:
+    """INTERFACE section 2: "the roles of one batch run concurrently". Each role's first
+    write waits in a pre-tool hook until the other role's first write arrives."""
+    ws = make_workspace(tmp_path, FILES)
+    rd = tmp_path / "run"
+    result = run_step("dev-batches", rendezvous_doc(tmp_path, 4, 20), ws, run_dir=rd)
+    assert result["status"] == "succeeded", result["error"]
+    assert role_status(result) == {"b1/a": "succeeded", "b1/b": "succeeded"}
+    assert [(c["role"], c["outcome"]) for c in events(rd, "tool.call")] in (
+        [("b1/a", "ran"), ("b1/b", "ran")],
+        [("b1/b", "ran"), ("b1/a", "ran")],
+    )
+    assert (ws / "src/a/x.py").read_text() == "a" and (ws / "src/b/y.py").read_text() == "b"
+    assert result["audits"] == [
+        {"batch": "b1", "passed": True, "outside_roots": [], "failed_command": None,
+         "output_tail": ""}
+    ]  # fmt: skip
+    assert state(rd)["batches_passed"] == ["b1"]
+    assert (rd / "transcripts" / "b1" / "a.jsonl").is_file()
+    assert user_messages(rd, "b1/a")[0] == "the task of a"
+
+
+def test_concurrency_limit_runs_one_role_at_a_time(tmp_path: Path) -> None:
+    ws = make_workspace(tmp_path, FILES)
+    rd = tmp_path / "run"
+    result = run_step("dev-batches", rendezvous_doc(tmp_path, 1, 1), ws, run_dir=rd)
+    first, second = events(rd, "tool.call")
+    assert first["refused_by"] == "hook"
+    assert first["result"].endswith("exited 1: alone after 1 s]")
+    assert second["outcome"] == "ran"
+    assert result["status"] == "failed"  # the first role's file is missing: the audit fails
+    assert result["audits"][0]["failed_command"] is not None
+
+
+def test_a_write_outside_the_roots_is_refused(tmp_path: Path) -> None:
+    ws = make_workspace(tmp_path, FILES)
+    rd = tmp_path / "run"
+    script = {"b1/a": [{"tool_calls": [write("src/b/x.py", "mine now")]}, {"text": "tried"}]}
+    doc = scripted(script, plan=plan(("b1", [role("a", ["src/a/"])])))
+    result = run_step("dev-batches", doc, ws, run_dir=rd)
+    assert result["status"] == "succeeded", result["error"]
+    (call,) = calls(rd, "b1/a")
+    assert call["refused_by"] == "roots"
+    assert call["result"] == "[refused: src/b/x.py is outside this role's roots (src/a/)]"
+    assert not (ws / "src/b/x.py").exists()
+    assert result["roles"][0]["refused"] == 1
+
+
+@pytest.mark.parametrize("git", [True, False], ids=["git", "snapshot"])
+def test_a_shell_write_outside_the_roots_is_caught_by_the_audit(tmp_path: Path, git: bool) -> None:
+    """The issue: "a failed audit stops the step (exit 1); the result names the batch, the
+    offending paths, and the tail of the failing output"."""
+    ws = make_workspace(tmp_path, FILES, git=git)
+    rd = tmp_path / "run"
+    script = {
+        "b1/a": [
+            {"tool_calls": [write("src/a/ok.py", ""), shell("touch src/b/sneaky.txt")]},
+            {"tool_calls": [shell("cp README.md notes.md")]},
+            {"text": "done"},
+        ],
+        "b2/b": [{"tool_calls": [write("src/b/late.py", "")]}],
+    }
+    doc = scripted(
+        script,
+        plan=plan(("b1", [role("a", ["src/a/"])]), ("b2", [role("b", ["src/b/"])])),
+        audit={"build": ["touch", "build-ran"]},
+    )
+    result = run_step("dev-batches", doc, ws, run_dir=rd)
+    assert result["status"] == "failed"
+    assert result["exit_code"] == 1
+    (rec,) = result["audits"]
+    assert rec["batch"] == "b1" and rec["passed"] is False
+    assert rec["outside_roots"] == ["notes.md", "src/b/sneaky.txt"]
+    assert rec["failed_command"] is None
+    assert "src/b/sneaky.txt" in rec["output_tail"]
+    assert result["error"] == (
+        "the audit of batch b1 failed: changed outside the roots: notes.md, src/b/sneaky.txt"
+    )
+    assert [r["name"] for r in result["roles"]] == ["b1/a"]  # b2 never ran
+    assert not (ws / "src/b/late.py").exists()
+    assert not (ws / "build-ran").exists()  # the paths check failed first
+    assert "batches_passed" not in state(rd)
+
+
+@pytest.mark.parametrize("which", ["build", "test"])
+def test_failing_build_or_tests_fail_the_step(tmp_path: Path, which: str) -> None:
+    ws = make_workspace(tmp_path, FILES)
+    failing = ["sh", "-c", "echo compiling; echo 'E: src/a/x.py:1: boom' >&2; exit 4"]
+    audit = {"build": ["true"], "test": ["true"], which: failing}
+    script = {"b1/a": [{"tool_calls": [write("src/a/x.py", "boom")]}]}
+    doc = scripted(script, plan=plan(("b1", [role("a", ["src/a/"])])), audit=audit)
+    result = run_step("dev-batches", doc, ws)
+    assert result["status"] == "failed"
+    (rec,) = result["audits"]
+    assert rec["failed_command"] == failing
+    assert rec["outside_roots"] == []
+    assert "compiling\nE: src/a/x.py:1: boom" in rec["output_tail"]
+    assert role_status(result) == {"b1/a": "succeeded"}
+
+
+def test_resume_skips_finished_batches(tmp_path: Path) -> None:
+    """The issue: "a dev-batches run that was interrupted or failed continues from the first
+    batch that did not pass; finished batches are not run again"."""
+    ws = make_workspace(tmp_path, FILES)
+    rd = tmp_path / "run"
+    script = {
+        "b1/a": [{"tool_calls": [write("src/a/x.py", "a")]}, {"text": "a done"}],
+        # The first attempt leaves a broken file; resumed, the role goes on and fixes it.
+        "b2/b": [
+            {"tool_calls": [write("src/b/out.txt", "broken")]}, {"text": "b done"},
+            {"tool_calls": [write("src/b/out.txt", "fixed")]}, {"text": "b fixed"},
+        ],
+    }  # fmt: skip
+    doc = scripted(
+        script,
+        plan=plan(("b1", [role("a", ["src/a/"])]), ("b2", [role("b", ["src/b/"])])),
+        audit={"test": ["sh", "-c", "! grep -qs broken src/b/out.txt"]},
+    )
+    first = run_step("dev-batches", doc, ws, run_dir=rd)
+    assert first["status"] == "failed"
+    assert [a["passed"] for a in first["audits"]] == [True, False]
+    assert state(rd)["batches_passed"] == ["b1"]
+
+    second = run_step("dev-batches", None, ws, resume_dir=rd)
+    assert second["status"] == "succeeded", second["error"]
+    assert [a["passed"] for a in second["audits"]] == [True, True]
+    assert role_status(second) == {"b1/a": "succeeded", "b2/b": "succeeded"}
+    assert len(calls(rd, "b1/a")) == 1  # b1 ran once, in the first attempt
+    assert [e["batch"] for e in events(rd, "batch.skipped")] == ["b1"]
+    assert (ws / "src/b/out.txt").read_text() == "fixed"
+    # The repeated batch's message carries the failed audit.
+    resumed = user_messages(rd, "b2/b")[-1]
+    assert resumed.startswith("the task of b\n") and "The audit after batch b2 failed." in resumed
+    assert state(rd)["batches_passed"] == ["b1", "b2"]
+
+
+def test_plan_file_in_the_workspace(tmp_path: Path) -> None:
+    import json
+
+    ws = make_workspace(tmp_path, {**FILES, ".orkeon/plan.json": json.dumps(TWO)})
+    result = run_step("dev-batches", scripted({}), ws)
+    assert result["status"] == "succeeded", result["error"]
+    assert [r["name"] for r in result["roles"]] == ["b1/a", "b1/b"]
+
+
+def test_invalid_plan_file_is_an_input_error(tmp_path: Path) -> None:
+    ws = make_workspace(tmp_path, {**FILES, ".orkeon/plan.json": '{"batches": []}'})
+    with pytest.raises(InputError, match=r"plan\.batches: List should have at least 1 item"):
+        run_step("dev-batches", scripted({}), ws)

@@ -1,0 +1,97 @@
+"""tasks-repair end to end: a dev-batches run fails its audit, then the failed role starts
+again with its task and the audit's output, and the audit runs again."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from stepkit import calls, make_workspace, role_status, run_step, scripted, shell, write
+
+FILES = {"README.md": "# app\n", "src/api/__init__.py": "", "tests/__init__.py": ""}
+PLAN = {
+    "batches": [
+        {"name": "b1", "roles": [
+            {"name": "api", "roots": ["src/api/"], "task": "Write src/api/value.txt saying 42."},
+            {"name": "docs", "roots": ["README.md"], "task": "Mention the api."}]}]
+}  # fmt: skip
+TEST = ["sh", "-c", "grep -q 42 src/api/value.txt || { echo 'FAILED: value is not 42'; exit 1; }"]
+
+
+def failed_batches_run(tmp_path: Path) -> tuple[Path, Path]:
+    ws = make_workspace(tmp_path, FILES)
+    rd = tmp_path / "first"
+    script = {"b1/api": [{"tool_calls": [write("src/api/value.txt", "41")]}]}
+    doc = scripted(script, plan=PLAN, audit={"test": TEST}, shell={"allow_interpreters": False})
+    result = run_step("dev-batches", doc, ws, run_dir=rd)
+    assert result["status"] == "failed"
+    assert result["audits"][0]["failed_command"] == TEST
+    return ws, rd
+
+
+def repair_doc(rd: Path, script: list[dict[str, Any]], **more: Any) -> dict[str, Any]:
+    return scripted({"b1/api": script}, repair={"run": str(rd), "role": "b1/api"}, **more)
+
+
+def test_repair_fixes_a_failed_role(tmp_path: Path) -> None:
+    """The seed: "/tasks repair hands the registry to the agent it starts again"; INTERFACE
+    section 8: "The repaired role's first message holds its task and the failing audit's
+    output." Plan and audit come from the failed run's saved inputs."""
+    ws, first = failed_batches_run(tmp_path)
+    rd = tmp_path / "repair"
+    fix = [{"tool_calls": [write("src/api/value.txt", "42")]}, {"text": "fixed: 41 -> 42"}]
+    log = tmp_path / "hook.log"
+    hook = {"event": "post-tool", "command": f"touch {log}"}
+    result = run_step("tasks-repair", repair_doc(first, fix, hooks=[hook]), ws, run_dir=rd)
+    assert result["status"] == "succeeded", result["error"]
+    assert result["step"] == "tasks-repair"
+    assert role_status(result) == {"b1/api": "succeeded"}
+    assert result["audits"] == [
+        {"batch": "b1", "passed": True, "outside_roots": [], "failed_command": None,
+         "output_tail": ""}
+    ]  # fmt: skip
+    assert (ws / "src/api/value.txt").read_text() == "42"
+    assert log.exists()  # the hooks reached the repaired role's calls
+    from stepkit import user_messages
+
+    (message,) = user_messages(rd, "b1/api")
+    assert message.startswith("Write src/api/value.txt saying 42.\n")
+    assert "The audit after batch b1 failed." in message
+    assert "Failed command: sh -c grep -q 42" in message
+    assert "FAILED: value is not 42" in message
+    (call,) = calls(rd, "b1/api")
+    assert call["batch"] == "b1" and call["outcome"] == "ran"
+
+
+def test_repair_keeps_the_roles_roots_and_audits_again(tmp_path: Path) -> None:
+    ws, first = failed_batches_run(tmp_path)
+    rd = tmp_path / "repair"
+    script = [
+        {"tool_calls": [write("README.md", "42"), shell("cp README.md src/api/value.txt")]},
+        {"tool_calls": [shell("touch stray.txt")]},
+    ]
+    result = run_step("tasks-repair", repair_doc(first, script), ws, run_dir=rd)
+    refused, copied = calls(rd, "b1/api")[:2]
+    assert refused["refused_by"] == "roots"
+    assert copied["outcome"] == "ran"
+    assert result["status"] == "failed"
+    (rec,) = result["audits"]
+    assert rec["outside_roots"] == ["stray.txt"]
+    assert result["error"] == "the audit of batch b1 failed: changed outside the roots: stray.txt"
+
+
+def test_repair_still_failing_tests(tmp_path: Path) -> None:
+    ws, first = failed_batches_run(tmp_path)
+    script = [{"tool_calls": [write("src/api/value.txt", "43")]}]
+    result = run_step("tasks-repair", repair_doc(first, script), ws)
+    assert result["status"] == "failed"
+    assert result["audits"][0]["failed_command"] == TEST
+    assert "FAILED: value is not 42" in result["audits"][0]["output_tail"]
+
+
+def test_repair_of_a_role_the_plan_lacks(tmp_path: Path) -> None:
+    ws, first = failed_batches_run(tmp_path)
+    doc = scripted({}, repair={"run": str(first), "role": "b1/nobody"})
+    result = run_step("tasks-repair", doc, ws)
+    assert result["status"] == "error"
+    assert result["error"] == "repair.role: the plan has no role b1/nobody"

@@ -1,0 +1,431 @@
+"""orkeon_run.tools: the six tools of INTERFACE section 3, on real files in tmp_path and
+real processes."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from orkeon_run.shellrules import ShellRules
+from orkeon_run.tools import TOOLS, ToolEnv, check_input, path_arg, run_tool
+from orkeon_run.tools.specs import LIST_CAP, SEARCH_CAP
+
+PROCS = Path(__file__).parent / "data" / "procs"
+
+
+def call(
+    ws: Path,
+    tool: str,
+    rules: ShellRules | None = None,
+    timeout: float = 10,
+    **input: Any,
+) -> Any:
+    env = ToolEnv(workspace=ws, shell_rules=rules or ShellRules())
+    return anyio.run(run_tool, tool, input, env, timeout)
+
+
+# --- registry, input checks, path argument ---------------------------------------------
+
+
+def test_registry() -> None:
+    """INTERFACE 3: the six tools, with Claude Code's field names."""
+    assert set(TOOLS) == {
+        "file_read",
+        "file_write",
+        "file_edit",
+        "list_files",
+        "search_files",
+        "shell",
+    }
+    assert {n for n, t in TOOLS.items() if t.writes} == {"file_write", "file_edit"}
+    assert {n: t.path_field for n, t in TOOLS.items()} == {
+        "file_read": "file_path",
+        "file_write": "file_path",
+        "file_edit": "file_path",
+        "list_files": "path",
+        "search_files": "path",
+        "shell": None,
+    }
+    required = {n: t.spec.input_schema["required"] for n, t in TOOLS.items()}
+    assert required == {
+        "file_read": ["file_path"],
+        "file_write": ["file_path", "content"],
+        "file_edit": ["file_path", "old_string", "new_string"],
+        "list_files": [],
+        "search_files": ["pattern"],
+        "shell": ["command"],
+    }
+    for name, t in TOOLS.items():
+        assert t.spec.name == name and t.spec.description
+        json.dumps(t.spec.input_schema)
+
+
+def test_check_input() -> None:
+    assert check_input("file_read", {"file_path": "a"}) is None
+    assert check_input("file_read", {"file_path": "a", "offset": 2, "limit": 3}) is None
+    assert check_input("file_read", {}) == "file_read: the field 'file_path' is required"
+    assert check_input("file_read", {"file_path": 3}) == (
+        "file_read: the field 'file_path' must be a string"
+    )
+    for bad in (0, -1, True, 1.5, "2"):
+        assert check_input("file_read", {"file_path": "a", "offset": bad}) == (
+            "file_read: the field 'offset' must be an integer of at least 1"
+        )
+    assert check_input("file_edit", {"file_path": "a", "old_string": "x"}) == (
+        "file_edit: the field 'new_string' is required"
+    )
+    edit = {"file_path": "a", "old_string": "x", "new_string": "y", "replace_all": 1}
+    assert check_input("file_edit", edit) == (
+        "file_edit: the field 'replace_all' must be true or false"
+    )
+    assert check_input("list_files", {}) is None
+    assert check_input("search_files", {"path": "src"}) == (
+        "search_files: the field 'pattern' is required"
+    )
+    assert (
+        check_input("shell", {"command": ["ls"]}) == "shell: the field 'command' must be a string"
+    )
+    assert check_input("nope", {}) == "there is no tool named 'nope'"
+    assert check_input("file_write", {"file_path": "a", "content": "", "extra": 1}) is None
+
+
+def test_path_arg() -> None:
+    assert path_arg("file_write", {"file_path": "src/x.py", "content": ""}) == "src/x.py"
+    assert path_arg("list_files", {"path": "src"}) == "src"
+    assert path_arg("list_files", {}) is None
+    assert path_arg("search_files", {"pattern": "x"}) is None
+    assert path_arg("shell", {"command": "cat README.md"}) is None
+    assert path_arg("file_read", {"file_path": 3}) is None
+
+
+def test_bad_input_is_an_error_text(workspace: Path) -> None:
+    assert call(workspace, "file_read") == "error: file_read: the field 'file_path' is required"
+
+
+# --- file_read ---------------------------------------------------------------------------
+
+
+def test_file_read_whole(workspace: Path) -> None:
+    assert call(workspace, "file_read", file_path="README.md") == "# readme\n"
+
+
+def test_file_read_keeps_bytes_exact(workspace: Path) -> None:
+    (workspace / "crlf.txt").write_bytes(b"a\r\nb\r\n\xc3\xa9\n")
+    assert call(workspace, "file_read", file_path="crlf.txt") == "a\r\nb\r\né\n"
+
+
+def test_file_read_offset_and_limit(workspace: Path) -> None:
+    (workspace / "n.txt").write_text("".join(f"line {i}\n" for i in range(1, 11)))
+    assert call(workspace, "file_read", file_path="n.txt", offset=3, limit=2) == "line 3\nline 4\n"
+    assert call(workspace, "file_read", file_path="n.txt", limit=1) == "line 1\n"
+    assert call(workspace, "file_read", file_path="n.txt", offset=10) == "line 10\n"
+    assert call(workspace, "file_read", file_path="n.txt", offset=11) == (
+        "error: n.txt has fewer than 11 lines"
+    )
+
+
+def test_file_read_large_file_comes_in_parts(workspace: Path) -> None:
+    (workspace / "big.txt").write_text("".join(f"{i:0200d}\n" for i in range(1, 3001)))
+    text = call(workspace, "file_read", file_path="big.txt")
+    lines = text.splitlines()
+    assert len(lines) == 2001
+    assert lines[1999] == f"{2000:0200d}"
+    assert lines[2000] == (
+        "[file_read: showed lines 1-2000; the file goes on: read on with offset=2001]"
+    )
+    rest = call(workspace, "file_read", file_path="big.txt", offset=2001, limit=5000)
+    assert rest.splitlines()[0] == f"{2001:0200d}" and len(rest.splitlines()) == 1000
+
+
+@pytest.mark.parametrize(
+    ("make", "expected"),
+    [
+        (lambda ws: None, "error: f does not exist"),
+        (lambda ws: (ws / "f").mkdir(), "error: f is a directory"),
+        (lambda ws: (ws / "f").write_bytes(b"\xff\xfe\x00"), "error: f is not UTF-8 text"),
+    ],
+)
+def test_file_read_errors(workspace: Path, make: Any, expected: str) -> None:
+    make(workspace)
+    assert call(workspace, "file_read", file_path="f") == expected
+    assert call(workspace, "file_read", file_path="f", offset=1) == expected
+
+
+@pytest.mark.timeout(10)
+def test_file_read_fifo_does_not_block(workspace: Path) -> None:
+    import os
+
+    os.mkfifo(workspace / "pipe")
+    assert call(workspace, "file_read", file_path="pipe") == "error: pipe is not a regular file"
+
+
+def test_file_tools_check_their_own_paths(workspace: Path) -> None:
+    """Seed: "the inner calls of a tool Orkeon Code defines, which check their own paths" """
+    (workspace.parent / "secret.txt").write_text("secret\n")
+    (workspace / "out").symlink_to(workspace.parent / "secret.txt")
+    for raw in ["../secret.txt", str(workspace.parent / "secret.txt"), "out"]:
+        assert (
+            call(workspace, "file_read", file_path=raw) == f"error: {raw} is outside the workspace"
+        )
+        got = call(workspace, "file_write", file_path=raw, content="x")
+        assert got == f"error: {raw} is outside the workspace"
+    assert (workspace.parent / "secret.txt").read_text() == "secret\n"
+    assert call(workspace, "list_files", path="..") == "error: .. is outside the workspace"
+    assert call(workspace, "search_files", pattern="s", path="..") == (
+        "error: .. is outside the workspace"
+    )
+
+
+def test_absolute_path_inside_is_fine(workspace: Path) -> None:
+    assert call(workspace, "file_read", file_path=str(workspace / "README.md")) == "# readme\n"
+
+
+# --- file_write --------------------------------------------------------------------------
+
+
+def test_file_write_creates_parents(workspace: Path) -> None:
+    got = call(workspace, "file_write", file_path="src/api/x.py", content="print(1)\n")
+    assert got == "created src/api/x.py (9 bytes)"
+    assert (workspace / "src" / "api" / "x.py").read_text() == "print(1)\n"
+
+
+def test_file_write_replaces(workspace: Path) -> None:
+    got = call(workspace, "file_write", file_path="README.md", content="new\r\n")
+    assert got == "updated README.md (5 bytes)"
+    assert (workspace / "README.md").read_bytes() == b"new\r\n"
+
+
+def test_file_write_errors(workspace: Path) -> None:
+    (workspace / "d").mkdir()
+    assert call(workspace, "file_write", file_path="d", content="x") == "error: d is a directory"
+    got = call(workspace, "file_write", file_path="README.md/x", content="x")
+    assert got == "error: a parent of README.md/x is a file, not a directory"
+
+
+# --- file_edit ---------------------------------------------------------------------------
+
+
+def test_file_edit_replaces_the_one_occurrence(workspace: Path) -> None:
+    (workspace / "a.py").write_text("x = 1\ny = 2\n")
+    got = call(workspace, "file_edit", file_path="a.py", old_string="y = 2", new_string="y = 3")
+    assert got == "edited a.py: replaced 1 occurrence"
+    assert (workspace / "a.py").read_text() == "x = 1\ny = 3\n"
+
+
+def test_file_edit_needs_a_unique_match(workspace: Path) -> None:
+    (workspace / "a.py").write_text("v = 1\nv = 1\n")
+    got = call(workspace, "file_edit", file_path="a.py", old_string="v = 1", new_string="v = 2")
+    assert got.startswith("error: old_string occurs 2 times in a.py")
+    assert (workspace / "a.py").read_text() == "v = 1\nv = 1\n"
+    got = call(
+        workspace,
+        "file_edit",
+        file_path="a.py",
+        old_string="v = 1",
+        new_string="v = 2",
+        replace_all=True,
+    )
+    assert got == "edited a.py: replaced 2 occurrences"
+    assert (workspace / "a.py").read_text() == "v = 2\nv = 2\n"
+
+
+def test_file_edit_errors(workspace: Path) -> None:
+    edit: dict[str, Any] = {"old_string": "zzz", "new_string": "y"}
+    assert call(workspace, "file_edit", file_path="README.md", **edit) == (
+        "error: old_string was not found in README.md"
+    )
+    assert call(workspace, "file_edit", file_path="nope.md", **edit) == (
+        "error: nope.md does not exist"
+    )
+    same: dict[str, Any] = {"old_string": "a", "new_string": "a"}
+    assert call(workspace, "file_edit", file_path="README.md", **same) == (
+        "error: old_string and new_string are the same"
+    )
+    empty: dict[str, Any] = {"old_string": "", "new_string": "a"}
+    assert call(workspace, "file_edit", file_path="README.md", **empty).startswith("error: ")
+    (workspace / "bin").write_bytes(b"\xff\xff")
+    assert call(workspace, "file_edit", file_path="bin", **edit) == "error: bin is not UTF-8 text"
+
+
+# --- list_files --------------------------------------------------------------------------
+
+
+@pytest.fixture
+def tree(workspace: Path) -> Path:
+    for rel in ["src/a.py", "src/b.txt", "src/sub/c.py", "docs/d.md", "a.b", ".git/config"]:
+        (workspace / rel).parent.mkdir(parents=True, exist_ok=True)
+        (workspace / rel).write_text(f"{rel}\nneedle in {rel}\n")
+    return workspace
+
+
+def test_list_files_everything_sorted_without_git(tree: Path) -> None:
+    got = call(tree, "list_files")
+    assert got == sorted(got)
+    assert got == ["README.md", "a.b", "docs/d.md", "src/a.py", "src/b.txt", "src/sub/c.py"]
+
+
+def test_list_files_pattern(tree: Path) -> None:
+    assert call(tree, "list_files", pattern="**/*.py") == ["src/a.py", "src/sub/c.py"]
+    assert call(tree, "list_files", pattern="*.md") == ["README.md"]
+    assert call(tree, "list_files", pattern="src/*.{py,txt}") == ["src/a.py", "src/b.txt"]
+
+
+def test_list_files_under_a_folder(tree: Path) -> None:
+    assert call(tree, "list_files", path="src") == ["src/a.py", "src/b.txt", "src/sub/c.py"]
+    assert call(tree, "list_files", path="src/", pattern="*.py") == ["src/a.py"]
+
+
+def test_list_files_errors(tree: Path) -> None:
+    assert call(tree, "list_files", path="nope") == "error: nope does not exist"
+    assert call(tree, "list_files", path="README.md") == ["README.md"]
+
+
+def test_list_files_does_not_walk_a_symlink_out(tree: Path) -> None:
+    outside = tree.parent / "outside"
+    outside.mkdir()
+    (outside / "secret.txt").write_text("s")
+    (tree / "link").symlink_to(outside)
+    assert not any(p.startswith("link/") for p in call(tree, "list_files"))
+
+
+def test_list_files_is_capped(workspace: Path) -> None:
+    many = workspace / "many"
+    many.mkdir()
+    for i in range(LIST_CAP + 50):
+        (many / f"f{i:05d}").touch()
+    got = call(workspace, "list_files", path="many")
+    assert len(got) == LIST_CAP
+    assert got[0] == "many/f00000"
+
+
+# --- search_files ------------------------------------------------------------------------
+
+
+def test_search_files(tree: Path) -> None:
+    got = call(tree, "search_files", pattern=r"needle in src/\w+\.py")
+    assert got == [
+        {"file": "src/a.py", "line": 2, "text": "needle in src/a.py"},
+    ]
+    got = call(tree, "search_files", pattern="needle")
+    assert [m["file"] for m in got] == ["a.b", "docs/d.md", "src/a.py", "src/b.txt", "src/sub/c.py"]
+
+
+def test_search_files_glob_and_path(tree: Path) -> None:
+    got = call(tree, "search_files", pattern="needle", glob="*.py")
+    assert [m["file"] for m in got] == ["src/a.py", "src/sub/c.py"]
+    got = call(tree, "search_files", pattern="needle", glob="sub/**")
+    assert [m["file"] for m in got] == []  # a glob with `/` is relative to the folder
+    got = call(tree, "search_files", pattern="needle", path="src", glob="sub/**")
+    assert [m["file"] for m in got] == ["src/sub/c.py"]
+    got = call(tree, "search_files", pattern="^src", path="src/a.py")
+    assert got == [{"file": "src/a.py", "line": 1, "text": "src/a.py"}]
+
+
+def test_search_files_skips_binary_and_git(tree: Path) -> None:
+    (tree / "blob.bin").write_bytes(b"needle\x00\x01")
+    got = call(tree, "search_files", pattern="needle|config")
+    files = {m["file"] for m in got}
+    assert "blob.bin" not in files and not any(f.startswith(".git") for f in files)
+
+
+def test_search_files_does_not_read_through_a_symlink_out(tree: Path) -> None:
+    (tree.parent / "secret.txt").write_text("needle outside\n")
+    (tree / "leak.txt").symlink_to(tree.parent / "secret.txt")
+    assert all(m["file"] != "leak.txt" for m in call(tree, "search_files", pattern="needle"))
+
+
+def test_search_files_errors(tree: Path) -> None:
+    assert call(tree, "search_files", pattern="(").startswith("error: bad pattern '(': ")
+    assert call(tree, "search_files", pattern="x", path="nope") == "error: nope does not exist"
+
+
+def test_search_files_is_capped(workspace: Path) -> None:
+    (workspace / "lots.txt").write_text("hit\n" * (SEARCH_CAP + 100))
+    got = call(workspace, "search_files", pattern="hit")
+    assert len(got) == SEARCH_CAP
+    assert got[-1] == {"file": "lots.txt", "line": SEARCH_CAP, "text": "hit"}
+
+
+@pytest.mark.timeout(20)
+def test_search_files_catastrophic_pattern_stops_at_the_deadline(workspace: Path) -> None:
+    (workspace / "a.txt").write_text("a" * 5000 + "!\n")
+    started = time.monotonic()
+    got = call(workspace, "search_files", timeout=0.5, pattern=r"(\w+\s?)+$")
+    assert got.startswith("error: searching . took too long")
+    assert time.monotonic() - started < 5
+
+
+# --- shell -------------------------------------------------------------------------------
+
+
+def test_shell_runs_in_the_workspace(workspace: Path) -> None:
+    assert call(workspace, "shell", command="cat README.md") == {
+        "exit_code": 0,
+        "stdout": "# readme\n",
+        "stderr": "",
+    }
+    assert call(workspace, "shell", command="pwd")["stdout"] == f"{workspace}\n"
+
+
+def test_shell_nonzero_exit(workspace: Path) -> None:
+    got = call(workspace, "shell", command="cat nope.txt")
+    assert got["exit_code"] == 1 and "nope.txt" in got["stderr"]
+
+
+def test_shell_refuses_operators_without_running(workspace: Path) -> None:
+    got = call(workspace, "shell", command="touch made && echo hi")
+    assert got["exit_code"] == 126 and got["stdout"] == ""
+    assert got["stderr"].startswith("shell: '&&' is refused")
+    assert not (workspace / "made").exists()
+
+
+def test_shell_refuses_programs_off_the_lists(workspace: Path) -> None:
+    got = call(workspace, "shell", command="rm README.md")
+    assert got == {
+        "exit_code": 126,
+        "stdout": "",
+        "stderr": "shell: program 'rm' is not allowed (allowed: the base list; interpreters "
+        "need allow_interpreters; others need extra_allowed_commands)",
+    }
+    assert (workspace / "README.md").exists()
+
+
+def test_shell_script_by_listed_path(workspace: Path) -> None:
+    script = str(PROCS / "exit_code.sh")
+    rules = ShellRules(extra_allowed_commands=(script,))
+    got = call(workspace, "shell", rules, command=f"{script} 4")
+    assert got == {"exit_code": 4, "stdout": "to stdout\n", "stderr": "to stderr\n"}
+
+
+def test_shell_listed_program_that_is_missing(workspace: Path) -> None:
+    rules = ShellRules(extra_allowed_commands=("./missing.sh",))
+    got = call(workspace, "shell", rules, command="./missing.sh")
+    assert got == {"exit_code": 127, "stdout": "", "stderr": "shell: no such program: ./missing.sh"}
+
+
+@pytest.mark.timeout(20)
+def test_shell_time_out(workspace: Path) -> None:
+    started = time.monotonic()
+    got = call(workspace, "shell", timeout=0.3, command="sleep 30")
+    assert got["exit_code"] is None
+    assert got["stderr"] == "shell: the command ran longer than 0.3 s and was stopped"
+    assert time.monotonic() - started < 3
+
+
+def test_shell_output_is_capped(workspace: Path) -> None:
+    script = str(PROCS / "big_output.sh")
+    rules = ShellRules(extra_allowed_commands=(script,))
+    got = call(workspace, "shell", rules, command=f"{script} out 100000")
+    assert got["exit_code"] == 0
+    assert got["stdout"].endswith("\n[shell: 70000 more bytes of output were dropped]")
+
+
+def test_search_files_crlf_lines(workspace: Path) -> None:
+    (workspace / "win.txt").write_bytes(b"first\r\nend here\r\n")
+    got = call(workspace, "search_files", pattern="here$")
+    assert got == [{"file": "win.txt", "line": 2, "text": "end here"}]
