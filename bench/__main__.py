@@ -1,7 +1,7 @@
 """Run every benchmark module (`bench/bench_*.py`, each with a `main()`), or those named:
 
-    python -m bench               # all
-    python -m bench startup e2e   # bench_startup.py and bench_e2e.py
+python -m bench               # all
+python -m bench startup e2e   # bench_startup.py and bench_e2e.py
 """
 
 from __future__ import annotations
@@ -16,8 +16,10 @@ from pathlib import Path
 def main(argv: list[str]) -> int:
     here = Path(__file__).parent
     names = argv or sorted(p.stem.removeprefix("bench_") for p in here.glob("bench_*.py"))
-    print(f"# orkeon benchmarks: {platform.platform()}, Python {platform.python_version()}, "
-          f"{__import__('os').cpu_count()} cores")
+    print(
+        f"# orkeon benchmarks: {platform.platform()}, Python {platform.python_version()}, "
+        f"{__import__('os').cpu_count()} cores"
+    )
     failed = 0
     for name in names:
         module = importlib.import_module(f"bench.bench_{name}")

@@ -14,13 +14,33 @@ def main() -> None:
     version = command_seconds([PY, "-m", "orkeon_run", "--version"], repeat)
     with tempfile.TemporaryDirectory() as ws:
         validate = command_seconds(
-            [PY, "-m", "orkeon_run", "validate", "--inputs", '{"budget": {"seconds": 60}}',
-             "--workspace", ws],
+            [
+                PY,
+                "-m",
+                "orkeon_run",
+                "validate",
+                "--inputs",
+                '{"budget": {"seconds": 60}}',
+                "--workspace",
+                ws,
+            ],
             repeat,
             env={"ORKEON_CONFIG_DIR": ws, "PATH": "/usr/bin:/bin"},
         )
     header()
-    row("orkeon --version", f"{version * 1000:.1f} ms", f"{base * 1000:.1f} ms", version / base,
-        "≤ 2.5×", version / base <= 2.5)
-    row("orkeon validate", f"{validate * 1000:.1f} ms", f"{base * 1000:.1f} ms", validate / base,
-        "< 250 ms", validate < 0.25)
+    row(
+        "orkeon --version",
+        f"{version * 1000:.1f} ms",
+        f"{base * 1000:.1f} ms",
+        version / base,
+        "≤ 2.5×",
+        version / base <= 2.5,
+    )
+    row(
+        "orkeon validate",
+        f"{validate * 1000:.1f} ms",
+        f"{base * 1000:.1f} ms",
+        validate / base,
+        "< 250 ms",
+        validate < 0.25,
+    )

@@ -33,7 +33,9 @@ def row(name: str, value: str, baseline: str, ratio: float | None, target: str, 
 
 
 def header() -> None:
-    print(f"| {'measure':<44} | {'value':>12} | {'baseline':>12} | {'ratio':>7} | {'target':<16} | |")
+    print(
+        f"| {'measure':<44} | {'value':>12} | {'baseline':>12} | {'ratio':>7} | {'target':<16} | |"
+    )
     print(f"|{'-' * 46}|{'-' * 14}|{'-' * 14}|{'-' * 9}|{'-' * 18}|---|")
 
 

@@ -94,10 +94,10 @@ def specs_for(names: tuple[str, ...]) -> list[ToolSpec]:
 
 def with_context(prompt: str, blocks: list[str | None]) -> str:
     """The prompt with each `<hook_context>` block appended on its own line."""
-    blocks = [b for b in blocks if b]
-    if not blocks:
+    kept = [b for b in blocks if b]
+    if not kept:
         return prompt
-    return "\n".join([prompt.rstrip("\n"), *blocks])
+    return "\n".join([prompt.rstrip("\n"), *kept])
 
 
 class Agent:

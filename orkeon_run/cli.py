@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import os
 import sys
-from enum import Enum
+from enum import StrEnum
 from typing import Annotated, Any
 
 import typer
@@ -27,13 +27,13 @@ hooks_app = typer.Typer(help="List, check and trust hooks.", no_args_is_help=Tru
 app.add_typer(hooks_app, name="hooks")
 
 
-class Output(str, Enum):
+class Output(StrEnum):
     text = "text"
     json = "json"
     stream_json = "stream-json"
 
 
-class Step(str, Enum):
+class Step(StrEnum):
     dev_spec = "dev-spec"
     dev_plan = "dev-plan"
     dev_batches = "dev-batches"
@@ -44,7 +44,8 @@ InputsOpt = Annotated[
     str, typer.Option("--inputs", help="JSON inline, @PATH for a file, or - for standard input.")
 ]
 WorkspaceOpt = Annotated[
-    str | None, typer.Option("--workspace", help="Folder the crew works in (default: inputs, then .).")
+    str | None,
+    typer.Option("--workspace", help="Folder the crew works in (default: inputs, then .)."),
 ]
 
 
@@ -57,7 +58,10 @@ def _version(value: bool) -> None:
 @app.callback()
 def _root(
     version: Annotated[
-        bool, typer.Option("--version", "-V", callback=_version, is_eager=True, help="Print the version.")
+        bool,
+        typer.Option(
+            "--version", "-V", callback=_version, is_eager=True, help="Print the version."
+        ),
     ] = False,
 ) -> None:
     """orkeon: a headless crew orchestrator for AI coding agents."""
@@ -78,14 +82,20 @@ def run(
     ] = None,
     workspace: WorkspaceOpt = None,
     run_dir: Annotated[
-        str | None, typer.Option("--run-dir", help="Where the run writes (default WORKSPACE/.orkeon/runs/RUN_ID).")
+        str | None,
+        typer.Option(
+            "--run-dir", help="Where the run writes (default WORKSPACE/.orkeon/runs/RUN_ID)."
+        ),
     ] = None,
     output: Annotated[
         Output | None,
-        typer.Option("--output", help="text (default on a terminal), json (default otherwise), stream-json."),
+        typer.Option(
+            "--output", help="text (default on a terminal), json (default otherwise), stream-json."
+        ),
     ] = None,
     resume: Annotated[
-        str | None, typer.Option("--resume", help="Continue the run in RUN_DIR with its saved inputs.")
+        str | None,
+        typer.Option("--resume", help="Continue the run in RUN_DIR with its saved inputs."),
     ] = None,
 ) -> None:
     """Run one step with its crew. Exit 0 succeeded, 1 failed, 2 bad input, 3 budget, 130 interrupted."""
@@ -112,7 +122,8 @@ def run(
 def validate(
     inputs: InputsOpt,
     step: Annotated[
-        Step | None, typer.Option("--step", help="Also run the checks this step needs (request, plan, repair).")
+        Step | None,
+        typer.Option("--step", help="Also run the checks this step needs (request, plan, repair)."),
     ] = None,
     workspace: WorkspaceOpt = None,
 ) -> None:
@@ -120,7 +131,10 @@ def validate(
     from .prepare import prepare, stdin_tty
 
     prep = prepare(
-        _load(inputs), step=step.value if step else None, workspace=workspace, stdin_is_tty=stdin_tty()
+        _load(inputs),
+        step=step.value if step else None,
+        workspace=workspace,
+        stdin_is_tty=stdin_tty(),
     )
     for line in prep.warnings:
         typer.echo(f"warning: {line}", err=True)
@@ -152,7 +166,6 @@ def hooks_check(
 
     from .hookcheck import check
     from .prepare import prepare, stdin_tty
-
     from .rules import canonical_tool
     from .tools import TOOLS
 
@@ -189,7 +202,9 @@ def hooks_trust(workspace: WorkspaceOpt = None) -> None:
 
 
 @app.command()
-def schema(name: Annotated[str, typer.Argument(help="inputs | plan | script | result | event | crew")]) -> None:
+def schema(
+    name: Annotated[str, typer.Argument(help="inputs | plan | script | result | event | crew")],
+) -> None:
     """Print the JSON Schema of a document."""
     from .schema import NAMES, text
 

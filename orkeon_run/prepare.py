@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import InputError
-from .inputs import MatcherGroup, Inputs, Plan, parse_inputs, parse_plan
+from .inputs import Inputs, MatcherGroup, Plan, parse_inputs, parse_plan
 
 
 @dataclass
@@ -61,9 +61,7 @@ def prepare(
 
     collect(lambda: _check_gate(inputs))
     collect(lambda: _check_model(inputs, env))
-    settings_config = collect(
-        lambda: _load_settings_hooks(inputs, ws, env, stdin_is_tty, warn_fn)
-    )
+    settings_config = collect(lambda: _load_settings_hooks(inputs, ws, env, stdin_is_tty, warn_fn))
     shell_rules = collect(lambda: _shell_rules(inputs, ws, env, stdin_is_tty))
     plan = collect(lambda: _check_step(inputs, step, ws))
     if problems:
@@ -124,10 +122,16 @@ def _shell_rules(
 
 
 def _check_step(inputs: Inputs, step: str | None, ws: Path) -> Plan | None:
+    if step is not None:
+        from .crew import load_crew
+
+        load_crew(step, ws)  # the built-in crew, or the workspace's .orkeon/crews/STEP.toml
+    if step == "dev-plan" and not (ws / inputs.spec).is_file():
+        raise InputError(f"spec: no such file in the workspace: {inputs.spec} (run dev-spec first)")
     if step == "dev-spec" and not (inputs.request or "").strip():
         raise InputError("request: dev-spec needs a request (what to build, as text)")
     if step == "tasks-repair" and inputs.repair is None:
-        raise InputError("repair: tasks-repair needs {\"run\": RUN_DIR, \"role\": \"BATCH/ROLE\"}")
+        raise InputError('repair: tasks-repair needs {"run": RUN_DIR, "role": "BATCH/ROLE"}')
     if step == "tasks-repair" and inputs.repair is not None:
         run = Path(inputs.repair.run).expanduser()
         if not (run / "inputs.json").is_file():

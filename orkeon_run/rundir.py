@@ -1,10 +1,10 @@
 """The run directory (INTERFACE section 7): ids, redacted inputs, atomic writes, state.
 
-    RUN_DIR/inputs.json        the inputs as given, secrets redacted
-    RUN_DIR/events.jsonl       appended and flushed line by line (events.EventLog)
-    RUN_DIR/result.json        written atomically: temp file, fsync, rename
-    RUN_DIR/state.json         progress for --resume (atomic too)
-    RUN_DIR/transcripts/ROLE.jsonl
+RUN_DIR/inputs.json        the inputs as given, secrets redacted
+RUN_DIR/events.jsonl       appended and flushed line by line (events.EventLog)
+RUN_DIR/result.json        written atomically: temp file, fsync, rename
+RUN_DIR/state.json         progress for --resume (atomic too)
+RUN_DIR/transcripts/ROLE.jsonl
 """
 
 from __future__ import annotations

@@ -72,7 +72,14 @@ def run(
     if resume:
         rd = Path(resume_dir).expanduser().resolve()  # type: ignore[arg-type]
         doc = resume_document(rd, doc)
+    if step == "tasks-repair" and isinstance(doc, dict):
+        from .steps.repair import repair_document
+
+        doc = repair_document(doc)
     prep = prepare(doc, step=step, workspace=workspace, environ=environ, stdin_is_tty=stdin_tty())
+    # The saved inputs name the workspace the run used, so --resume and tasks-repair act on
+    # the same tree whatever folder they are started from.
+    prep.doc = {**prep.doc, "workspace": str(prep.workspace)}
     for line in prep.warnings:
         logs.warn(line)
     if not resume:
@@ -119,10 +126,14 @@ def _run_step(
 ) -> dict[str, Any]:
     import anyio
 
+    from .crew import load_crew
     from .gate import Gate
     from .models import build_provider
 
-    ledger = Ledger(prep.inputs.budget)
+    crew = load_crew(step, prep.workspace)
+    # The crew's budget is the default; a budget in --inputs replaces it whole.
+    given = "budget" in prep.inputs.model_fields_set
+    ledger = Ledger(prep.inputs.budget if given else crew.budget)
     state_path = rd / "state.json"
     state = read_json(state_path) if resume and state_path.is_file() else {}
     settings_hooks = None
@@ -183,7 +194,8 @@ def _run_step(
             tg.start_soon(watch_signals)
             tg.start_soon(body)
         if interrupted or outcome is None:
-            return StepOutcome(status="interrupted", error="interrupted by a signal")
+            roles = [a.result for a in sr.agents.values() if a.turns or a.calls]
+            return StepOutcome(status="interrupted", roles=roles, error="interrupted by a signal")
         return outcome
 
     try:

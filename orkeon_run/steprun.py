@@ -45,6 +45,9 @@ class StepRun:
     resume: bool = False
     # Saved state of an earlier attempt of this run (--resume): see rundir.RunDir.state.
     state: dict[str, Any] = field(default_factory=dict)
+    # Every agent the step started, by role: when the step is interrupted the runner still
+    # reports each role's status and counts from here.
+    agents: dict[str, Any] = field(default_factory=dict)
 
     def transcript_path(self, role: str) -> Path:
         """`b1/api` -> RUN_DIR/transcripts/b1/api.jsonl."""

@@ -42,3 +42,24 @@ def hook_rules() -> ShellRules:
     """Program rules that allow every script of tests/data/hooks by its absolute path."""
     scripts = tuple(str(p) for p in sorted(HOOKS_DIR.iterdir()))
     return ShellRules(allow_interpreters=False, extra_allowed_commands=scripts)
+
+
+# --- live provider tests (tests/test_models_live.py) -----------------------------------
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--live",
+        action="store_true",
+        default=False,
+        help="also run tests marked `live` (real provider APIs; each also needs its key set)",
+    )
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if config.getoption("--live"):
+        return
+    skip = pytest.mark.skip(reason="talks to a real provider API: pass --live (and set its key)")
+    for item in items:
+        if "live" in item.keywords:
+            item.add_marker(skip)

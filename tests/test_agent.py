@@ -49,18 +49,29 @@ def recorded(path: Path) -> list[dict[str, Any]]:
 
 
 def test_transcript_has_one_line_per_message(tmp_path: Path) -> None:
-    rig = Rig(tmp_path, scripted([{"text": "on it", "tool_calls": [WRITE_A, READ_A]}, {"text": "ok"}]))
+    rig = Rig(
+        tmp_path, scripted([{"text": "on it", "tool_calls": [WRITE_A, READ_A]}, {"text": "ok"}])
+    )
     [result] = rig.run("build the api")
     assert rig.transcript_path == tmp_path / "run" / "transcripts" / "b1" / "api.jsonl"
     lines = rig.transcript()
-    assert [(l["direction"], l["role"]) for l in lines] == [
+    assert [(line["direction"], line["role"]) for line in lines] == [
         ("sent", "system"), ("sent", "user"), ("received", "assistant"),
         ("sent", "tool"), ("sent", "tool"), ("received", "assistant"),
     ]  # fmt: skip
-    assert all(l["agent"] == "b1/api" and isinstance(l["ts"], float) for l in lines)
+    assert all(line["agent"] == "b1/api" and isinstance(line["ts"], float) for line in lines)
     assert lines[1]["content"] == "build the api"
-    assert lines[2]["tool_calls"][0] == {"id": "call_1_1", "name": "file_write", "input": WRITE_A["input"]}
-    assert lines[4] == {**lines[4], "content": "a = 1\n", "tool_call_id": "call_1_2", "name": "file_read"}
+    assert lines[2]["tool_calls"][0] == {
+        "id": "call_1_1",
+        "name": "file_write",
+        "input": WRITE_A["input"],
+    }
+    assert lines[4] == {
+        **lines[4],
+        "content": "a = 1\n",
+        "tool_call_id": "call_1_2",
+        "name": "file_read",
+    }
     assert lines[5]["usage"] == {"input_tokens": 0, "output_tokens": 0}
     assert (result.turns, result.calls, result.final_text) == (2, 2, "ok")
 
@@ -74,7 +85,7 @@ def test_transcript_lines_are_written_as_they_happen(tmp_path: Path) -> None:
     rig = Rig(tmp_path, scripted([{"tool_calls": [LIST]}]),
               hooks={"PreToolUse": [{"hooks": [{"type": "command", "command": cmd}]}]})  # fmt: skip
     rig.run("list")
-    seen = [json.loads(l) for l in copy.read_text().splitlines()]
+    seen = [json.loads(line) for line in copy.read_text().splitlines()]
     assert seen[-1]["direction"] == "received" and seen[-1]["tool_calls"][0]["name"] == "list_files"
 
 
@@ -97,7 +108,7 @@ def test_a_follow_up_prompt_continues_the_conversation(tmp_path: Path) -> None:
     first, second = rig.run("build", "the audit failed: fix it")
     assert (first.turns, first.calls, first.final_text) == (2, 1, "first done")
     assert (second.turns, second.calls, second.final_text) == (4, 2, "repaired")
-    users = [l["content"] for l in rig.transcript() if l["role"] == "user"]
+    users = [line["content"] for line in rig.transcript() if line["role"] == "user"]
     assert users == ["build", "the audit failed: fix it"]
     assert rig.ledger.turns == 4
 
@@ -113,7 +124,7 @@ def test_session_start_and_prompt_contexts_are_appended(tmp_path: Path) -> None:
     }
     rig = Rig(tmp_path, scripted([{"text": "a"}, {"text": "b"}]), hooks=hooks)
     rig.run("task one", "task two")
-    users = [l["content"] for l in rig.transcript() if l["role"] == "user"]
+    users = [line["content"] for line in rig.transcript() if line["role"] == "user"]
     assert users == [
         "task one\n<hook_context>branch main</hook_context>\n<hook_context>be brief</hook_context>",
         "task two\n<hook_context>be brief</hook_context>",
@@ -132,11 +143,21 @@ def test_a_blocked_prompt_stops_the_role_before_any_turn(tmp_path: Path) -> None
     rig = Rig(tmp_path, scripted([{"tool_calls": [WRITE_A]}]), hooks=hooks)
     [result] = rig.run("my password is hunter2")
     assert result.status == "stopped"
-    assert result.error is not None and result.error.endswith("blocked the prompt: no secrets in prompts]")
+    assert result.error is not None and result.error.endswith(
+        "blocked the prompt: no secrets in prompts]"
+    )
     assert (result.turns, result.calls) == (0, 0)
-    assert [l["role"] for l in rig.transcript()] == ["system"]
+    assert [line["role"] for line in rig.transcript()] == ["system"]
     assert result.to_json() == {"name": "b1/api", "status": "stopped", "turns": 0, "calls": 0,
                                 "refused": 0, "error": result.error}  # fmt: skip
+
+
+def test_prompt_continue_false_stops_the_role(tmp_path: Path) -> None:
+    stop = json.dumps({"continue": False, "stopReason": "frozen for the release"})
+    rig = Rig(tmp_path, scripted([{"tool_calls": [WRITE_A]}]),
+              hooks={"UserPromptSubmit": hook("--stdout", stop)})  # fmt: skip
+    [result] = rig.run("build")
+    assert (result.status, result.error, result.turns) == ("stopped", "frozen for the release", 0)
 
 
 def test_stop_hook_keeps_the_model_going_once_per_prompt(tmp_path: Path) -> None:
@@ -148,7 +169,7 @@ def test_stop_hook_keeps_the_model_going_once_per_prompt(tmp_path: Path) -> None
     first, second = rig.run("build", "again")
     assert (first.turns, first.final_text) == (2, "now done")
     assert second.turns == 4 and second.final_text == FINAL_TEXT
-    users = [l["content"] for l in rig.transcript() if l["role"] == "user"]
+    users = [line["content"] for line in rig.transcript() if line["role"] == "user"]
     keep = f"[Stop hook ({answer_cmd('--record', str(log), '--stderr', 'tests fail', '--exit', '2')}) asks to keep going: tests fail]"
     assert users == ["build", keep, "again", keep]
     assert [p["stop_hook_active"] for p in recorded(log)] == [False, True, False, True]
@@ -165,7 +186,11 @@ def test_pre_tool_continue_false_stops_the_role_and_a_follow_up_pairs_its_calls(
     assert first.status == "stopped" and first.error == "enough for today"
     assert (first.calls, first.refused) == (2, 1)  # list_files never ran
     assert [e["tool"] for e in rig.read_events("tool.call")] == ["file_write", "file_read"]
-    tools = [(l["tool_call_id"], l["content"]) for l in rig.transcript() if l["role"] == "tool"]
+    tools = [
+        (line["tool_call_id"], line["content"])
+        for line in rig.transcript()
+        if line["role"] == "tool"
+    ]
     assert tools[2] == ("call_1_3", UNFINISHED)
     assert second.status == "succeeded" and second.final_text == "resumed"
 
@@ -188,7 +213,11 @@ def test_session_end_fires_once_on_close(tmp_path: Path) -> None:
 
 
 def test_turn_budget(tmp_path: Path) -> None:
-    rig = Rig(tmp_path, scripted([{"tool_calls": [LIST]}] * 10), limits=BudgetLimits(seconds=None, turns=3))
+    rig = Rig(
+        tmp_path,
+        scripted([{"tool_calls": [LIST]}] * 10),
+        limits=BudgetLimits(seconds=None, turns=3),
+    )
     [result] = rig.run("loop")
     assert result.status == "budget_exhausted"
     assert rig.ledger.spent() == "turns"
@@ -226,9 +255,16 @@ def test_cancellation_leaves_an_interrupted_result(tmp_path: Path) -> None:
 
 def test_resume_reloads_the_conversation_and_goes_on(tmp_path: Path) -> None:
     log = tmp_path / "start.jsonl"
-    entries = [{"tool_calls": [WRITE_A]}, {"tool_calls": [READ_A]}, {"tool_calls": [LIST]}, {"text": "all done"}]
+    entries = [
+        {"tool_calls": [WRITE_A]},
+        {"tool_calls": [READ_A]},
+        {"tool_calls": [LIST]},
+        {"text": "all done"},
+    ]
     hooks = {"SessionStart": hook("--record", str(log))}
-    first = Rig(tmp_path, scripted(entries), hooks=hooks, limits=BudgetLimits(seconds=None, turns=2))
+    first = Rig(
+        tmp_path, scripted(entries), hooks=hooks, limits=BudgetLimits(seconds=None, turns=2)
+    )
     [cut] = first.run("build")
     assert cut.status == "budget_exhausted" and cut.calls == 2
     again = Rig(tmp_path, scripted(entries), hooks=hooks)
@@ -239,7 +275,7 @@ def test_resume_reloads_the_conversation_and_goes_on(tmp_path: Path) -> None:
     assert tools == ["file_write", "file_read", "list_files"]  # events.jsonl holds both sessions
     assert (result.turns, result.calls) == (2, 1)
     assert [p["source"] for p in recorded(log)] == ["startup", "resume"]
-    systems = [l for l in again.transcript() if l["role"] == "system"]
+    systems = [line for line in again.transcript() if line["role"] == "system"]
     assert len(systems) == 1
 
 
@@ -280,7 +316,7 @@ def test_compaction_keeps_a_long_session_inside_the_window(tmp_path: Path) -> No
     assert results[-1] == big and results[-2] == big  # the recent turns are whole
     assert last[1]["content"] == "read src/big.txt eight times"
     assert sum(len(json.dumps(m)) for m in last) < 4000 * 4
-    notes = [l for l in rig.transcript() if l["direction"] == "compacted"]
+    notes = [line for line in rig.transcript() if line["direction"] == "compacted"]
     assert len(notes) == len(events)
     # the transcript keeps the full results
-    assert all(l["content"] == big for l in rig.transcript() if l["role"] == "tool")
+    assert all(line["content"] == big for line in rig.transcript() if line.get("role") == "tool")

@@ -197,3 +197,18 @@ def test_paths_only_when_commands_are_skipped(repo: Path) -> None:
     before = audit.snapshot(repo)
     rec = run_audit(repo, before, build=["false"], run_commands=False)
     assert rec["passed"] is True
+
+
+@pytest.mark.parametrize("kind", ["repo", "plain"])
+def test_snapshot_survives_state_json(kind: str, request: pytest.FixtureRequest) -> None:
+    """A resumed batch is audited against the snapshot saved when it first began."""
+    import json
+
+    ws: Path = request.getfixturevalue(kind)
+    (ws / "src" / "web" / "w.py").write_text("dirty before\n")
+    before = audit.snapshot(ws)
+    again = audit.Snapshot.from_json(json.loads(json.dumps(before.to_json())))
+    assert again == before
+    assert audit.changed_paths(ws, again) == []
+    (ws / "src" / "web" / "w.py").write_text("changed\n")
+    assert audit.changed_paths(ws, again) == ["src/web/w.py"]

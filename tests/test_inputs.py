@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from pydantic import ValidationError
 
 from orkeon_run.__main__ import main
 from orkeon_run.errors import InputError
@@ -29,12 +30,26 @@ BAD_INPUTS = [
     ("plan without batches", json.dumps({"plan": {"batches": []}}), "plan.batches:"),
     (
         "role without roots",
-        json.dumps({"plan": {"batches": [{"name": "b", "roles": [{"name": "r", "roots": [], "task": "t"}]}]}}),
+        json.dumps(
+            {
+                "plan": {
+                    "batches": [{"name": "b", "roles": [{"name": "r", "roots": [], "task": "t"}]}]
+                }
+            }
+        ),
         "plan.batches[0].roles[0].roots:",
     ),
     (
         "root outside the workspace",
-        json.dumps({"plan": {"batches": [{"name": "b", "roles": [{"name": "r", "roots": ["../x"], "task": "t"}]}]}}),
+        json.dumps(
+            {
+                "plan": {
+                    "batches": [
+                        {"name": "b", "roles": [{"name": "r", "roots": ["../x"], "task": "t"}]}
+                    ]
+                }
+            }
+        ),
         "plan.batches[0].roles[0].roots[0]:",
     ),
     (
@@ -42,9 +57,17 @@ BAD_INPUTS = [
         '{"hooks": [{"event": "pre-tool", "command": "true"}, {"event": "pre-tool", "command": "a && b"}]}',
         "hooks[1].command: '&&' is refused",
     ),
-    ("hook with a bad event", '{"hooks": [{"event": "before", "command": "true"}]}', "hooks[0].event:"),
+    (
+        "hook with a bad event",
+        '{"hooks": [{"event": "before", "command": "true"}]}',
+        "hooks[0].event:",
+    ),
     ("unknown provider", '{"model": {"provider": "gpt"}}', "model:"),
-    ("openai without a model name", '{"model": {"provider": "openai"}}', "model.model: Field required"),
+    (
+        "openai without a model name",
+        '{"model": {"provider": "openai"}}',
+        "model.model: Field required",
+    ),
     (
         "settings hook without command",
         '{"hooks": {"PreToolUse": [{"hooks": [{"type": "command"}]}]}}',
@@ -91,7 +114,16 @@ def test_inputs_from_file_and_stdin(tmp_path, capsys):
     assert main(["validate", "--inputs", f"@{f}", "--workspace", str(tmp_path)]) == 0
     assert capsys.readouterr().out == "inputs are valid\n"
     proc = subprocess.run(
-        [sys.executable, "-m", "orkeon_run", "validate", "--inputs", "-", "--workspace", str(tmp_path)],
+        [
+            sys.executable,
+            "-m",
+            "orkeon_run",
+            "validate",
+            "--inputs",
+            "-",
+            "--workspace",
+            str(tmp_path),
+        ],
         input='{"budget": {"seconds": 5}}',
         capture_output=True,
         text=True,
@@ -117,16 +149,22 @@ def test_step_checks_dev_spec_needs_a_request(tmp_path, capsys):
 
 
 def test_step_checks_dev_batches_reads_the_plan_file(tmp_path, capsys):
-    code = main(["validate", "--inputs", "{}", "--step", "dev-batches", "--workspace", str(tmp_path)])
+    code = main(
+        ["validate", "--inputs", "{}", "--step", "dev-batches", "--workspace", str(tmp_path)]
+    )
     assert code == 2
     assert "plan: no such file in the workspace: .orkeon/plan.json" in capsys.readouterr().err
     (tmp_path / ".orkeon").mkdir()
     (tmp_path / ".orkeon/plan.json").write_text(json.dumps({"batches": []}))
-    code = main(["validate", "--inputs", "{}", "--step", "dev-batches", "--workspace", str(tmp_path)])
+    code = main(
+        ["validate", "--inputs", "{}", "--step", "dev-batches", "--workspace", str(tmp_path)]
+    )
     assert code == 2
     assert "plan.batches:" in capsys.readouterr().err
     (tmp_path / ".orkeon/plan.json").write_text(json.dumps(PLAN_OK))
-    code = main(["validate", "--inputs", "{}", "--step", "dev-batches", "--workspace", str(tmp_path)])
+    code = main(
+        ["validate", "--inputs", "{}", "--step", "dev-batches", "--workspace", str(tmp_path)]
+    )
     assert code == 0
 
 
@@ -143,7 +181,7 @@ def test_defaults():
 
 def test_models_are_frozen():
     inputs = parse_inputs({"hooks": [{"event": "pre-tool", "command": "true"}]})
-    with pytest.raises(Exception):
+    with pytest.raises(ValidationError):
         inputs.concurrency = 3  # type: ignore[misc]
     assert isinstance(inputs.hooks[0], NativeHook)
 

@@ -15,7 +15,9 @@ from orkeon_run.inputs import AnthropicModel
 from orkeon_run.models.anthropic import MAX_TOKENS, AnthropicProvider, parse_reply, wire_request
 from orkeon_run.models.base import Message, ToolCall, ToolSpec
 
-SPEC = ToolSpec("shell", "Run a command.", {"type": "object", "properties": {"command": {"type": "string"}}})
+SPEC = ToolSpec(
+    "shell", "Run a command.", {"type": "object", "properties": {"command": {"type": "string"}}}
+)
 MODEL = "claude-sonnet-4-6"
 
 
@@ -85,7 +87,9 @@ def test_empty_answers_and_results_stay_valid() -> None:
         Message("assistant", ""),
         Message("user", "again"),
     ])  # fmt: skip
-    assert wire[1]["content"] == [{"type": "tool_use", "id": "t1", "name": "shell", "input": {"command": "true"}}]
+    assert wire[1]["content"] == [
+        {"type": "tool_use", "id": "t1", "name": "shell", "input": {"command": "true"}}
+    ]
     assert wire[2]["content"] == [
         {"type": "tool_result", "tool_use_id": "t1"},
         {"type": "text", "text": "again"},
@@ -118,7 +122,12 @@ def test_other_blocks_are_skipped() -> None:
 
 def test_an_error_document_with_status_200() -> None:
     with AnthropicFake() as server:
-        server.push(Reply(200, {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}))
+        server.push(
+            Reply(
+                200,
+                {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}},
+            )
+        )
         with pytest.raises(ProviderError) as err:
             ask(server, conversation()[:2])
     assert str(err.value) == f"anthropic {MODEL}: the server answered an error: Overloaded"

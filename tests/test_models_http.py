@@ -67,7 +67,9 @@ def test_two_turn_tool_session(tmp_path: Path, proto: Protocol) -> None:
     assert len(server.requests) == 2
     second = server.requests[1].body
     assert proto.tool_results(second) == [("c1", "# readme\n")]
-    assert any(t.get("name", t.get("function", {}).get("name")) == "file_read" for t in second["tools"])
+    assert any(
+        t.get("name", t.get("function", {}).get("name")) == "file_read" for t in second["tools"]
+    )
 
 
 def test_tool_results_the_server_receives_are_what_the_pipeline_produced(
@@ -239,7 +241,9 @@ def test_unknown_model_is_404(proto: Protocol) -> None:
 
 def test_a_garbled_body_fails_clearly(proto: Protocol) -> None:
     with proto.server() as server:
-        server.push(Reply(200, raw=b'{"id": "x", "cho', headers={"content-type": "application/json"}))
+        server.push(
+            Reply(200, raw=b'{"id": "x", "cho', headers={"content-type": "application/json"})
+        )
         message, _ = fails(proto.provider(server))
     assert len(server.requests) == 1
     assert message == f"""{proto.name} {proto.model}: the reply is not JSON: '{{"id": "x", "cho'"""

@@ -15,7 +15,9 @@ from orkeon_run.inputs import OpenAIModel
 from orkeon_run.models.base import Message, ToolCall, ToolSpec
 from orkeon_run.models.openai import OpenAIProvider, parse_reply, wire_messages
 
-SPEC = ToolSpec("shell", "Run a command.", {"type": "object", "properties": {"command": {"type": "string"}}})
+SPEC = ToolSpec(
+    "shell", "Run a command.", {"type": "object", "properties": {"command": {"type": "string"}}}
+)
 
 
 def conversation() -> list[Message]:
@@ -64,7 +66,11 @@ def test_request_wire_form() -> None:
     assert m[2]["tool_calls"][1] == {
         "id": "c2", "type": "function", "function": {"name": "shell", "arguments": '{"command": "rm x"}'}
     }  # fmt: skip
-    assert m[4] == {"role": "tool", "tool_call_id": "c2", "content": "[refused by the gate: shell(rm *)]"}
+    assert m[4] == {
+        "role": "tool",
+        "tool_call_id": "c2",
+        "content": "[refused by the gate: shell(rm *)]",
+    }
     assert m[5] == {"role": "assistant", "content": "Done."}
     assert m[6]["role"] == "user"
     assert conversation_problem(m) is None
@@ -72,7 +78,9 @@ def test_request_wire_form() -> None:
 
 def test_reply_with_tool_calls_and_usage() -> None:
     with OpenAIFake() as server:
-        server.push(completion("Running.", [("call_9", "shell", {"command": "ls -la"})], usage=(40, 7)))
+        server.push(
+            completion("Running.", [("call_9", "shell", {"command": "ls -la"})], usage=(40, 7))
+        )
         turn = ask(server, conversation()[:2])
     assert turn.text == "Running."
     assert turn.tool_calls == [ToolCall("call_9", "shell", {"command": "ls -la"})]
@@ -96,7 +104,12 @@ def test_parse_lenient_where_servers_differ() -> None:
 
 
 def test_parse_rejects_arguments_that_are_not_an_object() -> None:
-    bad = _doc({"content": None, "tool_calls": [{"id": "x", "function": {"name": "shell", "arguments": "{not json"}}]})
+    bad = _doc(
+        {
+            "content": None,
+            "tool_calls": [{"id": "x", "function": {"name": "shell", "arguments": "{not json"}}],
+        }
+    )
     with pytest.raises(ProviderError, match=r"^openai m: cannot read the reply \(JSONDecodeError"):
         parse_reply(bad, "openai m")
     listy = _doc({"tool_calls": [{"id": "x", "function": {"name": "shell", "arguments": "[1]"}}]})
@@ -110,7 +123,10 @@ def test_an_error_object_with_status_200() -> None:
         server.push(Reply(200, {"error": {"message": "upstream provider failed", "code": 502}}))
         with pytest.raises(ProviderError) as err:
             ask(server, conversation()[:2])
-    assert str(err.value) == "openai gpt-4o-mini: the server answered an error: upstream provider failed"
+    assert (
+        str(err.value)
+        == "openai gpt-4o-mini: the server answered an error: upstream provider failed"
+    )
 
 
 def test_wire_messages_keeps_an_empty_final_answer_valid() -> None:

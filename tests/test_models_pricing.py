@@ -25,7 +25,9 @@ def test_names_match_their_entry(name: str, entry: str) -> None:
     assert lookup(name) == lookup(entry) is not None
 
 
-@pytest.mark.parametrize("name", ["claude-opus-4-7", "gpt-5.2", "gpt-4", "llama3:8b", "", "gpt-4o-audio"])
+@pytest.mark.parametrize(
+    "name", ["claude-opus-4-7", "gpt-5.2", "gpt-4", "llama3:8b", "", "gpt-4o-audio"]
+)
 def test_other_names_have_no_entry(name: str) -> None:
     """A newer version is not priced as an older one (their prices differ)."""
     assert lookup(name) is None

@@ -111,7 +111,9 @@ def test_scripted_runs_cost_zero_not_null(tmp_path: Path) -> None:
 def test_script_from_a_file(tmp_path: Path) -> None:
     path = tmp_path / "script.json"
     path.write_text(json.dumps({"b1/api": [{"text": "from file"}]}))
-    provider = ScriptedProvider(ScriptedModel(provider="scripted", script="script.json"), base_dir=tmp_path)
+    provider = ScriptedProvider(
+        ScriptedModel(provider="scripted", script="script.json"), base_dir=tmp_path
+    )
     assert answers(provider, "b1/api", 1)[0][0] == "from file"
 
 
@@ -125,7 +127,9 @@ def test_script_from_a_file(tmp_path: Path) -> None:
         ('{"b1/api": [{"txt": "typo"}]}', "model.script.b1/api[0].txt: unknown key"),
     ],
 )  # fmt: skip
-def test_a_bad_script_file_is_an_input_error(tmp_path: Path, content: str | None, message: str) -> None:
+def test_a_bad_script_file_is_an_input_error(
+    tmp_path: Path, content: str | None, message: str
+) -> None:
     if content is not None:
         (tmp_path / "s.json").write_text(content)
     config = ScriptedModel(provider="scripted", script="s.json")
@@ -156,13 +160,21 @@ def test_replay_a_recorded_role_against_new_rules(tmp_path: Path) -> None:
     assert [(c["tool"], c["input"]) for c in one] == [(c["tool"], c["input"]) for c in two]
     assert (result.turns, result.calls, result.refused, result.final_text) == (3, 3, 1, "finished")
     assert two[0]["result"] == "[refused by the gate: file_write(src/**)]"
-    ids = [l["tool_calls"] for l in second.transcript() if l["direction"] == "received" and "tool_calls" in l]
+    ids = [
+        line["tool_calls"]
+        for line in second.transcript()
+        if line["direction"] == "received" and "tool_calls" in line
+    ]
     assert [c["id"] for c in ids[0]] == ["call_1_1", "call_1_2"]
 
 
 def test_replay_a_run_directory_replays_every_role(tmp_path: Path) -> None:
     for role, text in (("b1/api", "api done"), ("b1/tests", "tests done")):
-        Rig(tmp_path / role.replace("/", "_"), scripted({role: [{"tool_calls": [READ_A]}, {"text": text}]}), role=role).run("go")
+        Rig(
+            tmp_path / role.replace("/", "_"),
+            scripted({role: [{"tool_calls": [READ_A]}, {"text": text}]}),
+            role=role,
+        ).run("go")
     runs = tmp_path / "transcripts"
     for role in ("b1/api", "b1/tests"):
         src = tmp_path / role.replace("/", "_") / "run" / "transcripts" / f"{role}.jsonl"
@@ -175,8 +187,10 @@ def test_replay_a_run_directory_replays_every_role(tmp_path: Path) -> None:
 
 
 def test_replay_of_a_missing_transcript_is_an_input_error(tmp_path: Path) -> None:
-    with pytest.raises(InputError, match="model.script: no such transcript"):
-        check_model(ScriptedModel(provider="scripted", script="@transcript:nope.jsonl"), {}, tmp_path)
+    with pytest.raises(InputError, match=r"model\.script: no such transcript"):
+        check_model(
+            ScriptedModel(provider="scripted", script="@transcript:nope.jsonl"), {}, tmp_path
+        )
 
 
 def test_a_torn_last_line_is_skipped(tmp_path: Path) -> None:

@@ -6,8 +6,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from orkeon_run.errors import InputError
 from stepkit import (
     DATA,
     calls,
@@ -21,6 +19,8 @@ from stepkit import (
     user_messages,
     write,
 )
+
+from orkeon_run.errors import InputError
 
 FILES = {"README.md": "# app\n", "src/a/__init__.py": "", "src/b/__init__.py": ""}
 RENDEZVOUS = str(DATA / "rendezvous.sh")
@@ -202,3 +202,51 @@ def test_invalid_plan_file_is_an_input_error(tmp_path: Path) -> None:
     ws = make_workspace(tmp_path, {**FILES, ".orkeon/plan.json": '{"batches": []}'})
     with pytest.raises(InputError, match=r"plan\.batches: List should have at least 1 item"):
         run_step("dev-batches", scripted({}), ws)
+
+
+def test_a_role_that_does_not_succeed_fails_the_step_after_the_audit(tmp_path: Path) -> None:
+    """The brief: "A role that fails also fails the step (after the batch's audit)". A
+    settings-shape PostToolUse hook answering `continue: false` stops role b1/a."""
+    ws = make_workspace(tmp_path, FILES)
+    stop = """echo '{"continue": false, "stopReason": "enough for today"}'"""
+    group = {"matcher": "file_write", "hooks": [{"type": "command", "command": stop}]}
+    hooks = {"PostToolUse": [group]}
+    script = {
+        "b1/a": [{"tool_calls": [write("src/a/x.py", "a")]}, {"text": "never sent"}],
+        "b1/b": [{"tool_calls": [{"tool": "list_files", "input": {}}]}, {"text": "b done"}],
+        "b2/c": [{"text": "c"}],
+    }
+    two_batches = plan(
+        ("b1", [role("a", ["src/a/"]), role("b", ["src/b/"])]), ("b2", [role("c", ["docs/"])])
+    )
+    doc = scripted(script, plan=two_batches, hooks=hooks, audit={"test": ["true"]})
+    result = run_step("dev-batches", doc, ws)
+    assert result["status"] == "failed"
+    assert role_status(result) == {"b1/a": "stopped", "b1/b": "succeeded"}
+    assert result["error"] == "role b1/a stopped: enough for today"
+    assert [(a["batch"], a["passed"]) for a in result["audits"]] == [("b1", True)]
+
+
+def test_budget_spent_mid_batch_checks_paths_only_and_exits_3(tmp_path: Path) -> None:
+    ws = make_workspace(tmp_path, FILES)
+    rd = tmp_path / "run"
+    script = {
+        "b1/a": [{"tool_calls": [write("src/a/x.py", "a"), shell("touch stray.txt")]}],
+        "b1/b": [{"tool_calls": [write("src/b/y.py", "b")]}],
+    }
+    doc = scripted(
+        script,
+        plan=TWO,
+        concurrency=1,
+        budget={"seconds": None, "turns": 2},  # b1/a's two turns spend it
+        audit={"build": ["touch", "build-ran"]},
+    )
+    result = run_step("dev-batches", doc, ws, run_dir=rd)
+    assert result["status"] == "budget_exhausted"
+    assert result["exit_code"] == 3
+    assert role_status(result) == {"b1/a": "succeeded", "b1/b": "budget_exhausted"}
+    (rec,) = result["audits"]
+    assert rec["outside_roots"] == ["stray.txt"]  # the paths are still checked
+    assert not (ws / "build-ran").exists()  # the build is not run on a spent budget
+    assert not (ws / "src/b/y.py").exists()
+    assert "batches_passed" not in state(rd)

@@ -6,7 +6,10 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
 from stepkit import events, make_workspace, run_step, scripted, user_messages, write
+
+from orkeon_run.errors import InputError
 
 SPEC = "# Spec\n\nAdd an api and its tests.\n"
 FILES = {"README.md": "# app\n", ".orkeon/spec.md": SPEC}
@@ -54,7 +57,7 @@ def test_invalid_plan_goes_back_with_the_problems(tmp_path: Path) -> None:
     result = run_step("dev-plan", scripted(script), ws, run_dir=rd)
     assert result["status"] == "succeeded", result["error"]
     assert json.loads((ws / ".orkeon" / "plan.json").read_text()) == GOOD
-    first, second, third = user_messages(rd, "planner")
+    _, second, third = user_messages(rd, "planner")
     assert "not JSON" in second
     assert second.startswith("The plan in .orkeon/plan.json is not valid:\n- plan")
     assert "- plan.batches[0].roles[0].roots: List should have at least 1 item" in third
@@ -99,7 +102,8 @@ def test_the_planner_may_write_only_the_plan(tmp_path: Path) -> None:
 
 def test_missing_spec(tmp_path: Path) -> None:
     ws = make_workspace(tmp_path, {"README.md": "x"})
-    result = run_step("dev-plan", scripted({}), ws)
-    assert result["exit_code"] == 1
-    assert result["error"] == "spec: no such file in the workspace: .orkeon/spec.md"
-    assert result["roles"] == []
+    with pytest.raises(InputError) as exc:  # checked with the inputs: exit 2, nothing ran
+        run_step("dev-plan", scripted({}), ws)
+    assert exc.value.problems == [
+        "spec: no such file in the workspace: .orkeon/spec.md (run dev-spec first)"
+    ]

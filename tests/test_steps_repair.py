@@ -3,10 +3,13 @@ again with its task and the audit's output, and the audit runs again."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
 from stepkit import calls, make_workspace, role_status, run_step, scripted, shell, write
+
+from orkeon_run.steps.repair import repair_document
 
 FILES = {"README.md": "# app\n", "src/api/__init__.py": "", "tests/__init__.py": ""}
 PLAN = {
@@ -22,7 +25,7 @@ def failed_batches_run(tmp_path: Path) -> tuple[Path, Path]:
     ws = make_workspace(tmp_path, FILES)
     rd = tmp_path / "first"
     script = {"b1/api": [{"tool_calls": [write("src/api/value.txt", "41")]}]}
-    doc = scripted(script, plan=PLAN, audit={"test": TEST}, shell={"allow_interpreters": False})
+    doc = scripted(script, plan=PLAN, audit={"test": TEST}, shell={"allow_interpreters": True})
     result = run_step("dev-batches", doc, ws, run_dir=rd)
     assert result["status"] == "failed"
     assert result["audits"][0]["failed_command"] == TEST
@@ -95,3 +98,28 @@ def test_repair_of_a_role_the_plan_lacks(tmp_path: Path) -> None:
     result = run_step("tasks-repair", doc, ws)
     assert result["status"] == "error"
     assert result["error"] == "repair.role: the plan has no role b1/nobody"
+
+
+def test_shell_settings_come_from_the_failed_run(tmp_path: Path) -> None:
+    """INTERFACE section 8: "the plan, audit and shell settings come from that run's saved
+    inputs unless given again"."""
+    ws, first = failed_batches_run(tmp_path)  # it allowed interpreters
+    script = [{"tool_calls": [shell("python3 -c 'print(6 * 7)'")]}]
+    rd = tmp_path / "inherited"
+    run_step("tasks-repair", repair_doc(first, script), ws, run_dir=rd)
+    (call,) = calls(rd, "b1/api")
+    assert call["result"]["exit_code"] == 0 and call["result"]["stdout"] == "42\n"
+    rd = tmp_path / "given"
+    doc = repair_doc(first, script, shell={"allow_interpreters": False})
+    run_step("tasks-repair", doc, ws, run_dir=rd)
+    (call,) = calls(rd, "b1/api")
+    assert "interpreter" in json.dumps(call["result"])
+
+
+def test_repair_document_takes_plan_audit_and_shell_from_the_run(tmp_path: Path) -> None:
+    _, first = failed_batches_run(tmp_path)
+    doc = {"repair": {"run": str(first), "role": "b1/api"}, "audit": {"test": None}}
+    merged = repair_document(doc)
+    assert merged["plan"] == PLAN
+    assert merged["audit"] == {"test": None}  # given again: kept
+    assert merged["shell"] == {"allow_interpreters": True}

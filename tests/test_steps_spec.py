@@ -4,7 +4,19 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from stepkit import calls, make_workspace, role_status, run_step, scripted, user_messages, write
+import pytest
+from stepkit import (
+    calls,
+    make_workspace,
+    read_jsonl,
+    role_status,
+    run_step,
+    scripted,
+    user_messages,
+    write,
+)
+
+from orkeon_run.errors import InputError
 
 FILES = {"README.md": "# app\n", "src/app.py": "def main():\n    return 1\n"}
 REQUEST = "Add a --verbose flag to main."
@@ -83,3 +95,66 @@ def test_budget_spent_by_the_analyst_ends_the_step_with_exit_3(tmp_path: Path) -
     assert result["exit_code"] == 3
     assert result["budget"]["exhausted"] == "turns"
     assert [r["name"] for r in result["roles"]] == ["analyst"]  # the writer never started
+
+
+def test_a_workspace_crew_overrides_the_builtin_one(tmp_path: Path) -> None:
+    """The issue: "A workspace can override a crew with `.orkeon/crews/STEP.toml`"."""
+    crew = """
+step = "dev-spec"
+[[roles]]
+name = "analyst"
+prompt = "prompts/analyst.md"
+tools = ["file_read"]
+[[roles]]
+name = "writer"
+prompt = "writer.md"
+tools = ["file_write"]
+rule_sets = ["nothing"]
+[[rule_sets]]
+name = "nothing"
+deny = ["file_write"]
+"""
+    ws = make_workspace(
+        tmp_path,
+        {**FILES, ".orkeon/crews/dev-spec.toml": crew, ".orkeon/crews/writer.md": "Write ${spec}."},
+    )
+    rd = tmp_path / "run"
+    script = {
+        "analyst": [{"text": "r"}],
+        "writer": [{"tool_calls": [write(".orkeon/spec.md", "")]}],
+    }
+    result = run_step("dev-spec", scripted(script, request=REQUEST), ws, run_dir=rd)
+    assert result["status"] == "failed"
+    (call,) = calls(rd, "writer")
+    assert call["result"] == "[refused by rule set nothing: file_write]"
+    system = [m for m in read_jsonl(rd / "transcripts" / "writer.jsonl") if m["role"] == "system"]
+    assert system[0]["content"] == "Write .orkeon/spec.md."
+
+
+def test_a_bad_workspace_crew_is_named(tmp_path: Path) -> None:
+    ws = make_workspace(tmp_path, {**FILES, ".orkeon/crews/dev-spec.toml": 'step = "dev-spec"\n'})
+    with pytest.raises(InputError) as exc:  # checked with the inputs: exit 2, nothing ran
+        run_step("dev-spec", scripted({}, request=REQUEST), ws)
+    assert exc.value.problems == [f"{ws}/.orkeon/crews/dev-spec.toml: roles: Field required"]
+    assert not (ws / ".orkeon" / "runs").exists()
+
+
+def test_resume_keeps_the_analysts_report(tmp_path: Path) -> None:
+    ws = make_workspace(tmp_path, FILES)
+    rd = tmp_path / "run"
+    script = {
+        "analyst": [{"tool_calls": [{"tool": "list_files", "input": {}}]}, {"text": REPORT}],
+        "writer": [
+            {"text": "I wrote nothing"},
+            {"tool_calls": [write(".orkeon/spec.md", "# S\n")]},
+            {"text": "now it is written"},
+        ],
+    }
+    first = run_step("dev-spec", scripted(script, request=REQUEST), ws, run_dir=rd)
+    assert first["status"] == "failed"
+    second = run_step("dev-spec", None, ws, resume_dir=rd)
+    assert second["status"] == "succeeded", second["error"]
+    assert role_status(second) == {"analyst": "succeeded", "writer": "succeeded"}
+    assert len(calls(rd, "analyst")) == 1  # not run again
+    first_message, again = user_messages(rd, "writer")
+    assert REPORT in first_message and REPORT in again

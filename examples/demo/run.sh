@@ -22,6 +22,8 @@ else
   export PYTHONPATH="$root${PYTHONPATH:+:$PYTHONPATH}"
 fi
 python="${PYTHON:-python3}"
+# orkeon logs go to stderr; the demo prints its own summary, so only warnings show.
+export ORKEON_LOG_LEVEL="${ORKEON_LOG_LEVEL:-warning}"
 
 work="${1:-$(mktemp -d "${TMPDIR:-/tmp}/orkeon-demo.XXXXXX")}"
 mkdir -p "$work"

@@ -28,6 +28,8 @@ def call_line(ev: dict) -> list[str]:
     else:
         lines = [f"{head} ran"]
     for hook in ev["hooks"]:
+        if ev["refused_by"] == "hook":
+            break  # the refusal line above already names the hook
         if hook["exit_code"] not in (0, None) or hook["timed_out"]:
             lines.append(
                 f"{'':14}hook #{hook['n']} {hook['event']} exited {hook['exit_code']}: "
@@ -55,7 +57,8 @@ def main() -> int:
             for p in ev["problems"]:
                 print(f"{'':14}{short(p)}")
         elif kind == "batch.start":
-            print(f"  -- batch {ev['batch']}: roles {', '.join(ev['roles'])} (concurrently)")
+            together = " (at the same time)" if len(ev["roles"]) > 1 else ""
+            print(f"  -- batch {ev['batch']}: roles {', '.join(ev['roles'])}{together}")
         elif kind == "audit":
             verdict = "passed" if ev["passed"] else "FAILED"
             print(

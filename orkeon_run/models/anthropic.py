@@ -30,7 +30,7 @@ from .retry import one_line, sdk_classifier, with_retries
 try:  # the SDK's HTTP library: httpx2 in current releases, httpx before
     from httpx2 import Response
 except ImportError:  # pragma: no cover
-    from httpx import Response  # type: ignore[assignment,no-redef]
+    from httpx import Response  # type: ignore[no-redef]
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
 # Output tokens per answer. Under the SDK's 21333 non-streaming ceiling, and above what
@@ -143,9 +143,11 @@ class AnthropicRole:
                 self._tools = (tools, wire_tools(tools))
             body["tools"] = self._tools[1]
         client = p.client()
+        # Encoded here, once: given a dict, the SDK walks and copies it on every attempt.
+        data = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
 
         async def attempt() -> Response:
-            return await client.post("/v1/messages", body=body, cast_to=Response)
+            return await client.post("/v1/messages", content=data, cast_to=Response)
 
         response = await with_retries(
             attempt,

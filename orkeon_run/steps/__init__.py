@@ -31,6 +31,19 @@ class StepError(Exception):
     """A problem a step reports as its result (status "error") instead of raising."""
 
 
+class SavedRole:
+    """A role result of an earlier attempt of this run, as recorded in state.json."""
+
+    def __init__(self, record: dict[str, Any]) -> None:
+        self.record = dict(record)
+        self.name: str = record["name"]
+        self.status: str = record["status"]
+        self.error: str | None = record.get("error")
+
+    def to_json(self) -> dict[str, Any]:
+        return dict(self.record)
+
+
 def crew_for(sr: StepRun) -> Crew:
     try:
         return load_crew(sr.step, sr.workspace)
@@ -86,6 +99,7 @@ async def role_agent(
         transcript_path=sr.transcript_path(ctx.role),
         resume=resume,
     )
+    sr.agents[ctx.role] = agent
     reason = "other"
     try:
         yield agent

@@ -27,22 +27,18 @@ from ..crew import Crew
 from ..errors import InputError
 from ..inputs import Batch, Plan, PlanRole
 from ..steprun import StepOutcome, StepRun
-from . import StepError, crew_for, error_outcome, finish, messages, role_agent, role_context
+from . import (
+    SavedRole,
+    StepError,
+    crew_for,
+    error_outcome,
+    finish,
+    messages,
+    role_agent,
+    role_context,
+)
 
 DEFAULT_PLAN = ".orkeon/plan.json"
-
-
-class SavedRole:
-    """A role result of an earlier attempt of this run, as recorded in state.json."""
-
-    def __init__(self, record: dict[str, Any]) -> None:
-        self.record = dict(record)
-        self.name: str = record["name"]
-        self.status: str = record["status"]
-        self.error: str | None = record.get("error")
-
-    def to_json(self) -> dict[str, Any]:
-        return dict(self.record)
 
 
 def load_plan(sr: StepRun, plan: str | Plan) -> tuple[Plan, str]:
@@ -187,8 +183,7 @@ async def run(sr: StepRun) -> StepOutcome:
         if not record["passed"]:
             # A resumed run repeats this batch with the audit's output in each message.
             sr.save_state(current={**progress, "audit": record})
-        error = None if record["passed"] else audit_error(record)
-        return finish(sr, roles, audits=audits, error=_join(error, failed_roles))
+        return finish(sr, roles, audits=audits, error=step_error(record, failed_roles))
     return finish(sr, roles, audits=audits)
 
 
@@ -203,8 +198,10 @@ def audit_error(record: dict[str, Any]) -> str:
     return f"the audit of batch {batch} failed: {record['output_tail']}"
 
 
-def _join(error: str | None, failed_roles: list[Any]) -> str | None:
+def step_error(record: dict[str, Any], failed_roles: list[Any]) -> str | None:
+    """The step's error line: the roles that did not succeed, then a failed audit."""
     from . import role_failure
 
-    parts = [p for p in (role_failure(failed_roles), error) if p]
+    audit_part = None if record["passed"] else audit_error(record)
+    parts = [p for p in (role_failure(failed_roles), audit_part) if p]
     return "; ".join(parts) or None

@@ -2,7 +2,8 @@
 default `.orkeon/plan.json`). The plan is checked against the plan schema
 (`inputs.parse_plan`); an invalid one goes back to the same agent with the problems, at
 most MAX_RETRIES times, then the step fails with the problems in `error`.
-Artifacts: `{"plan": PATH}`.
+Artifacts: `{"plan": PATH}`. state.json: `plan_before`, the plan file's state when the
+planner first started; a resumed planner continues its conversation.
 """
 
 from __future__ import annotations
@@ -32,12 +33,12 @@ def plan_path(sr: StepRun) -> str:
     return sr.inputs.plan if isinstance(sr.inputs.plan, str) else DEFAULT_PLAN
 
 
-def check_plan(path: Path, plan_rel: str, before: tuple[int, ...] | None) -> list[str]:
+def check_plan(path: Path, plan_rel: str, before: list[int] | None) -> list[str]:
     """The plan's problems, one line each; [] when it is valid and was written."""
     now = stat_key(path)
     if now is None or not path.is_file():
         return [f"plan: {plan_rel} was not written"]
-    if now == before:
+    if list(now) == before:
         return [f"plan: {plan_rel} was not written in this step (it is the earlier file)"]
     try:
         parse_plan(load_document(f"@{path}", what="plan"), origin="plan")
@@ -61,11 +62,18 @@ async def run(sr: StepRun) -> StepOutcome:
         return error_outcome(exc)
 
     variables = {"spec": spec_rel, "plan": plan_rel}
-    before = stat_key(target)
+    # The plan must change after the planner starts (its first start, on a resume).
+    before: list[int] | None
+    if sr.resume and "plan_before" in sr.state:
+        before = sr.state["plan_before"]
+    else:
+        key = stat_key(target)
+        before = None if key is None else list(key)
+        sr.save_state(plan_before=before)
     ctx = role_context(sr, "planner")
     pipeline = sr.pipeline(crew.rule_sets_for("planner", variables))
     problems: list[str] = []
-    async with role_agent(sr, crew, "planner", ctx, pipeline, variables) as agent:
+    async with role_agent(sr, crew, "planner", ctx, pipeline, variables, resume=sr.resume) as agent:
         result = await agent.run(messages.planner(spec_rel, spec_text, plan_rel))
         for attempt in range(MAX_RETRIES + 1):
             if result.status != "succeeded":

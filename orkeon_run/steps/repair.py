@@ -23,10 +23,13 @@ from ..inputs import Audit, Plan, PlanRole, ShellInputs, parse_plan
 from ..rundir import read_json
 from ..steprun import StepOutcome, StepRun
 from . import StepError, crew_for, error_outcome, finish, messages, role_agent, role_context
-from .batches import load_plan, role_variables
+from .batches import load_plan, role_variables, step_error
 
 # Keys of the failed run's inputs a repair takes over unless given again.
-INHERITED = ("plan", "audit", "shell")
+# What a repair takes from the failed run unless given again: its workspace, what the
+# role was asked to do and checked by, and the guards it ran under (the hooks registry
+# is handed to the agent started again, as the seed says).
+INHERITED = ("workspace", "plan", "audit", "shell", "hooks", "settings", "gate")
 
 
 def repair_run_dir(raw: str) -> Path:
@@ -34,7 +37,7 @@ def repair_run_dir(raw: str) -> Path:
 
 
 def repair_document(doc: dict[str, Any]) -> dict[str, Any]:
-    """The tasks-repair inputs document with plan, audit and shell taken from the failed
+    """The tasks-repair inputs document with the INHERITED keys taken from the failed
     run's saved inputs where `doc` does not give them."""
     repair = doc.get("repair")
     if not isinstance(repair, dict) or not isinstance(repair.get("run"), str):
@@ -167,13 +170,5 @@ async def run(sr: StepRun) -> StepOutcome:
         run_commands=not sr.ledger.spent(),
     )
     sr.events.emit("audit", step=sr.step, **record)
-    error = None
-    if not record["passed"]:
-        from .batches import audit_error
-
-        error = audit_error(record)
-        if result.status != "succeeded":
-            from . import role_failure
-
-            error = f"{role_failure([result])}; {error}"
-    return finish(sr, [result], audits=[record], error=error)
+    failed = [result] if result.status != "succeeded" else []
+    return finish(sr, [result], audits=[record], error=step_error(record, failed))

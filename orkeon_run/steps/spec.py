@@ -2,12 +2,19 @@
 final text is the report. Then `writer` writes the spec (inputs.spec, default
 `.orkeon/spec.md`) from the request and that report. The step fails when the writer did
 not write the spec. Artifacts: `{"spec": PATH}`.
+
+state.json: `analyst` (its result and report, once it has finished) and `spec_before` (the
+spec's file state when the writer first started), so `--resume` does not run a finished
+analyst again and still knows whether the writer wrote the spec.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 from ..steprun import StepOutcome, StepRun
 from . import (
+    SavedRole,
     StepError,
     crew_for,
     error_outcome,
@@ -29,26 +36,46 @@ async def run(sr: StepRun) -> StepOutcome:
     except StepError as exc:
         return error_outcome(exc)
     variables = {"spec": spec_rel}
-    roles = []
+    roles: list[Any] = []
+    # --resume: an analyst that finished is not run again (its report is kept in state).
+    state = sr.state if sr.resume else {}
 
-    analyst_ctx = role_context(sr, "analyst")
-    pipeline = sr.pipeline(crew.rule_sets_for("analyst", variables))
-    async with role_agent(sr, crew, "analyst", analyst_ctx, pipeline, variables) as agent:
-        analyst = await agent.run(messages.analyst(request))
+    saved = state.get("analyst")
+    if saved is not None and saved["role"]["status"] == "succeeded":
+        analyst: Any = SavedRole(saved["role"])
+        report = saved["report"]
+    else:
+        analyst_ctx = role_context(sr, "analyst")
+        pipeline = sr.pipeline(crew.rule_sets_for("analyst", variables))
+        async with role_agent(
+            sr, crew, "analyst", analyst_ctx, pipeline, variables, resume=sr.resume
+        ) as agent:
+            analyst = await agent.run(messages.analyst(request))
+        report = analyst.final_text or ""
+        sr.save_state(analyst={"role": analyst.to_json(), "report": report})
     roles.append(analyst)
     if analyst.status != "succeeded":
         return finish(sr, roles)
 
-    before = stat_key(spec_path)
+    # The spec must change after the writer starts (its first start, on a resume).
+    before: list[int] | None
+    if "spec_before" in state:
+        before = state["spec_before"]
+    else:
+        key = stat_key(spec_path)
+        before = None if key is None else list(key)
+        sr.save_state(spec_before=before)
     writer_ctx = role_context(sr, "writer")
     pipeline = sr.pipeline(crew.rule_sets_for("writer", variables))
-    async with role_agent(sr, crew, "writer", writer_ctx, pipeline, variables) as agent:
-        writer = await agent.run(messages.writer(request, analyst.final_text or "", spec_rel))
+    async with role_agent(
+        sr, crew, "writer", writer_ctx, pipeline, variables, resume=sr.resume
+    ) as agent:
+        writer = await agent.run(messages.writer(request, report, spec_rel))
     roles.append(writer)
     if writer.status != "succeeded":
         return finish(sr, roles)
 
     after = stat_key(spec_path)
-    if after is None or after == before or not spec_path.is_file():
+    if after is None or not spec_path.is_file() or list(after) == before:
         return finish(sr, roles, error=f"the writer did not write the spec ({spec_rel})")
     return finish(sr, roles, artifacts={"spec": spec_rel})

@@ -49,7 +49,10 @@ class Protocol:
         )
 
     def reply(
-        self, text: str | None = None, calls: Calls = (), usage: tuple[int, int] = (12, 5)  # type: ignore[assignment]
+        self,
+        text: str | None = None,
+        calls: Calls = (),
+        usage: tuple[int, int] = (12, 5),  # type: ignore[assignment]
     ) -> Reply:
         if self.name == "openai":
             return openai_api.completion(text, calls, usage, model=self.model)

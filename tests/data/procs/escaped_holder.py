@@ -2,6 +2,7 @@
 """Forks a grandchild that leaves the process group (setsid), keeps stdout and stderr open
 for 5 s, and whose pid goes to argv[1]; the script itself exits at once. No group kill can
 reach the grandchild: the caller must stop waiting for the pipes on its own."""
+
 import os
 import sys
 import time

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
 """PostToolUse for Bash: tell the model when a command wrote to stderr (written for Claude Code)."""
+
 import json
 import sys
 

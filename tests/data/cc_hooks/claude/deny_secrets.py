@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """PreToolUse for Write/Edit/MultiEdit: deny changes under a secrets/ folder, with a
 reason, through the JSON answer (written for Claude Code)."""
+
 import json
 import sys
 

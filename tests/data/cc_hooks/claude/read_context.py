@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
 """PreToolUse for Read: remind the model that generated files are not to be edited."""
+
 import json
 import sys
 
