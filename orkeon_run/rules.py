@@ -22,6 +22,7 @@ because no allow rule matched, RULE is the set's allow rules joined by ", ".
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -42,7 +43,9 @@ ALIASES = {
 _RULE_RE = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)(?:\((.*)\))?$", re.DOTALL)
 
 
-def _gitwildmatch() -> type:
+@functools.cache
+def _git_pattern() -> type:
+    """Imported on first use: validating a gate with no path patterns need not load it."""
     # pathspec 1.x renamed gitwildmatch to gitignore's "basic" pattern (same regexes) and
     # warns on the old name; 0.12 only has the old one.
     try:
@@ -55,8 +58,6 @@ def _gitwildmatch() -> type:
         return GitWildMatchPattern
 
 
-_GitPattern = _gitwildmatch()
-
 
 def canonical_tool(name: str) -> str | None:
     """The orkeon tool name for `name` (an orkeon name or a Claude Code alias), or None."""
@@ -68,7 +69,7 @@ def canonical_tool(name: str) -> str | None:
 def _path_regex(pattern: str) -> re.Pattern[str]:
     if pattern.startswith("!"):
         raise ValueError("a negated pattern ('!…') is not supported; write a deny rule")
-    compiled = _GitPattern(pattern)
+    compiled = _git_pattern()(pattern)
     if compiled.include is None or compiled.regex is None:
         raise ValueError(f"{pattern!r} is not a path pattern")
     return compiled.regex

@@ -193,6 +193,9 @@ def _run_step(
 
             tg.start_soon(watch_signals)
             tg.start_soon(body)
+        # The provider's HTTP client is closed inside the loop that opened it.
+        with anyio.move_on_after(5, shield=True):
+            await sr.provider.aclose()
         if interrupted or outcome is None:
             roles = [a.result for a in sr.agents.values() if a.turns or a.calls]
             return StepOutcome(status="interrupted", roles=roles, error="interrupted by a signal")

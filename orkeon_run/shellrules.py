@@ -120,6 +120,13 @@ def resolve_shell_rules(
     if inputs_shell.extra_allowed_commands is not None:
         given["ExtraAllowedCommands"] = tuple(inputs_shell.extra_allowed_commands)
 
+    if not _anything_to_read(env, user_file, ws_file):
+        # The common case: no Orkeon__ variable and no settings file. pydantic-settings
+        # costs ~40 ms to import, and there is nothing for it to merge.
+        return ShellRules(
+            allow_interpreters=bool(inputs_shell.allow_interpreters),
+            extra_allowed_commands=tuple(inputs_shell.extra_allowed_commands or ()),
+        )
     settings_cls = _settings_class()
     merged = settings_cls(
         _env=env,
@@ -132,6 +139,12 @@ def resolve_shell_rules(
         allow_interpreters=shell.AllowInterpreters,
         extra_allowed_commands=tuple(shell.ExtraAllowedCommands),
     )
+
+
+def _anything_to_read(env: Mapping[str, str], *files: Path | None) -> bool:
+    if any(name.lower().startswith("orkeon__") for name in env):
+        return True
+    return any(f is not None and f.exists() for f in files)
 
 
 def _child(node: Mapping[str, Any], name: str) -> Any:

@@ -103,7 +103,7 @@ def test_workspace_override_with_its_own_prompt(tmp_path: Path) -> None:
     write_override(tmp_path, "dev-plan", PLANNER.format(prompt="mine.md"))
     (tmp_path / ".orkeon" / "crews" / "mine.md").write_text("Plan ${spec} quickly.")
     crew = load_crew("dev-plan", tmp_path)
-    assert crew.system_prompt("planner", {"spec": "s.md"}) == "Plan s.md quickly."
+    assert crew.system_prompt("planner", {"spec": "s.md"}).startswith("Plan s.md quickly.\n\n")
     # Another step of the same workspace keeps its built-in crew.
     assert load_crew("dev-spec", tmp_path).source == REPO / "crews" / "dev-spec.toml"
 
@@ -159,3 +159,14 @@ def test_installed_layout_finds_the_packaged_crews(tmp_path: Path) -> None:
     )
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == str(site / "orkeon_run" / "crews" / "dev-batches.toml")
+
+
+def test_every_role_is_told_hook_context_is_untrusted(tmp_path):
+    """The OrbCode page: "The system prompt tells the model to treat the contents as
+    untrusted" — for every role of every built-in crew, and for a workspace's own crew."""
+    for step in ("dev-spec", "dev-plan", "dev-batches", "tasks-repair"):
+        crew = load_crew(step, tmp_path)
+        for role in crew.roles:
+            prompt = crew.system_prompt(role.name, {})
+            assert prompt.endswith(crew_mod.HOOK_CONTEXT_NOTE), (step, role.name)
+            assert "<hook_context>" in prompt

@@ -128,7 +128,7 @@ deny = ["file_write"]
     (call,) = calls(rd, "writer")
     assert call["result"] == "[refused by rule set nothing: file_write]"
     system = [m for m in read_jsonl(rd / "transcripts" / "writer.jsonl") if m["role"] == "system"]
-    assert system[0]["content"] == "Write .orkeon/spec.md."
+    assert system[0]["content"].startswith("Write .orkeon/spec.md.\n\n")
 
 
 def test_a_bad_workspace_crew_is_named(tmp_path: Path) -> None:

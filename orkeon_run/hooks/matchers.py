@@ -18,7 +18,7 @@ runs; a guard is never skipped because its pattern is slow) and is logged once.
 
 from __future__ import annotations
 
-import regex
+from typing import Any
 
 # orkeon tool -> its names as other runners spell them, Claude Code's first.
 TOOL_ALIASES: dict[str, tuple[str, ...]] = {
@@ -92,10 +92,12 @@ class Matcher:
     def __init__(self, pattern: str | None) -> None:
         self.pattern = pattern
         self.match_all = matches_all(pattern)
-        self._re: regex.Pattern[str] | None = None
+        self._re: Any = None  # a compiled `regex` pattern
         self._cache: dict[str, bool] = {}
         self.slow = False  # a match ran out of time at least once
         if not self.match_all and pattern is not None and _js_group_syntax_ok(pattern):
+            import regex  # ~30 ms to import: only runs that have a regex matcher pay it
+
             try:
                 # ASCII: `\w`, `\d`, `\b` mean what they mean in JavaScript.
                 self._re = regex.compile(pattern, flags=regex.ASCII | regex.V0)

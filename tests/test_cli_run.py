@@ -1,0 +1,219 @@
+"""`orkeon run` as CI uses it: a real process, its stdout, stderr, exit code and run
+directory (INTERFACE sections 1 and 7)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from stepkit import environ, make_workspace
+
+CC_HOOKS = Path(__file__).parent / "data" / "cc_hooks" / "claude"
+FILES = {"README.md": "# demo\n", "src/app.py": "print('hi')\n"}
+
+
+def spec_inputs(writer_turns: list[dict[str, Any]], **extra: Any) -> dict[str, Any]:
+    return {
+        "request": "add a greeting",
+        "model": {
+            "provider": "scripted",
+            "script": {
+                "analyst": [{"text": "src/app.py prints hi."}],
+                "writer": writer_turns,
+            },
+        },
+        **extra,
+    }
+
+
+WRITE_SPEC = {
+    "tool_calls": [
+        {"tool": "file_write", "input": {"file_path": ".orkeon/spec.md", "content": "# Spec\n"}}
+    ]
+}
+
+
+def orkeon(
+    tmp: Path, *args: str, stdin: str | None = None, timeout: float = 60
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "orkeon_run", *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        env=environ(tmp),
+        cwd=tmp,
+        timeout=timeout,
+    )
+
+
+def test_output_json_is_the_result_document_and_nothing_else(tmp_path):
+    ws = make_workspace(tmp_path, FILES)
+    proc = orkeon(
+        tmp_path,
+        "run", "dev-spec", "--workspace", str(ws), "--output", "json",
+        "--inputs", json.dumps(spec_inputs([WRITE_SPEC])),
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout)  # one object, nothing around it
+    assert proc.stdout.count("\n") == 1
+    assert result["status"] == "succeeded" and result["exit_code"] == 0
+    assert result["artifacts"] == {"spec": ".orkeon/spec.md"}
+    run_dir = ws / ".orkeon" / "runs" / result["run_id"]
+    assert json.loads((run_dir / "result.json").read_text()) == result
+    assert (ws / ".orkeon" / "spec.md").read_text() == "# Spec\n"
+    # Logs go to stderr, as JSON lines when stderr is not a terminal.
+    for line in proc.stderr.splitlines():
+        assert "event" in json.loads(line)
+
+
+def test_stream_json_is_the_events_then_the_result(tmp_path):
+    ws = make_workspace(tmp_path, FILES)
+    proc = orkeon(
+        tmp_path,
+        "run", "dev-spec", "--workspace", str(ws), "--output", "stream-json",
+        "--inputs", json.dumps(spec_inputs([WRITE_SPEC])),
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    events = [json.loads(line) for line in proc.stdout.splitlines()]
+    assert events[0]["type"] == "run.start"
+    assert events[-1]["type"] == "result"
+    assert {"tool.call", "model.turn"} <= {e["type"] for e in events}
+    result = {k: v for k, v in events[-1].items() if k not in ("type", "ts")}
+    run_dir = ws / ".orkeon" / "runs" / result["run_id"]
+    assert json.loads((run_dir / "result.json").read_text()) == result
+    on_disk = (run_dir / "events.jsonl").read_text().splitlines()
+    assert [json.loads(line) for line in on_disk] == events
+
+
+def test_text_output_is_a_short_summary(tmp_path):
+    ws = make_workspace(tmp_path, FILES)
+    proc = orkeon(
+        tmp_path,
+        "run", "dev-spec", "--workspace", str(ws), "--output", "text",
+        "--inputs", json.dumps(spec_inputs([WRITE_SPEC])),
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("dev-spec: succeeded (exit 0)")
+    assert "role writer: succeeded" in proc.stdout
+
+
+def test_a_failed_step_exits_1(tmp_path):
+    """INTERFACE: "1 | the step ran and failed" — here the writer never writes the spec."""
+    ws = make_workspace(tmp_path, FILES)
+    proc = orkeon(
+        tmp_path,
+        "run", "dev-spec", "--workspace", str(ws), "--output", "json",
+        "--inputs", json.dumps(spec_inputs([{"text": "I will not write it"}])),
+    )  # fmt: skip
+    assert proc.returncode == 1, proc.stderr
+    result = json.loads(proc.stdout)
+    assert result["status"] == "failed"
+    assert result["error"]
+
+
+def test_a_spent_budget_exits_3_and_says_which(tmp_path):
+    ws = make_workspace(tmp_path, FILES)
+    doc = spec_inputs([WRITE_SPEC], budget={"seconds": 60, "turns": 1})
+    proc = orkeon(
+        tmp_path, "run", "dev-spec", "--workspace", str(ws), "--output", "json",
+        "--inputs", json.dumps(doc),
+    )  # fmt: skip
+    assert proc.returncode == 3, proc.stderr
+    result = json.loads(proc.stdout)
+    assert result["status"] == "budget_exhausted"
+    assert result["budget"]["exhausted"] == "turns"
+    assert result["budget"]["turns"] == 1
+
+
+def test_bad_inputs_exit_2_and_write_nothing(tmp_path):
+    ws = make_workspace(tmp_path, FILES)
+    proc = orkeon(tmp_path, "run", "dev-spec", "--workspace", str(ws), "--inputs", '{"request": 5}')
+    assert proc.returncode == 2
+    assert proc.stdout == ""
+    assert proc.stderr.strip().splitlines() == ["orkeon: request: Input should be a valid string"]
+    assert not (ws / ".orkeon").exists()
+
+
+def test_inputs_from_stdin_and_an_explicit_run_dir(tmp_path):
+    ws = make_workspace(tmp_path, FILES)
+    rd = tmp_path / "runs" / "one"
+    proc = orkeon(
+        tmp_path, "run", "dev-spec", "--workspace", str(ws), "--run-dir", str(rd),
+        "--inputs", "-", "--output", "json", stdin=json.dumps(spec_inputs([WRITE_SPEC])),
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert sorted(p.name for p in rd.iterdir()) == [
+        "events.jsonl",
+        "inputs.json",
+        "result.json",
+        "state.json",
+        "transcripts",
+    ]
+    saved = json.loads((rd / "inputs.json").read_text())
+    assert saved["workspace"] == str(ws)  # so --resume acts on the same tree
+    # A run directory is never reused by a new run: what it holds is not overwritten.
+    again = orkeon(
+        tmp_path, "run", "dev-spec", "--workspace", str(ws), "--run-dir", str(rd),
+        "--inputs", json.dumps(spec_inputs([WRITE_SPEC])),
+    )  # fmt: skip
+    assert again.returncode == 2
+    assert "already holds a run" in again.stderr
+
+
+def test_resume_of_a_missing_run_is_a_usage_error(tmp_path):
+    proc = orkeon(tmp_path, "run", "dev-batches", "--resume", str(tmp_path / "nope"))
+    assert proc.returncode == 2
+    assert "not a run directory" in proc.stderr
+
+
+@pytest.mark.skipif(shutil.which("jq") is None, reason="the Claude Code script reads JSON with jq")
+def test_a_claude_code_hook_script_runs_unchanged_in_a_real_run(tmp_path):
+    """The OrbCode page: scripts written for Claude Code work here. protect_files.sh is
+    Claude Code's documented example (jq on .tool_input.file_path, exit 2 blocks)."""
+    ws = make_workspace(tmp_path, FILES)
+    command = str(CC_HOOKS / "protect_files.sh")
+    hooks = {
+        "PreToolUse": [
+            {"matcher": "Edit|Write", "hooks": [{"type": "command", "command": command}]}
+        ]
+    }
+    plan = {
+        "batches": [{"name": "b1", "roles": [{"name": "cfg", "roots": ["config/"], "task": "t"}]}]
+    }
+
+    def write(path: str) -> dict[str, Any]:
+        return {
+            "tool_calls": [{"tool": "file_write", "input": {"file_path": path, "content": "A=1\n"}}]
+        }
+
+    doc = {
+        "plan": plan,
+        "hooks": hooks,
+        "model": {
+            "provider": "scripted",
+            "script": {"b1/cfg": [write("config/.env"), write("config/app.ini")]},
+        },
+    }
+    proc = orkeon(
+        tmp_path, "run", "dev-batches", "--workspace", str(ws), "--output", "stream-json",
+        "--inputs", json.dumps(doc),
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    events = [json.loads(x) for x in proc.stdout.splitlines()]
+    calls = [e for e in events if e["type"] == "tool.call"]
+    assert calls[0]["outcome"] == "refused" and calls[0]["refused_by"] == "hook"
+    assert calls[0]["result"] == (
+        f"[PreToolUse hook ({command}) blocked the call: "
+        "Blocked: config/.env matches protected pattern '.env']"
+    )
+    assert [(h["event"], h["exit_code"]) for h in calls[0]["hooks"]] == [("PreToolUse", 2)]
+    assert calls[1]["outcome"] == "ran"
+    assert not (ws / "config" / ".env").exists()
+    assert (ws / "config" / "app.ini").read_text() == "A=1\n"
