@@ -21,6 +21,18 @@ def dumps(obj: Any) -> str:
     return json.dumps(obj, ensure_ascii=False, separators=(",", ":"), default=str)
 
 
+def utf8_line(line: str) -> bytes:
+    """`line` (JSON text) as UTF-8. A lone surrogate (JSON's `"\\ud800"`, which a model or
+    an inputs document can send and `json.loads` keeps) has no UTF-8 form: it is written
+    as that same JSON escape, so the line stays whole and parses back to the same value
+    instead of the write raising and ending the run. Surrogates only occur inside JSON
+    strings, where the escape is valid."""
+    try:
+        return line.encode("utf-8")
+    except UnicodeEncodeError:
+        return line.encode("utf-8", "backslashreplace")
+
+
 class EventLog:
     def __init__(self, path: Path | None, stream: IO[str] | None = None) -> None:
         self._lock = threading.Lock()
@@ -34,13 +46,14 @@ class EventLog:
 
     def emit(self, type: str, **fields: Any) -> dict[str, Any]:
         event = {"type": type, "ts": round(time.time(), 6), **fields}
-        line = dumps(event) + "\n"
+        data = utf8_line(dumps(event) + "\n")
         with self._lock:
             if self._fd is not None:
                 # One write() per line: a kill between writes leaves only whole lines.
-                os.write(self._fd, line.encode("utf-8"))
+                os.write(self._fd, data)
             if self._stream is not None:
-                self._stream.write(line)
+                # The escaped text, so a strict stdout cannot raise on a lone surrogate.
+                self._stream.write(data.decode("utf-8"))
                 self._stream.flush()
         for listener in self.listeners:
             listener(event)

@@ -51,7 +51,9 @@ def atomic_write_json(path: Path, obj: Any) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
+        # backslashreplace: a lone surrogate (from a JSON "\\ud800" escape) is written as
+        # that escape, valid JSON, instead of raising and leaving no file.
+        with os.fdopen(fd, "w", encoding="utf-8", errors="backslashreplace") as f:
             json.dump(obj, f, ensure_ascii=False, indent=2)
             f.write("\n")
             f.flush()

@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from ..events import utf8_line
 from .matchers import claude_name
 
 
@@ -95,7 +96,8 @@ def tool_response(tool: str, input: dict[str, Any], result: Any) -> Any:
 def encode(payload: dict[str, Any]) -> bytes:
     """One compact JSON line, as Claude Code writes it."""
     line = json.dumps(payload, ensure_ascii=False, separators=(",", ":"), default=str)
-    return (line + "\n").encode("utf-8")
+    # A lone surrogate in the call (a JSON "\\ud800" from the model) stays that escape.
+    return utf8_line(line + "\n")
 
 
 __all__ = ["base", "encode", "tool_fields", "tool_response"]

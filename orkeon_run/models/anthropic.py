@@ -19,18 +19,12 @@ import json
 from typing import Any
 
 import anthropic
-import anyio.lowlevel
 
 from ..errors import ProviderError
 from ..inputs import AnthropicModel
-from ..pricing import context_for, price_for
 from .base import Message, ToolCall, ToolSpec, Turn
-from .retry import one_line, sdk_classifier, with_retries
-
-try:  # the SDK's HTTP library: httpx2 in current releases, httpx before
-    from httpx2 import Response
-except ImportError:  # pragma: no cover
-    from httpx import Response  # type: ignore[no-redef]
+from .http import SDKProvider
+from .retry import one_line
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
 # Output tokens per answer. Under the SDK's 21333 non-streaming ceiling, and above what
@@ -124,86 +118,35 @@ def parse_reply(data: bytes, label: str) -> Turn:
         ) from None
 
 
-class AnthropicRole:
-    def __init__(self, provider: AnthropicProvider, role: str) -> None:
-        self.provider = provider
-        self.role = role
-        self._tools: tuple[list[ToolSpec], list[dict[str, Any]]] | None = None
+class AnthropicProvider(SDKProvider):
+    name = "anthropic"
+    path = "/v1/messages"
+    default_base_url = DEFAULT_BASE_URL
+    config: AnthropicModel
 
-    async def complete(self, messages: list[Message], tools: list[ToolSpec]) -> Turn:
-        p = self.provider
+    def sdk(self) -> Any:
+        return anthropic
+
+    def make_client(self) -> anthropic.AsyncAnthropic:
+        return anthropic.AsyncAnthropic(
+            api_key=self.api_key,
+            base_url=self.base_url,
+            timeout=self.config.timeout_seconds,
+            max_retries=0,  # retries are ours (retry.py): bounded, retry-after honoured
+        )
+
+    def request_body(self, messages: list[Message], tools: list[dict[str, Any]]) -> dict[str, Any]:
         system, wire = wire_request(messages)
-        body: dict[str, Any] = {"model": p.config.model, "max_tokens": MAX_TOKENS}
+        body: dict[str, Any] = {"model": self.config.model, "max_tokens": MAX_TOKENS}
         if system:
             body["system"] = system
         body["messages"] = wire
         if tools:
-            # The agent passes the same list every turn: convert it once.
-            if self._tools is None or self._tools[0] is not tools:
-                self._tools = (tools, wire_tools(tools))
-            body["tools"] = self._tools[1]
-        client = p.client()
-        # Encoded here, once: given a dict, the SDK walks and copies it on every attempt.
-        data = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+            body["tools"] = tools
+        return body
 
-        async def attempt() -> Response:
-            return await client.post("/v1/messages", content=data, cast_to=Response)
+    def wire_tools(self, tools: list[ToolSpec]) -> list[dict[str, Any]]:
+        return wire_tools(tools)
 
-        response = await with_retries(
-            attempt,
-            p.classify,
-            label=p.label,
-            max_retries=p.config.max_retries,
-            timeout=p.config.timeout_seconds,
-            base_delay=p.retry_base,
-            secret=p.api_key,
-        )
-        return parse_reply(response.content, p.label)
-
-
-class AnthropicProvider:
-    name = "anthropic"
-
-    def __init__(self, config: AnthropicModel, api_key: str, *, retry_base: float = 0.5) -> None:
-        self.config = config
-        self.api_key = api_key
-        self.retry_base = retry_base
-        self.base_url = config.base_url or DEFAULT_BASE_URL
-        self.label = f"anthropic {config.model}"
-        self.classify = sdk_classifier(
-            anthropic,
-            model=config.model,
-            base_url=self.base_url,
-            key_env=config.api_key_env,
-            timeout=config.timeout_seconds,
-        )
-        self._client: anthropic.AsyncAnthropic | None = None
-        self._loop: object = None
-
-    def client(self) -> anthropic.AsyncAnthropic:
-        # Made on first use in the event loop that uses it; a later loop (another
-        # anyio.run) gets its own, since a connection pool belongs to one loop.
-        loop = anyio.lowlevel.current_token()
-        if self._client is None or self._loop != loop:
-            self._loop = loop
-            self._client = anthropic.AsyncAnthropic(
-                api_key=self.api_key,
-                base_url=self.base_url,
-                timeout=self.config.timeout_seconds,
-                max_retries=0,  # retries are ours (retry.py): bounded, retry-after honoured
-            )
-        return self._client
-
-    def for_role(self, role: str) -> AnthropicRole:
-        return AnthropicRole(self, role)
-
-    def price(self) -> tuple[float, float] | None:
-        return price_for(self.config.model, self.config.price)
-
-    def context_tokens(self) -> int:
-        return context_for(self.config.model, self.config.context_tokens)
-
-    async def aclose(self) -> None:
-        if self._client is not None:
-            await self._client.close()
-            self._client = None
+    def parse_reply(self, content: bytes) -> Turn:
+        return parse_reply(content, self.label)

@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 from typing import Any, Literal
 
+from ..events import utf8_line
 from .base import Message
 
 Direction = Literal["sent", "received"]
@@ -45,11 +46,11 @@ class TranscriptWriter:
         line = {"ts": round(time.time(), 6), "agent": self.agent, "direction": direction}
         line.update(message.to_json())
         line.update(extra)
-        os.write(self._open(), (_dumps(line) + "\n").encode("utf-8"))
+        os.write(self._open(), utf8_line(_dumps(line) + "\n"))
 
     def note(self, direction: str, **fields: Any) -> None:
         line = {"ts": round(time.time(), 6), "agent": self.agent, "direction": direction, **fields}
-        os.write(self._open(), (_dumps(line) + "\n").encode("utf-8"))
+        os.write(self._open(), utf8_line(_dumps(line) + "\n"))
 
     def close(self) -> None:
         if self._fd is not None:

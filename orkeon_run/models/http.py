@@ -1,0 +1,121 @@
+"""What the two HTTP providers share: one SDK client per event loop, the request encoded
+once and sent as a plain `client.post`, our retries, price and context window.
+
+A provider subclass names its SDK (`make_client`), its endpoint (`path`), how a
+conversation becomes a request body (`request_body`) and how a reply becomes a Turn
+(`parse_reply`). Only the subclass module imports its SDK.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import anyio.lowlevel
+
+from ..pricing import context_for, price_for
+from .base import Message, ToolSpec, Turn
+from .retry import sdk_classifier, with_retries
+
+try:  # the SDKs' HTTP library: httpx2 in current releases, httpx before
+    from httpx2 import Response
+except ImportError:  # pragma: no cover
+    from httpx import Response  # type: ignore[no-redef]
+
+
+class SDKProvider:
+    name = ""
+    path = ""
+    default_base_url = ""
+
+    def __init__(self, config: Any, api_key: str, *, retry_base: float = 0.5) -> None:
+        self.config = config
+        self.api_key = api_key
+        self.retry_base = retry_base
+        self.base_url = config.base_url or self.default_base_url
+        self.label = f"{self.name} {config.model}"
+        self.classify = sdk_classifier(
+            self.sdk(),
+            model=config.model,
+            base_url=self.base_url,
+            key_env=config.api_key_env,
+            timeout=config.timeout_seconds,
+        )
+        self._client: Any = None
+        self._loop: object = None
+
+    # --- what a provider defines -------------------------------------------------------
+
+    def sdk(self) -> Any:
+        raise NotImplementedError
+
+    def make_client(self) -> Any:
+        raise NotImplementedError
+
+    def request_body(self, messages: list[Message], tools: list[dict[str, Any]]) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def wire_tools(self, tools: list[ToolSpec]) -> list[dict[str, Any]]:
+        raise NotImplementedError
+
+    def parse_reply(self, content: bytes) -> Turn:
+        raise NotImplementedError
+
+    # --- shared ------------------------------------------------------------------------
+
+    def client(self) -> Any:
+        # Made on first use in the event loop that uses it; a later loop (another
+        # anyio.run) gets its own, since a connection pool belongs to one loop.
+        loop = anyio.lowlevel.current_token()
+        if self._client is None or self._loop != loop:
+            self._loop = loop
+            self._client = self.make_client()
+        return self._client
+
+    def for_role(self, role: str) -> SDKRole:
+        return SDKRole(self, role)
+
+    def price(self) -> tuple[float, float] | None:
+        return price_for(self.config.model, self.config.price)
+
+    def context_tokens(self) -> int:
+        return context_for(self.config.model, self.config.context_tokens)
+
+    async def aclose(self) -> None:
+        if self._client is not None:
+            await self._client.close()
+            self._client = None
+
+
+class SDKRole:
+    def __init__(self, provider: SDKProvider, role: str) -> None:
+        self.provider = provider
+        self.role = role
+        self._tools: tuple[list[ToolSpec], list[dict[str, Any]]] | None = None
+
+    async def complete(self, messages: list[Message], tools: list[ToolSpec]) -> Turn:
+        p = self.provider
+        wire_tools: list[dict[str, Any]] = []
+        if tools:
+            # The agent passes the same list every turn: convert it once.
+            if self._tools is None or self._tools[0] is not tools:
+                self._tools = (tools, p.wire_tools(tools))
+            wire_tools = self._tools[1]
+        body = p.request_body(messages, wire_tools)
+        client = p.client()
+        # Encoded here, once: given a dict, the SDK walks and copies it on every attempt.
+        data = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+        async def attempt() -> Response:
+            return await client.post(p.path, content=data, cast_to=Response)
+
+        response = await with_retries(
+            attempt,
+            p.classify,
+            label=p.label,
+            max_retries=p.config.max_retries,
+            timeout=p.config.timeout_seconds,
+            base_delay=p.retry_base,
+            secret=p.api_key,
+        )
+        return p.parse_reply(response.content)
