@@ -17,7 +17,7 @@ from __future__ import annotations
 import hashlib
 import os
 import stat
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -143,7 +143,18 @@ def _stat_key(st: os.stat_result) -> tuple[int, ...]:
 
 def _git(workspace: Path, *args: str) -> proc.ProcResult:
     return proc.run(
-        ["git", "-c", "core.quotepath=off", *args],
+        # The repository's own config is the model's to write (cp into .git/config): an
+        # fsmonitor or hooks path set there must not run a program during the audit.
+        [
+            "git",
+            "-c",
+            "core.quotepath=off",
+            "-c",
+            "core.fsmonitor=false",
+            "-c",
+            "core.hooksPath=/dev/null",
+            *args,
+        ],  # fmt: skip
         cwd=workspace,
         timeout=GIT_TIMEOUT,
         cap=_GIT_CAP,
@@ -346,9 +357,10 @@ async def run_audit(
     build: Sequence[str] | None = None,
     test: Sequence[str] | None = None,
     run_commands: bool = True,
+    env: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
-    """Audit the batch: what changed since `before`, then build and test. Returns the
-    audit record. `run_commands=False` checks the paths only."""
+    """Audit the batch: what changed since `before`, then build and test (with `env`, by
+    default orkeon's). Returns the audit record. `run_commands=False` checks the paths only."""
     from anyio import to_thread
 
     try:
@@ -364,7 +376,7 @@ async def run_audit(
         for argv in (build, test):
             if not argv:
                 continue
-            r = await proc.arun(list(argv), cwd=workspace, timeout=COMMAND_TIMEOUT)
+            r = await proc.arun(list(argv), cwd=workspace, timeout=COMMAND_TIMEOUT, env=env)
             if r.exit_code != 0:
                 return record(
                     batch,

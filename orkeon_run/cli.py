@@ -189,16 +189,31 @@ def hooks_check(
 
 @hooks_app.command("trust")
 def hooks_trust(workspace: WorkspaceOpt = None) -> None:
-    """Trust the workspace's .orkeon/settings.json hooks as they are now."""
+    """Trust the workspace's .orkeon/settings.json and .orkeon/crews/ as they are now."""
     from pathlib import Path
 
-    from .trust import record_trust
+    from .trust import (
+        crews_dir,
+        project_settings_path,
+        record_crews_trust,
+        record_trust,
+    )
 
     ws = Path(workspace or ".").expanduser()
     if not ws.is_dir():
         raise InputError(f"--workspace: not a directory: {ws}")
-    digest = record_trust(ws.resolve())
-    typer.echo(f"trusted {ws.resolve() / '.orkeon' / 'settings.json'} ({digest[:12]})")
+    ws = ws.resolve()
+    trusted = []
+    if project_settings_path(ws).is_file():
+        trusted.append((project_settings_path(ws), record_trust(ws)))
+    if crews_dir(ws).is_dir():
+        trusted.append((crews_dir(ws), record_crews_trust(ws)))
+    if not trusted:
+        raise InputError(
+            f"--workspace: nothing to trust in {ws} (no .orkeon/settings.json, no .orkeon/crews/)"
+        )
+    for path, digest in trusted:
+        typer.echo(f"trusted {path} ({digest.removeprefix('sha256:')[:12]})")
 
 
 @app.command()

@@ -186,11 +186,35 @@ def builtin_dir() -> Path:
 
 
 def crew_file(step: str, workspace: Path | None) -> Path:
+    """The workspace's `.orkeon/crews/STEP.toml` when it has one and it is trusted (like
+    its hooks: a cloned repository must not widen what the model may do), else the
+    built-in crew. An untrusted override is skipped with a warning."""
     if workspace is not None:
         override = workspace / OVERRIDE_DIR / f"{step}.toml"
         if override.is_file():
-            return override
+            from .trust import crews_trusted
+
+            if crews_trusted(workspace):
+                return override
+            _warn_untrusted(workspace, override)
     return builtin_dir() / f"{step}.toml"
+
+
+_warned: set[Path] = set()
+
+
+def _warn_untrusted(workspace: Path, override: Path) -> None:
+    if override in _warned:
+        return
+    _warned.add(override)
+    from . import logs
+
+    logs.warn(
+        f"{override}: the workspace's crews are not trusted and were skipped (the built-in "
+        f"crew runs); trust them as they are now with `orkeon hooks trust --workspace "
+        f"{workspace}`, or set ORKEON_TRUST_PROJECT_HOOKS=1 (honoured only when stdin is "
+        "not a terminal)"
+    )
 
 
 def load_crew(step: str, workspace: Path | None = None) -> Crew:

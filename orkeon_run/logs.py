@@ -32,7 +32,9 @@ def configure(level: str | None = None) -> None:
             renderer,
         ],
         wrapper_class=structlog.make_filtering_bound_logger(numeric),
-        logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
+        # sys.stderr looked up per logger, not once: whoever replaced it since (a test's
+        # capture, an embedding program) gets the lines.
+        logger_factory=lambda *_: structlog.PrintLogger(file=sys.stderr),
         cache_logger_on_first_use=False,
     )
     _configured = True

@@ -18,6 +18,12 @@ A rule names one tool, by its orkeon name or its Claude Code alias (`Bash`, `Wri
 `RuleSet.refusal` answers with the RULE to name in the refusal text, or None. Deny wins
 over allow; with allow rules, a call must also match one of them. When a call is refused
 because no allow rule matched, RULE is the set's allow rules joined by ", ".
+
+Matching time is bounded: the model writes the path or command, and a pattern with several
+stars backtracks polynomially on a long one (`shell(*a*a*b)` on a 3 kB command took 5 s,
+`file_write(**/a/**/a/**/b)` on a deep path minutes, all on the event loop). Such
+patterns are matched with the `regex` module under a time limit, and a match that runs
+out of time fails closed: a deny rule counts as matching, an allow rule as not.
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ import functools
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from .commands import CommandRefused, split_command
 
@@ -41,6 +48,33 @@ ALIASES = {
 }
 
 _RULE_RE = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)(?:\((.*)\))?$", re.DOTALL)
+MATCH_SECONDS = 0.05  # per subject, for a pattern that can backtrack (see the docstring)
+
+
+class MatchTimeout(Exception):
+    """A pattern ran out of time on a subject (`RuleSet.refusal` fails closed)."""
+
+
+class _Bounded:
+    """A regex that can backtrack without end on a hostile subject, matched with the
+    `regex` module (imported and compiled on first use) under MATCH_SECONDS."""
+
+    __slots__ = ("_rx", "flags", "pattern")
+
+    def __init__(self, pattern: str, flags: int) -> None:
+        self.pattern = pattern
+        self.flags = flags
+        self._rx: Any = None
+
+    def match(self, subject: str) -> bool:
+        if self._rx is None:
+            import regex
+
+            self._rx = regex.compile(self.pattern, flags=self.flags | regex.V0)
+        try:
+            return self._rx.match(subject, timeout=MATCH_SECONDS) is not None
+        except TimeoutError:
+            raise MatchTimeout(self.pattern) from None
 
 
 @functools.cache
@@ -66,16 +100,21 @@ def canonical_tool(name: str) -> str | None:
     return ALIASES.get(name)
 
 
-def _path_regex(pattern: str) -> re.Pattern[str]:
+def _path_regex(pattern: str) -> re.Pattern[str] | _Bounded:
     if pattern.startswith("!"):
         raise ValueError("a negated pattern ('!…') is not supported; write a deny rule")
     compiled = _git_pattern()(pattern)
     if compiled.include is None or compiled.regex is None:
         raise ValueError(f"{pattern!r} is not a path pattern")
-    return compiled.regex
+    # DOTALL: a newline is an ordinary character in a file name; without it `.+` stopped at
+    # one, and `file_write(**/secret.py)` did not match `x\ny/secret.py`.
+    body = compiled.regex.pattern
+    if "*" in body or "+" in body:
+        return _Bounded(body, re.DOTALL)
+    return re.compile(body, re.DOTALL)
 
 
-def _command_regex(pattern: str) -> re.Pattern[str]:
+def _command_regex(pattern: str) -> re.Pattern[str] | _Bounded:
     if pattern.endswith(":*") and not pattern.endswith("\\:*"):
         pattern = pattern[:-2] + " *"  # Claude Code's legacy prefix form
     # Split on unescaped stars; `\*` is a literal star, `\\` a literal backslash.
@@ -101,6 +140,8 @@ def _command_regex(pattern: str) -> re.Pattern[str]:
         body = re.escape(parts[0][:-1]) + r"(?:\s.*)?"
     else:
         body = ".*".join(re.escape(p) for p in parts)
+        if stars > 1:
+            return _Bounded(body + r"\Z", re.DOTALL)
     return re.compile(body + r"\Z", re.DOTALL)
 
 
@@ -111,16 +152,20 @@ class Rule:
     text: str
     tool: str
     pattern: str | None = None
-    regex: re.Pattern[str] | None = field(default=None, compare=False, repr=False)
+    regex: re.Pattern[str] | _Bounded | None = field(default=None, compare=False, repr=False)
 
-    def matches(self, tool: str, subjects: Sequence[str]) -> bool:
+    def matches(self, tool: str, subjects: Sequence[str], *, slow: bool = True) -> bool:
         """Whether this rule matches a call of `tool` whose subjects are `subjects` (see
-        `call_subjects`). A pattern rule matches no call that has no subject."""
+        `call_subjects`). A pattern rule matches no call that has no subject. `slow` is
+        the answer when the pattern runs out of time on a subject."""
         if tool != self.tool:
             return False
         if self.regex is None:
             return True
-        return any(self.regex.match(s) for s in subjects)
+        try:
+            return any(self.regex.match(s) for s in subjects)
+        except MatchTimeout:
+            return slow
 
 
 def parse_rule(text: str) -> Rule:
@@ -193,8 +238,8 @@ class RuleSet:
     def refusal(self, tool: str, subjects: Sequence[str]) -> str | None:
         """The RULE that refuses this call, or None when the set lets it through."""
         for rule in self.deny:
-            if rule.matches(tool, subjects):
+            if rule.matches(tool, subjects, slow=True):  # fail closed: refuse
                 return rule.text
-        if self.allow and not any(r.matches(tool, subjects) for r in self.allow):
+        if self.allow and not any(r.matches(tool, subjects, slow=False) for r in self.allow):
             return ", ".join(r.text for r in self.allow)
         return None

@@ -62,12 +62,25 @@ class StepRun:
             step=self.step,
             ledger=self.ledger,
             events=self.events,
-            tool_env=ToolEnv(workspace=self.workspace, shell_rules=self.shell_rules),
+            tool_env=ToolEnv(
+                workspace=self.workspace,
+                shell_rules=self.shell_rules,
+                environ=self.child_environ(credentials=True),
+            ),
             gate=self.gate,
             rule_sets=rule_sets,
             native_hooks=self.inputs.native_hooks,
             tool_hooks=self.settings_hooks,
         )
+
+    def child_environ(self, *, credentials: bool) -> dict[str, str]:
+        """The environment of a program the step starts: never the model's key; with
+        `credentials`, no credential-like variable either (the shell tool and native hooks,
+        which the model steers). The audit's build and tests keep the others."""
+        from .environ import scrubbed
+
+        key = getattr(self.inputs.model, "api_key_env", None)
+        return scrubbed([key] if key else [], credentials=credentials)
 
     def save_state(self, **changes: Any) -> None:
         """Record progress (e.g. batches that passed) so --resume can continue."""

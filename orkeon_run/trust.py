@@ -147,11 +147,61 @@ def record_trust(workspace: Path, *, config_dir: Path | None = None) -> str:
     Returns the recorded hash. InputError when the file is missing or not a JSON object."""
     doc = read_settings_doc(project_settings_path(workspace))
     digest = config_hash(doc)
+    _store_put(_key(workspace), digest, config_dir)
+    return digest
+
+
+# --- a workspace's own crews (.orkeon/crews/) ------------------------------------------
+# A crew file sets a step's prompts, tools and rule sets: from a cloned repository it could
+# widen what the model may do as much as a settings file could, so it needs the same trust.
+
+
+def crews_dir(workspace: Path) -> Path:
+    return Path(workspace) / ".orkeon" / "crews"
+
+
+def crews_hash(workspace: Path) -> str | None:
+    """SHA-256 over every file under `.orkeon/crews/` (path and bytes); None: no folder."""
+    folder = crews_dir(workspace)
+    if not folder.is_dir():
+        return None
+    h = hashlib.sha256()
+    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+        h.update(path.relative_to(folder).as_posix().encode("utf-8") + b"\0")
+        h.update(path.read_bytes() + b"\0")
+    return "sha256:" + h.hexdigest()
+
+
+def crews_trusted(
+    workspace: Path,
+    *,
+    config_dir: Path | None = None,
+    environ: Mapping[str, str] | None = None,
+    stdin_is_tty: bool | None = None,
+) -> bool:
+    env = os.environ if environ is None else environ
+    if env_trusts(env, stdin_is_tty):
+        return True
+    digest = crews_hash(workspace)
+    store = _read_store((config_dir or default_config_dir(env)) / TRUST_FILE)
+    return digest is not None and store.get(_key(workspace) + "::crews") == digest
+
+
+def record_crews_trust(workspace: Path, *, config_dir: Path | None = None) -> str:
+    """Trust the workspace's `.orkeon/crews/` as it is now. InputError when it is missing."""
+    digest = crews_hash(workspace)
+    if digest is None:
+        raise InputError(f"{crews_dir(workspace)}: no such folder")
+    _store_put(_key(workspace) + "::crews", digest, config_dir)
+    return digest
+
+
+def _store_put(key: str, digest: str, config_dir: Path | None) -> None:
     folder = config_dir or default_config_dir()
     folder.mkdir(parents=True, exist_ok=True)
     store_path = folder / TRUST_FILE
     store = _read_store(store_path)
-    store[_key(workspace)] = digest
+    store[key] = digest
     fd, tmp = tempfile.mkstemp(prefix=".trusted.", dir=folder)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
@@ -162,17 +212,19 @@ def record_trust(workspace: Path, *, config_dir: Path | None = None) -> str:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
-    return digest
 
 
 __all__ = [
     "TRUST_ENV",
     "config_hash",
+    "crews_hash",
+    "crews_trusted",
     "default_config_dir",
     "doc_is_trusted",
     "env_trusts",
     "is_trusted",
     "project_settings_path",
     "read_settings_doc",
+    "record_crews_trust",
     "record_trust",
 ]

@@ -14,6 +14,7 @@ import pytest
 from orkeon_run import crew as crew_mod
 from orkeon_run.crew import REQUIRED_ROLES, Crew, load_crew
 from orkeon_run.errors import InputError
+from orkeon_run.trust import record_crews_trust
 
 STEPS = ("dev-spec", "dev-plan", "dev-batches", "tasks-repair")
 REPO = Path(__file__).resolve().parent.parent
@@ -70,11 +71,21 @@ def test_schema_is_the_models() -> None:
     json.dumps(s)
 
 
-def write_override(ws: Path, step: str, text: str) -> Path:
+@pytest.fixture(autouse=True)
+def _config_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Trust is recorded in a config folder of the test's own."""
+    monkeypatch.setenv("ORKEON_CONFIG_DIR", str(tmp_path / "config"))
+    monkeypatch.delenv("ORKEON_TRUST_PROJECT_HOOKS", raising=False)
+
+
+def write_override(ws: Path, step: str, text: str, *, trust: bool = True) -> Path:
+    """Write a workspace crew file; trust the workspace's crews as they now are."""
     folder = ws / ".orkeon" / "crews"
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{step}.toml"
     path.write_text(text)
+    if trust:
+        record_crews_trust(ws)
     return path
 
 
@@ -100,8 +111,9 @@ def test_workspace_override_with_builtin_prompt(tmp_path: Path) -> None:
 
 
 def test_workspace_override_with_its_own_prompt(tmp_path: Path) -> None:
-    write_override(tmp_path, "dev-plan", PLANNER.format(prompt="mine.md"))
+    (tmp_path / ".orkeon" / "crews").mkdir(parents=True)
     (tmp_path / ".orkeon" / "crews" / "mine.md").write_text("Plan ${spec} quickly.")
+    write_override(tmp_path, "dev-plan", PLANNER.format(prompt="mine.md"))
     crew = load_crew("dev-plan", tmp_path)
     assert crew.system_prompt("planner", {"spec": "s.md"}).startswith("Plan s.md quickly.\n\n")
     # Another step of the same workspace keeps its built-in crew.
@@ -138,6 +150,7 @@ def test_crew_for_another_step_is_refused(tmp_path: Path) -> None:
     crews = tmp_path / ".orkeon" / "crews"
     crews.mkdir(parents=True)
     shutil.copy(REPO / "crews" / "dev-spec.toml", crews / "dev-plan.toml")
+    record_crews_trust(tmp_path)
     with pytest.raises(
         InputError, match=r"dev-plan.toml: step: is 'dev-spec', expected 'dev-plan'"
     ):
@@ -170,3 +183,16 @@ def test_every_role_is_told_hook_context_is_untrusted(tmp_path):
             prompt = crew.system_prompt(role.name, {})
             assert prompt.endswith(crew_mod.HOOK_CONTEXT_NOTE), (step, role.name)
             assert "<hook_context>" in prompt
+
+
+def test_an_untrusted_workspace_crew_is_skipped(tmp_path: Path, capsys) -> None:
+    """A cloned repository must not widen what the model may do: its own crew file runs only
+    once trusted, and trust is asked again when any file under .orkeon/crews/ changes."""
+    override = write_override(tmp_path, "dev-plan", PLANNER.format(prompt="mine.md"), trust=False)
+    (override.parent / "mine.md").write_text("Plan quickly.")
+    assert load_crew("dev-plan", tmp_path).system_prompt("planner").startswith("You are")
+    assert "crews are not trusted and were skipped" in capsys.readouterr().err
+    record_crews_trust(tmp_path)
+    assert load_crew("dev-plan", tmp_path).system_prompt("planner").startswith("Plan quickly.")
+    (override.parent / "mine.md").write_text("Plan slowly.")  # a change drops the trust
+    assert load_crew("dev-plan", tmp_path).system_prompt("planner").startswith("You are")

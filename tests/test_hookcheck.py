@@ -60,7 +60,7 @@ async def test_check_runs_each_hook_once_and_shows_what_the_model_reads(
         rf"#2 pre-tool {re.escape(deny)} -> exit 2 \(\d+\.\d\d s\)",
         rf"   the model would read: \[pre-tool hook #2 \({re.escape(deny)}\) exited 2: "
         r"generated/ is rebuilt, not edited\]",
-        rf"#3 stop {re.escape(log)} -> not run \(stored, not run\)",
+        rf"#3 stop {re.escape(log)} -> not run \(stop hooks are stored, not run\)",
         rf"#4 post-tool {re.escape(ran.format(e='post-tool'))} -> exit 0 \(\d+\.\d\d s\)",
         r"   the model would read: the result, unchanged by this hook",
     ]

@@ -17,6 +17,7 @@ from stepkit import (
 )
 
 from orkeon_run.errors import InputError
+from orkeon_run.trust import record_crews_trust
 
 FILES = {"README.md": "# app\n", "src/app.py": "def main():\n    return 1\n"}
 REQUEST = "Add a --verbose flag to main."
@@ -97,7 +98,7 @@ def test_budget_spent_by_the_analyst_ends_the_step_with_exit_3(tmp_path: Path) -
     assert [r["name"] for r in result["roles"]] == ["analyst"]  # the writer never started
 
 
-def test_a_workspace_crew_overrides_the_builtin_one(tmp_path: Path) -> None:
+def test_a_workspace_crew_overrides_the_builtin_one(tmp_path: Path, monkeypatch) -> None:
     """The issue: "A workspace can override a crew with `.orkeon/crews/STEP.toml`"."""
     crew = """
 step = "dev-spec"
@@ -118,6 +119,7 @@ deny = ["file_write"]
         tmp_path,
         {**FILES, ".orkeon/crews/dev-spec.toml": crew, ".orkeon/crews/writer.md": "Write ${spec}."},
     )
+    trust_crews(ws, tmp_path, monkeypatch)
     rd = tmp_path / "run"
     script = {
         "analyst": [{"text": "r"}],
@@ -131,8 +133,14 @@ deny = ["file_write"]
     assert system[0]["content"].startswith("Write .orkeon/spec.md.\n\n")
 
 
-def test_a_bad_workspace_crew_is_named(tmp_path: Path) -> None:
+def trust_crews(ws: Path, tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("ORKEON_CONFIG_DIR", str(tmp_path / "config"))
+    record_crews_trust(ws)
+
+
+def test_a_bad_workspace_crew_is_named(tmp_path: Path, monkeypatch) -> None:
     ws = make_workspace(tmp_path, {**FILES, ".orkeon/crews/dev-spec.toml": 'step = "dev-spec"\n'})
+    trust_crews(ws, tmp_path, monkeypatch)
     with pytest.raises(InputError) as exc:  # checked with the inputs: exit 2, nothing ran
         run_step("dev-spec", scripted({}, request=REQUEST), ws)
     assert exc.value.problems == [f"{ws}/.orkeon/crews/dev-spec.toml: roles: Field required"]

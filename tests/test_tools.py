@@ -4,6 +4,7 @@ real processes."""
 from __future__ import annotations
 
 import json
+import os
 import time
 from pathlib import Path
 from typing import Any
@@ -429,3 +430,26 @@ def test_search_files_crlf_lines(workspace: Path) -> None:
     (workspace / "win.txt").write_bytes(b"first\r\nend here\r\n")
     got = call(workspace, "search_files", pattern="here$")
     assert got == [{"file": "win.txt", "line": 2, "text": "end here"}]
+
+
+@pytest.mark.parametrize("tool", ["file_write", "file_edit"])
+def test_a_hard_link_to_a_file_outside_is_not_written_through(tmp_path, tool):
+    """A role that made a hard link (`cp -l`) to a file outside the workspace must not
+    change that file by writing the link: the write replaces the link with a new file."""
+    outside = tmp_path / "outside.txt"
+    outside.write_text("keep me\n")
+    ws = tmp_path / "ws"
+    (ws / "src").mkdir(parents=True)
+    os.link(outside, ws / "src" / "x.txt")
+    (ws / "src" / "x.txt").chmod(0o640)
+    env = ToolEnv(workspace=ws.resolve(), shell_rules=ShellRules())
+    if tool == "file_write":
+        inp = {"file_path": "src/x.txt", "content": "changed\n"}
+    else:
+        inp = {"file_path": "src/x.txt", "old_string": "keep", "new_string": "changed"}
+    result = anyio.run(run_tool, tool, inp, env, 10)
+    assert not result.startswith("error"), result
+    assert outside.read_text() == "keep me\n"
+    assert "changed" in (ws / "src" / "x.txt").read_text()
+    assert (ws / "src" / "x.txt").stat().st_mode & 0o777 == 0o640  # the mode is kept
+    assert [p.name for p in (ws / "src").iterdir()] == ["x.txt"]  # no temp file left

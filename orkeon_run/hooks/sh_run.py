@@ -13,7 +13,6 @@ the provider's key variable(s) and orkeon's own configuration variables are remo
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,24 +22,19 @@ import anyio
 from .. import proc
 from ..budget import Ledger
 from ..calls import HookRun
+from ..environ import scrubbed
 
 DEFAULT_TIMEOUT = 10.0
 KILL_GRACE = 2.0
 OUTPUT_CAP = 1 << 20
 
-REDACTED = re.compile(
-    r"(?:^|_)(TOKEN|KEY|SECRET|PASSWORD|PASSWD|CREDENTIAL|PRIVATE_KEY)(?:$|_)", re.IGNORECASE
-)
-# orkeon's own variables: where trust is recorded, and the switch that grants it.
-OWN_VARS = ("ORKEON_CONFIG_DIR", "ORKEON_TRUST_PROJECT_HOOKS")
 PROJECT_DIR_VARS = ("ORKEON_PROJECT_DIR", "CLAUDE_PROJECT_DIR", "MATTERAI_PROJECT_DIR")
 
 
 def hook_environment(
     environ: Mapping[str, str], workspace: Path, remove: Iterable[str] = ()
 ) -> dict[str, str]:
-    drop = {*OWN_VARS, *remove}
-    env = {k: v for k, v in environ.items() if k not in drop and not REDACTED.search(k)}
+    env = scrubbed(remove, environ=environ)
     for name in PROJECT_DIR_VARS:
         env[name] = str(workspace)
     env["PWD"] = str(workspace)  # the shell trusts an inherited PWD that names its cwd

@@ -169,6 +169,7 @@ async def run(sr: StepRun) -> StepOutcome:
             test=test,
             # A spent budget still gets the paths checked, not a build and tests.
             run_commands=not sr.ledger.spent(),
+            env=sr.child_environ(credentials=False),
         )
         audits.append(record)
         sr.events.emit("audit", step=sr.step, **record)

@@ -168,6 +168,7 @@ async def run(sr: StepRun) -> StepOutcome:
         build=audit_cfg.build,
         test=audit_cfg.test,
         run_commands=not sr.ledger.spent(),
+        env=sr.child_environ(credentials=False),
     )
     sr.events.emit("audit", step=sr.step, **record)
     failed = [result] if result.status != "succeeded" else []

@@ -5,9 +5,11 @@ translation on read or write."""
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
 import stat
+import tempfile
 from pathlib import Path
 
 from .specs import READ_LINES, READ_WHOLE_BYTES
@@ -111,14 +113,49 @@ def write(path: Path, raw: str, content: str) -> str:
     try:
         existed = path.exists()
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, _ = _open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
-        with open(fd, "wb", closefd=True) as f:
-            f.write(data)
+        _replace(path, data)
     except OSError as exc:
         return _os_error(raw, exc)
     except _NotRegular as exc:
         return f"error: {raw} {exc}"
     return f"{'updated' if existed else 'created'} {raw} ({len(data)} bytes)"
+
+
+def _replace(path: Path, data: bytes) -> None:
+    """Write `data` as a new file and rename it over `path`. A new inode, so a hard link
+    to a file outside the workspace is never written through (the link is replaced), a
+    symlink swapped in after the path check is replaced rather than followed, and a killed
+    run leaves the old contents or the new, never half of them. The mode is kept."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        mode = 0o666 & ~_UMASK
+    else:
+        if stat.S_ISDIR(st.st_mode):
+            raise _NotRegular("is a directory")
+        if not stat.S_ISREG(st.st_mode) and not stat.S_ISLNK(st.st_mode):
+            raise _NotRegular("is not a regular file")
+        mode = stat.S_IMODE(st.st_mode)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".orkeon-tmp")
+    try:
+        with open(fd, "wb", closefd=True) as f:
+            f.write(data)
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def _read_umask() -> int:
+    # Read once, at import: os.umask sets as it reads, and roles write from several threads.
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+_UMASK = _read_umask()
 
 
 def edit(path: Path, raw: str, old: str, new: str, replace_all: bool) -> str:
@@ -144,7 +181,9 @@ def edit(path: Path, raw: str, old: str, new: str, replace_all: bool) -> str:
         )
     text = text.replace(old, new) if replace_all else text.replace(old, new, 1)
     try:
-        path.write_bytes(text.encode("utf-8", errors="replace"))
+        _replace(path, text.encode("utf-8", errors="replace"))
     except OSError as exc:
         return _os_error(raw, exc)
+    except _NotRegular as exc:
+        return f"error: {raw} {exc}"
     return f"edited {raw}: replaced {found} occurrence{'s' if found != 1 else ''}"

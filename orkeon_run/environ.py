@@ -1,0 +1,36 @@
+"""The environment orkeon hands to the programs it starts.
+
+The model's key must never reach a program the model can steer: the shell tool, native
+hooks, settings-shape hooks, and the audit's build and tests (whose output a repair role
+reads). Credential-like variables are removed too wherever the model's own commands run.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable, Mapping
+
+# The OrbCode page's rule for what looks like a credential.
+CREDENTIAL_NAME = re.compile(
+    r"(?:^|_)(TOKEN|KEY|SECRET|PASSWORD|PASSWD|CREDENTIAL|PRIVATE_KEY)(?:$|_)", re.IGNORECASE
+)
+# orkeon's own variables: where trust is recorded, and the switch that grants it.
+OWN_VARS = ("ORKEON_CONFIG_DIR", "ORKEON_TRUST_PROJECT_HOOKS")
+
+
+def scrubbed(
+    remove: Iterable[str] = (),
+    *,
+    credentials: bool = True,
+    environ: Mapping[str, str] | None = None,
+) -> dict[str, str]:
+    """`environ` (default: orkeon's) without `remove`, orkeon's own variables and, with
+    `credentials`, every credential-like name."""
+    env = os.environ if environ is None else environ
+    drop = {*OWN_VARS, *remove}
+    return {
+        k: v
+        for k, v in env.items()
+        if k not in drop and not (credentials and CREDENTIAL_NAME.search(k))
+    }
