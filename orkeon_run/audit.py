@@ -30,6 +30,10 @@ COMMAND_TIMEOUT = 1800.0
 GIT_TIMEOUT = 120.0
 _GIT_CAP = 1 << 26
 ALWAYS_IGNORED = (".orkeon/",)
+# Under .orkeon/ only orkeon's own outputs (spec, plan, runs) are exempt. The guards a run
+# starts with are not: a role that rewrote a hook script, the settings or a crew would
+# disarm the checks of every later batch, so such a change is outside the roots.
+GUARDED = (".orkeon/hooks/", ".orkeon/crews/", ".orkeon/settings.json")
 # Fingerprint of a path: its content digest, a symlink's target, or a marker.
 Fingerprint = tuple[str, str]
 
@@ -105,7 +109,13 @@ def ignore_list(workspace: Path, run_dir: Path | None) -> tuple[str, ...]:
 
 
 def _ignored(path: str, ignore: Sequence[str]) -> bool:
+    if any(path == g.rstrip("/") or path.startswith(g) for g in GUARDED):
+        return False
     return any(path == i.rstrip("/") or path.startswith(i) for i in ignore)
+
+
+def _holds_guarded(folder: str) -> bool:
+    return any(g.startswith(folder) for g in GUARDED)
 
 
 # --- fingerprints ------------------------------------------------------------------------
@@ -141,20 +151,15 @@ def _stat_key(st: os.stat_result) -> tuple[int, ...]:
 # --- git ---------------------------------------------------------------------------------
 
 
+# The repository's own config is the model's to write (cp into .git/config): an fsmonitor
+# or hooks path set there must not run a program during the audit.
+_GIT = ("git", "-c", "core.quotepath=off", "-c", "core.fsmonitor=false",
+        "-c", "core.hooksPath=/dev/null")  # fmt: skip
+
+
 def _git(workspace: Path, *args: str) -> proc.ProcResult:
     return proc.run(
-        # The repository's own config is the model's to write (cp into .git/config): an
-        # fsmonitor or hooks path set there must not run a program during the audit.
-        [
-            "git",
-            "-c",
-            "core.quotepath=off",
-            "-c",
-            "core.fsmonitor=false",
-            "-c",
-            "core.hooksPath=/dev/null",
-            *args,
-        ],  # fmt: skip
+        [*_GIT, *args],
         cwd=workspace,
         timeout=GIT_TIMEOUT,
         cap=_GIT_CAP,
@@ -249,7 +254,7 @@ def _walk(workspace: Path, ignore: Sequence[str]) -> dict[str, os.stat_result]:
         keep = []
         for d in dirnames:
             rel = rel_dir + d
-            if d == ".git" or _ignored(rel + "/", ignore):
+            if d == ".git" or (_ignored(rel + "/", ignore) and not _holds_guarded(rel + "/")):
                 continue
             full = os.path.join(dirpath, d)
             if os.path.islink(full):  # os.walk lists a symlink to a folder as a folder

@@ -82,7 +82,9 @@ async def check(
     code = 0
     for hook in number(native_hooks):
         if hook.event not in RUN_EVENTS:
-            lines.append(f"#{hook.n} {hook.event} {hook.command} -> not run (stop hooks are stored, not run)")
+            lines.append(
+                f"#{hook.n} {hook.event} {hook.command} -> not run (stop hooks are stored, not run)"
+            )
             continue
         nr = await run_hook(
             hook,

@@ -136,6 +136,13 @@ def _check_step(inputs: Inputs, step: str | None, ws: Path) -> Plan | None:
         run = Path(inputs.repair.run).expanduser()
         if not (run / "inputs.json").is_file():
             raise InputError(f"repair.run: not a run directory (no inputs.json): {run}")
+        plan = inputs.plan if isinstance(inputs.plan, Plan) else load_plan_file(ws, inputs.plan)
+        names = [f"{b.name}/{r.name}" for b in plan.batches for r in b.roles]
+        if inputs.repair.role not in names:
+            raise InputError(
+                f"repair.role: the plan has no role {inputs.repair.role} ({', '.join(names)})"
+            )
+        return plan
     if isinstance(inputs.plan, Plan):
         return inputs.plan
     if step == "dev-batches":

@@ -92,7 +92,6 @@ def _git_pattern() -> type:
         return GitWildMatchPattern
 
 
-
 def canonical_tool(name: str) -> str | None:
     """The orkeon tool name for `name` (an orkeon name or a Claude Code alias), or None."""
     if name in TOOL_NAMES:

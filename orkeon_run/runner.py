@@ -69,9 +69,13 @@ def run(
     before anything is written."""
     runner = step_runner(step)
     resume = resume_dir is not None
+    state: dict[str, Any] = {}
     if resume:
         rd = Path(resume_dir).expanduser().resolve()  # type: ignore[arg-type]
         doc = resume_document(rd, doc)
+        state = _read_state(rd)
+        if state.get("step", step) != step:
+            raise UsageError(f"--resume: {rd} is a {state['step']} run, not {step}")
     if step == "tasks-repair" and isinstance(doc, dict):
         from .steps.repair import repair_document
 
@@ -91,15 +95,28 @@ def run(
         )
         if (rd / "inputs.json").exists():
             raise UsageError(f"--run-dir: already holds a run (use --resume to continue it): {rd}")
+        state = {"run_id": run_id, "step": step}
     else:
-        run_id = rd.name
+        run_id = state.get("run_id") or rd.name
     rd.mkdir(parents=True, exist_ok=True)
     _save_inputs(rd, prep.doc, resume)
+    atomic_write_json(rd / "state.json", state)
     events = EventLog(rd / "events.jsonl", stream)
     try:
-        return _run_step(step, runner, prep, rd, run_id, events, resume)
+        return _run_step(step, runner, prep, rd, run_id, events, resume, state)
     finally:
         events.close()
+
+
+def _read_state(rd: Path) -> dict[str, Any]:
+    path = rd / "state.json"
+    if not path.is_file():
+        return {}
+    try:
+        state = read_json(path)
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"--resume: cannot read {path}: {exc}") from None
+    return state if isinstance(state, dict) else {}
 
 
 def _save_inputs(rd: Path, doc: dict[str, Any], resume: bool) -> None:
@@ -123,6 +140,7 @@ def _run_step(
     run_id: str,
     events: EventLog,
     resume: bool,
+    state: dict[str, Any],
 ) -> dict[str, Any]:
     import anyio
 
@@ -134,8 +152,6 @@ def _run_step(
     # The crew's budget is the default; a budget in --inputs replaces it whole.
     given = "budget" in prep.inputs.model_fields_set
     ledger = Ledger(prep.inputs.budget if given else crew.budget)
-    state_path = rd / "state.json"
-    state = read_json(state_path) if resume and state_path.is_file() else {}
     settings_hooks = None
     if prep.settings_config:
         from .hooks.settings import SettingsHooks

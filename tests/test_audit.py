@@ -212,3 +212,35 @@ def test_snapshot_survives_state_json(kind: str, request: pytest.FixtureRequest)
     assert audit.changed_paths(ws, again) == []
     (ws / "src" / "web" / "w.py").write_text("changed\n")
     assert audit.changed_paths(ws, again) == ["src/web/w.py"]
+
+
+def test_the_audits_git_runs_no_program_the_repository_config_names(repo: Path, tmp_path: Path):
+    """A role can write .git/config with `cp`; the audit's own git must not then run the
+    fsmonitor or hooks that config names (they would run outside every check)."""
+    marker = tmp_path / "ran"
+    script = tmp_path / "evil.sh"
+    script.write_text(f"#!/bin/sh\ntouch {marker}\n")
+    script.chmod(0o755)
+    before = audit.snapshot(repo, audit.ignore_list(repo, None))
+    git(repo, "config", "core.fsmonitor", str(script))
+    (repo / "src" / "api" / "a.py").write_text("a = 2\n")
+    assert audit.changed_paths(repo, before) == ["src/api/a.py"]
+    assert not marker.exists()
+
+
+@pytest.mark.parametrize("kind", ["repo", "plain"])
+@pytest.mark.parametrize(
+    "guard", [".orkeon/hooks/pre.py", ".orkeon/settings.json", ".orkeon/crews/dev-batches.toml"]
+)
+def test_a_changed_guard_under_orkeon_is_outside_the_roots(kind, guard, request):
+    """.orkeon/ holds orkeon's outputs (exempt) and the run's guards (not exempt)."""
+    ws = request.getfixturevalue(kind)
+    (ws / ".orkeon" / "hooks").mkdir(parents=True)
+    (ws / ".orkeon" / "hooks" / "pre.py").write_text("import sys\nsys.exit(2)\n")
+    before = audit.snapshot(ws, audit.ignore_list(ws, None))
+    (ws / ".orkeon" / "spec.md").write_text("# spec\n")  # an output: exempt
+    (ws / guard).parent.mkdir(parents=True, exist_ok=True)
+    (ws / guard).write_text("# disarmed\n")
+    record = anyio.run(lambda: audit.run_audit(ws, "b1", ["src/api/"], before))
+    assert record["passed"] is False
+    assert record["outside_roots"] == [guard]

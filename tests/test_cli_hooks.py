@@ -56,7 +56,9 @@ def test_check_exits_1_when_a_hook_fails_and_shows_what_the_model_reads(tmp_path
     assert "#1 pre-tool true file_read README.md -> exit 0 (" in out
     assert "#3 post-tool false post-tool -> exit 1 (" in out
     assert "[post-tool hook #3 (false post-tool) exited 1: (no output)]" in out
-    assert "#2 stop true -> not run (stop hooks are stored, not run)" in out  # the seed: nothing runs a stop hook
+    assert (
+        "#2 stop true -> not run (stop hooks are stored, not run)" in out
+    )  # the seed: nothing runs a stop hook
 
 
 def test_check_exits_0_when_every_hook_passes(tmp_path, env, capsys):

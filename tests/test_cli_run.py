@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from stepkit import environ, make_workspace
 
 CC_HOOKS = Path(__file__).parent / "data" / "cc_hooks" / "claude"
@@ -217,3 +216,22 @@ def test_a_claude_code_hook_script_runs_unchanged_in_a_real_run(tmp_path):
     assert calls[1]["outcome"] == "ran"
     assert not (ws / "config" / ".env").exists()
     assert (ws / "config" / "app.ini").read_text() == "A=1\n"
+
+
+def test_resume_keeps_the_run_id_and_refuses_another_step(tmp_path):
+    ws = make_workspace(tmp_path, FILES)
+    rd = tmp_path / "runs" / "nightly"
+    doc = spec_inputs([{"text": "not yet"}, WRITE_SPEC])
+    first = orkeon(
+        tmp_path, "run", "dev-spec", "--workspace", str(ws), "--run-dir", str(rd),
+        "--output", "json", "--inputs", json.dumps(doc),
+    )  # fmt: skip
+    assert first.returncode == 1, first.stderr
+    run_id = json.loads(first.stdout)["run_id"]
+    assert run_id != "nightly"
+    wrong = orkeon(tmp_path, "run", "dev-plan", "--resume", str(rd))
+    assert wrong.returncode == 2
+    assert f"{rd} is a dev-spec run, not dev-plan" in wrong.stderr
+    again = orkeon(tmp_path, "run", "dev-spec", "--resume", str(rd), "--output", "json")
+    assert again.returncode == 0, again.stderr
+    assert json.loads(again.stdout)["run_id"] == run_id

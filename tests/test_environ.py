@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import json
 
-from orkeon_run.environ import scrubbed
 from stepkit import make_workspace, run_step
+
+from orkeon_run.environ import scrubbed
 
 
 def test_scrubbed_drops_the_key_own_variables_and_credentials():

@@ -5,13 +5,15 @@ the server receives."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
-from fakes.protocols import PROTOCOLS, Protocol
+from fakes.protocols import OPENAI, PROTOCOLS, Protocol
 from fakes.rig import Rig
 from fakes.server import Reply
 
@@ -289,3 +291,57 @@ def test_the_key_is_never_written(tmp_path: Path, proto: Protocol) -> None:
     for path in rig.run_dir.rglob("*"):
         if path.is_file():
             assert proto.key not in path.read_text()
+
+
+# --- the transport -----------------------------------------------------------------------
+
+
+def test_request_headers(proto: Protocol, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The headers the SDK's client would send: JSON, the key, the API version (anthropic),
+    the organization and project from their variables (openai)."""
+    monkeypatch.setenv("OPENAI_ORG_ID", "org-1")
+    monkeypatch.setenv("OPENAI_PROJECT_ID", "proj-1")
+    with proto.server() as server:
+        server.push(proto.reply("ok"))
+        complete(proto.provider(server))
+    headers = server.requests[0].headers
+    assert headers["content-type"] == "application/json"
+    assert headers["accept"] == "application/json"
+    if proto.name == "openai":
+        assert headers["authorization"] == f"Bearer {proto.key}"
+        assert (headers["openai-organization"], headers["openai-project"]) == ("org-1", "proj-1")
+    else:
+        assert headers["x-api-key"] == proto.key
+        assert headers["anthropic-version"]
+        assert "openai-organization" not in headers
+
+
+NO_SDK = """
+import sys, anyio
+from orkeon_run.errors import ProviderError
+from orkeon_run.inputs import AnthropicModel, OpenAIModel
+from orkeon_run.models import build_provider
+from orkeon_run.models.base import Message
+
+env = {"OPENAI_API_KEY": "k", "ANTHROPIC_API_KEY": "k"}
+for config in (OpenAIModel(provider="openai", model="m", base_url=sys.argv[1], max_retries=0),
+               AnthropicModel(provider="anthropic", model="m", base_url=sys.argv[1], max_retries=0)):
+    provider = build_provider(config, environ=env)
+    try:
+        anyio.run(provider.for_role("r").complete, [Message("user", "x")], [])
+    except ProviderError as exc:
+        assert "cannot connect to" in str(exc), exc
+print(sorted(m for m in ("openai", "anthropic") if m in sys.modules))
+"""
+
+
+def test_a_provider_turn_loads_no_sdk() -> None:
+    """The providers POST through httpx2: importing the `anthropic` SDK alone costs about
+    2 s, several times the fixed cost of a whole run (bench/bench_e2e.py)."""
+    with OPENAI.server() as server:
+        url = server.url
+    # nothing listens on the port any more: each provider makes one real attempt and fails
+    out = subprocess.run(
+        [sys.executable, "-c", NO_SDK, url], capture_output=True, text=True, check=True
+    )
+    assert out.stdout.strip() == "[]"

@@ -7,8 +7,10 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
 from stepkit import calls, make_workspace, role_status, run_step, scripted, shell, write
 
+from orkeon_run.errors import InputError
 from orkeon_run.steps.repair import repair_document
 
 FILES = {"README.md": "# app\n", "src/api/__init__.py": "", "tests/__init__.py": ""}
@@ -95,9 +97,9 @@ def test_repair_still_failing_tests(tmp_path: Path) -> None:
 def test_repair_of_a_role_the_plan_lacks(tmp_path: Path) -> None:
     ws, first = failed_batches_run(tmp_path)
     doc = scripted({}, repair={"run": str(first), "role": "b1/nobody"})
-    result = run_step("tasks-repair", doc, ws)
-    assert result["status"] == "error"
-    assert result["error"] == "repair.role: the plan has no role b1/nobody"
+    with pytest.raises(InputError) as exc:  # checked with the inputs: exit 2, nothing ran
+        run_step("tasks-repair", doc, ws)
+    assert exc.value.problems == ["repair.role: the plan has no role b1/nobody (b1/api, b1/docs)"]
 
 
 def test_shell_settings_come_from_the_failed_run(tmp_path: Path) -> None:

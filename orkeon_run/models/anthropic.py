@@ -1,10 +1,10 @@
 """The Anthropic Messages provider: `tool_use` / `tool_result` blocks, the system prompt in
 `system`, `base_url` configurable (a proxy, a gateway, a local fake).
 
-Only this module imports the `anthropic` SDK, and only `build_provider` imports this
-module. As in openai.py, the request goes through the SDK's client as a plain
-`client.post(..., cast_to=Response)` and the reply is read as JSON here (the typed
-`messages.create` path costs milliseconds a turn on long conversations).
+Only `build_provider` imports this module. As in openai.py, the request is a plain POST
+through httpx2 (models/http.py: importing the `anthropic` SDK alone costs about 2 s) and
+the reply is read as JSON here (the SDK's typed `messages.create` path would also cost
+milliseconds a turn on long conversations).
 
 Conversation mapping: consecutive tool results become one user message of `tool_result`
 blocks (a refused call's block has `is_error: true`); a user message that follows them
@@ -18,15 +18,14 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import anthropic
-
 from ..errors import ProviderError
 from ..inputs import AnthropicModel
 from .base import Message, ToolCall, ToolSpec, Turn
-from .http import SDKProvider
+from .http import HTTPProvider
 from .retry import one_line
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
+API_VERSION = "2026-10-21"  # the `anthropic-version` header the SDK (2.14) sends
 # Output tokens per answer. Under the SDK's 21333 non-streaming ceiling, and above what
 # one tool call (a file_write of a large file) needs.
 MAX_TOKENS = 16384
@@ -118,22 +117,14 @@ def parse_reply(data: bytes, label: str) -> Turn:
         ) from None
 
 
-class AnthropicProvider(SDKProvider):
+class AnthropicProvider(HTTPProvider):
     name = "anthropic"
     path = "/v1/messages"
     default_base_url = DEFAULT_BASE_URL
     config: AnthropicModel
 
-    def sdk(self) -> Any:
-        return anthropic
-
-    def make_client(self) -> anthropic.AsyncAnthropic:
-        return anthropic.AsyncAnthropic(
-            api_key=self.api_key,
-            base_url=self.base_url,
-            timeout=self.config.timeout_seconds,
-            max_retries=0,  # retries are ours (retry.py): bounded, retry-after honoured
-        )
+    def auth_headers(self) -> dict[str, str]:
+        return {"x-api-key": self.api_key, "anthropic-version": API_VERSION}
 
     def request_body(self, messages: list[Message], tools: list[dict[str, Any]]) -> dict[str, Any]:
         system, wire = wire_request(messages)

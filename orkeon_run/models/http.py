@@ -1,9 +1,17 @@
-"""What the two HTTP providers share: one SDK client per event loop, the request encoded
-once and sent as a plain `client.post`, our retries, price and context window.
+"""What the two HTTP providers share: one HTTP client per event loop, the request encoded
+once and sent as a plain POST, our retries, price and context window.
 
-A provider subclass names its SDK (`make_client`), its endpoint (`path`), how a
+The requests go through httpx2, the HTTP library the `openai` and `anthropic` SDKs are
+built on (installed with either of them), not through the SDKs: importing the
+`anthropic` SDK loads some 3,000 modules (about 2 s, several times a whole run's fixed
+cost; bench/bench_e2e.py), `openai` about 1 s, and a provider only needs a POST. What the
+SDKs' clients did for us is done here: the base URL joined with the endpoint, JSON
+headers, the provider's auth headers, the timeout, redirects followed, and a status that
+is not 2xx raised as `retry.StatusError` for our retries (the SDKs' own are off).
+
+A provider subclass names its endpoint (`path`), its auth headers (`auth_headers`), how a
 conversation becomes a request body (`request_body`) and how a reply becomes a Turn
-(`parse_reply`). Only the subclass module imports its SDK.
+(`parse_reply`).
 """
 
 from __future__ import annotations
@@ -15,15 +23,18 @@ import anyio.lowlevel
 
 from ..pricing import context_for, price_for
 from .base import Message, ToolSpec, Turn
-from .retry import sdk_classifier, with_retries
+from .retry import StatusError, http_classifier, with_retries
 
 try:  # the SDKs' HTTP library: httpx2 in current releases, httpx before
-    from httpx2 import Response
+    import httpx2 as http
 except ImportError:  # pragma: no cover
-    from httpx import Response  # type: ignore[no-redef]
+    import httpx as http  # type: ignore[no-redef]
+
+# The SDKs' own client settings, kept: concurrent roles share one pool.
+LIMITS = http.Limits(max_connections=1000, max_keepalive_connections=100)
 
 
-class SDKProvider:
+class HTTPProvider:
     name = ""
     path = ""
     default_base_url = ""
@@ -34,8 +45,8 @@ class SDKProvider:
         self.retry_base = retry_base
         self.base_url = config.base_url or self.default_base_url
         self.label = f"{self.name} {config.model}"
-        self.classify = sdk_classifier(
-            self.sdk(),
+        self.classify = http_classifier(
+            http,
             model=config.model,
             base_url=self.base_url,
             key_env=config.api_key_env,
@@ -46,10 +57,7 @@ class SDKProvider:
 
     # --- what a provider defines -------------------------------------------------------
 
-    def sdk(self) -> Any:
-        raise NotImplementedError
-
-    def make_client(self) -> Any:
+    def auth_headers(self) -> dict[str, str]:
         raise NotImplementedError
 
     def request_body(self, messages: list[Message], tools: list[dict[str, Any]]) -> dict[str, Any]:
@@ -63,6 +71,16 @@ class SDKProvider:
 
     # --- shared ------------------------------------------------------------------------
 
+    def make_client(self) -> Any:
+        headers = {"accept": "application/json", "content-type": "application/json"}
+        return http.AsyncClient(
+            base_url=self.base_url,
+            headers={**headers, **self.auth_headers()},
+            timeout=self.config.timeout_seconds,
+            follow_redirects=True,
+            limits=LIMITS,
+        )
+
     def client(self) -> Any:
         # Made on first use in the event loop that uses it; a later loop (another
         # anyio.run) gets its own, since a connection pool belongs to one loop.
@@ -72,8 +90,8 @@ class SDKProvider:
             self._client = self.make_client()
         return self._client
 
-    def for_role(self, role: str) -> SDKRole:
-        return SDKRole(self, role)
+    def for_role(self, role: str) -> HTTPRole:
+        return HTTPRole(self, role)
 
     def price(self) -> tuple[float, float] | None:
         return price_for(self.config.model, self.config.price)
@@ -83,12 +101,12 @@ class SDKProvider:
 
     async def aclose(self) -> None:
         if self._client is not None:
-            await self._client.close()
+            await self._client.aclose()
             self._client = None
 
 
-class SDKRole:
-    def __init__(self, provider: SDKProvider, role: str) -> None:
+class HTTPRole:
+    def __init__(self, provider: HTTPProvider, role: str) -> None:
         self.provider = provider
         self.role = role
         self._tools: tuple[list[ToolSpec], list[dict[str, Any]]] | None = None
@@ -103,11 +121,13 @@ class SDKRole:
             wire_tools = self._tools[1]
         body = p.request_body(messages, wire_tools)
         client = p.client()
-        # Encoded here, once: given a dict, the SDK walks and copies it on every attempt.
         data = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
 
-        async def attempt() -> Response:
-            return await client.post(p.path, content=data, cast_to=Response)
+        async def attempt() -> Any:
+            response = await client.post(p.path, content=data)
+            if not response.is_success:
+                raise StatusError(response.status_code, response.headers, response.text)
+            return response
 
         response = await with_retries(
             attempt,

@@ -1,27 +1,26 @@
 """The OpenAI Chat Completions provider: OpenAI, and any server that speaks the same API
 (vLLM, Ollama, llama.cpp's server, LM Studio, OpenRouter, LiteLLM) through `base_url`.
 
-Only this module imports the `openai` SDK, and only `build_provider` imports this module,
-so validation and scripted runs never load it.
-
-The request goes through the SDK's client (auth headers, base URL, connection pool) as a
-plain `client.post(..., cast_to=Response)`, and the reply is read as JSON here. Measured
-(bench/bench_providers.py): `chat.completions.create` spends 10-50 ms a turn on a
-40-turn conversation walking the request through its typed-dict transforms and building
-response models; the plain post adds well under a millisecond to a raw HTTP request.
+Only `build_provider` imports this module, so validation and scripted runs never load
+it. The request is a plain POST through httpx2 (models/http.py; importing the `openai`
+SDK alone costs about 1 s) with the headers the SDK would send (the key, and
+`OpenAI-Organization` / `OpenAI-Project` from `OPENAI_ORG_ID` / `OPENAI_PROJECT_ID` when
+set), and the reply is read as JSON here. Measured (bench/bench_providers.py): the SDK's
+typed `chat.completions.create` spends 10-50 ms a turn on a 40-turn conversation walking
+the request through its typed-dict transforms and building response models; the plain
+post adds well under a millisecond to a raw HTTP request.
 """
 
 from __future__ import annotations
 
 import json
+import os
 from typing import Any
-
-import openai
 
 from ..errors import ProviderError
 from ..inputs import OpenAIModel
 from .base import Message, ToolCall, ToolSpec, Turn
-from .http import SDKProvider
+from .http import HTTPProvider
 from .retry import one_line
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
@@ -112,22 +111,22 @@ def parse_reply(data: bytes, label: str) -> Turn:
         ) from None
 
 
-class OpenAIProvider(SDKProvider):
+class OpenAIProvider(HTTPProvider):
     name = "openai"
     path = "/chat/completions"
     default_base_url = DEFAULT_BASE_URL
     config: OpenAIModel
 
-    def sdk(self) -> Any:
-        return openai
-
-    def make_client(self) -> openai.AsyncOpenAI:
-        return openai.AsyncOpenAI(
-            api_key=self.api_key,
-            base_url=self.base_url,
-            timeout=self.config.timeout_seconds,
-            max_retries=0,  # retries are ours (retry.py): bounded, retry-after honoured
+    def auth_headers(self) -> dict[str, str]:
+        headers = {"authorization": f"Bearer {self.api_key}"}
+        optional = (
+            ("OpenAI-Organization", "OPENAI_ORG_ID"),
+            ("OpenAI-Project", "OPENAI_PROJECT_ID"),
         )
+        for name, variable in optional:
+            if os.environ.get(variable):
+                headers[name] = os.environ[variable]
+        return headers
 
     def request_body(self, messages: list[Message], tools: list[dict[str, Any]]) -> dict[str, Any]:
         body: dict[str, Any] = {"model": self.config.model, "messages": wire_messages(messages)}

@@ -1,7 +1,6 @@
 """Retries, timeouts and one-line errors, shared by the HTTP providers (no SDK import here).
 
-The SDKs' own retries are turned off (`max_retries=0`) and done here instead, so both
-providers behave the same and the total wait is bounded: each attempt is cut at
+Retries are done here, not by an SDK, so both providers behave the same and the total wait is bounded: each attempt is cut at
 `timeout` seconds; 429, 408, 409, 5xx, connection errors and timeouts are retried up to
 `max_retries` times; the wait before a retry is the server's `retry-after-ms` /
 `retry-after` (seconds or an HTTP date) when given, else exponential backoff (0.5 s,
@@ -15,7 +14,9 @@ fails at once with one line: `PROVIDER MODEL: what happened (HTTP N): server mes
 
 from __future__ import annotations
 
+import contextlib
 import email.utils
+import json
 import random
 import time
 from collections.abc import Awaitable, Callable, Mapping
@@ -151,26 +152,39 @@ async def with_retries(
         retry += 1
 
 
-def sdk_classifier(
-    sdk: Any, *, model: str, base_url: str, key_env: str, timeout: float
+class StatusError(Exception):
+    """A reply whose HTTP status is not 2xx. `body` is its JSON, or its text when it is
+    not JSON (what `server_message` reads)."""
+
+    def __init__(self, status_code: int, headers: Mapping[str, str], text: str) -> None:
+        super().__init__(f"HTTP {status_code}")
+        self.status_code = status_code
+        self.headers = headers
+        self.body: Any = text.strip()
+        with contextlib.suppress(ValueError):
+            self.body = json.loads(self.body)
+
+
+def http_classifier(
+    http: Any, *, model: str, base_url: str, key_env: str, timeout: float
 ) -> Callable[[BaseException], Failure | None]:
-    """Classify the exceptions of the `openai` or `anthropic` SDK (same class names)."""
+    """Classify what a POST through `http` (the httpx2 module, or httpx) raises."""
 
     def classify(exc: BaseException) -> Failure | None:
-        if isinstance(exc, sdk.APITimeoutError):
-            return Failure(True, f"no reply within {timeout:g} s")
-        if isinstance(exc, sdk.APIStatusError):
+        if isinstance(exc, StatusError):
             message = server_message(exc.body, f"HTTP {exc.status_code}")
             return classify_status(
                 exc.status_code,
                 message,
-                exc.response.headers,
+                exc.headers,
                 model=model,
                 base_url=base_url,
                 key_env=key_env,
             )
-        if isinstance(exc, sdk.APIConnectionError):
-            return Failure(True, f"cannot connect to {base_url}: {exc.__cause__ or exc}")
+        if isinstance(exc, http.TimeoutException):
+            return Failure(True, f"no reply within {timeout:g} s")
+        if isinstance(exc, http.HTTPError):  # refused, dropped, not HTTP, too many redirects
+            return Failure(True, f"cannot connect to {base_url}: {exc or type(exc).__name__}")
         return None
 
     return classify

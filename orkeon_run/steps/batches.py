@@ -145,7 +145,10 @@ async def run(sr: StepRun) -> StepOutcome:
             continue
         roots = batch_roots(batch)
         sr.events.emit(
-            "batch.start", step=sr.step, batch=batch.name, roles=[r.name for r in batch.roles]
+            "batch.start",
+            step=sr.step,
+            batch=batch.name,
+            roles=[f"{batch.name}/{r.name}" for r in batch.roles],  # full names, as everywhere
         )
         if current is not None and current.get("batch") == batch.name:
             # Resuming this batch: audit against the workspace as it was when the batch

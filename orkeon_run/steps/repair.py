@@ -26,10 +26,10 @@ from . import StepError, crew_for, error_outcome, finish, messages, role_agent, 
 from .batches import load_plan, role_variables, step_error
 
 # Keys of the failed run's inputs a repair takes over unless given again.
-# What a repair takes from the failed run unless given again: its workspace, what the
-# role was asked to do and checked by, and the guards it ran under (the hooks registry
+# What a repair takes from the failed run unless given again: its workspace and model, what
+# the role was asked to do and checked by, and the guards it ran under (the hooks registry
 # is handed to the agent started again, as the seed says).
-INHERITED = ("workspace", "plan", "audit", "shell", "hooks", "settings", "gate")
+INHERITED = ("workspace", "model", "plan", "audit", "shell", "hooks", "settings", "gate")
 
 
 def repair_run_dir(raw: str) -> Path:
