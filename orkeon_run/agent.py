@@ -263,7 +263,7 @@ class Agent:
                 seconds = max(seconds, left)  # cut at the budget: all of it is spent
             self.ledger.charge("model", seconds)
         if scope.cancelled_caught:
-            raise BudgetExhausted("seconds")
+            self.ledger.exhaust("seconds")
         usd = cost(self.price, turn.tokens_in, turn.tokens_out)
         self.ledger.add_turn(turn.tokens_in, turn.tokens_out, usd)
         self.turns += 1

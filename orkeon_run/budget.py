@@ -1,9 +1,14 @@
 """The step's ledger (INTERFACE section 8).
 
 Every model turn, tool run and hook run is charged here, at the moment it ends. When the
-ledger reaches a limit no new turn or call starts: callers ask `check()` before starting
-one and `remaining_seconds()` to cap a hook's or a tool's own time limit.
-Roles of one batch share one ledger, so charges are summed, not wall-clock time.
+ledger reaches a limit no new turn or call starts: callers ask `check()` (raises) or
+`refuse()` (returns which budget) before starting one, and `remaining_seconds()` to cap a
+hook's or a tool's own time limit. Roles of one batch share one ledger, so charges are
+summed, not wall-clock time.
+
+A budget is `exhausted` (the result's `budget.exhausted`, exit 3) only when it stopped
+work that wanted to start: a step whose last turn lands exactly on its turn limit and
+needs no other has finished within its budget.
 """
 
 from __future__ import annotations
@@ -39,7 +44,8 @@ class Ledger:
         self.tokens_out = 0
         self.usd = 0.0
         self.usd_known = True
-        self.exhausted: str | None = None
+        self.reached: str | None = None  # a limit was reached: nothing new may start
+        self.exhausted: str | None = None  # ... and something that wanted to was stopped
 
     @property
     def used_seconds(self) -> float:
@@ -68,26 +74,42 @@ class Ledger:
             self._update()
 
     def _update(self) -> None:
-        if self.exhausted:
+        if self.reached:
             return
         lim = self.limits
         if lim.seconds is not None and self.used_seconds >= lim.seconds:
-            self.exhausted = "seconds"
+            self.reached = "seconds"
         elif lim.turns is not None and self.turns >= lim.turns:
-            self.exhausted = "turns"
+            self.reached = "turns"
         elif lim.tokens is not None and self.tokens_in + self.tokens_out >= lim.tokens:
-            self.exhausted = "tokens"
+            self.reached = "tokens"
         elif lim.usd is not None and self.usd >= lim.usd:
-            self.exhausted = "usd"
+            self.reached = "usd"
 
     def spent(self) -> str | None:
-        """Which budget is spent, or None."""
-        return self.exhausted
+        """Which budget has reached its limit, or None. Asks; records nothing."""
+        return self.reached
+
+    def refuse(self) -> str | None:
+        """Which budget stops the work about to start (recorded as exhausted), or None."""
+        with self._lock:
+            if self.reached and not self.exhausted:
+                self.exhausted = self.reached
+            return self.reached
 
     def check(self) -> None:
         """Raise BudgetExhausted when no new turn or call may start."""
-        if self.exhausted:
-            raise BudgetExhausted(self.exhausted)
+        which = self.refuse()
+        if which:
+            raise BudgetExhausted(which)
+
+    def exhaust(self, which: str) -> None:
+        """Work was cut at a limit (a model turn stopped at the time budget): record it
+        and raise BudgetExhausted."""
+        with self._lock:
+            self.reached = self.reached or which
+            self.exhausted = self.exhausted or which
+        raise BudgetExhausted(which)
 
     def remaining_seconds(self) -> float | None:
         if self.limits.seconds is None:

@@ -110,6 +110,10 @@ class Pipeline:
 
     # --- the one entry point ---------------------------------------------------------
 
+    def _budget_refusal(self) -> _Refusal:
+        """The budget stops this call: recorded in the ledger as the exhausted budget."""
+        return _Refusal("budget", budget_text(self.ledger.refuse() or "seconds"))
+
     async def call(
         self, ctx: CallContext, tool: str, input: dict[str, Any], call_id: str
     ) -> CallOutcome:
@@ -148,9 +152,8 @@ class Pipeline:
                 tool, input, "refused", r.by, r.text, runs, hook_seconds=hook_seconds, **extra
             )
 
-        spent = self.ledger.spent()
-        if spent:
-            return refused(_Refusal("budget", budget_text(spent)))
+        if self.ledger.spent():
+            return refused(self._budget_refusal())
 
         r = self._check(ctx, tool, input)
         if r is not None:
@@ -161,7 +164,7 @@ class Pipeline:
         for hook in self._pre:
             limit = self.ledger.cap(HOOK_LIMIT)
             if limit <= 0:
-                return refused(_Refusal("budget", budget_text("seconds")))
+                return refused(self._budget_refusal())
             nr = await self._run_native(hook, tool, path, limit)
             runs.append(nr.run)
             if nr.line is not None:
@@ -193,7 +196,7 @@ class Pipeline:
         # The tool.
         timeout = self.ledger.cap(self.tool_timeout)
         if timeout <= 0:
-            return refused(_Refusal("budget", budget_text("seconds")))
+            return refused(self._budget_refusal())
         started = time.monotonic()
         try:
             result = await tools_mod.run_tool(tool, run_input, self.tool_env, timeout)

@@ -235,3 +235,19 @@ def test_resume_keeps_the_run_id_and_refuses_another_step(tmp_path):
     again = orkeon(tmp_path, "run", "dev-spec", "--resume", str(rd), "--output", "json")
     assert again.returncode == 0, again.stderr
     assert json.loads(again.stdout)["run_id"] == run_id
+
+
+def test_a_step_that_ends_exactly_on_its_turn_limit_succeeded(tmp_path):
+    """INTERFACE section 8: at the limit "no new turn or call starts". A step that needs no
+    new one has finished within its budget: exit 0, `exhausted` null."""
+    ws = make_workspace(tmp_path, FILES)
+    # analyst: 1 turn; writer: the write, then its final answer: 3 turns in all.
+    doc = spec_inputs([WRITE_SPEC], budget={"seconds": 60, "turns": 3})
+    proc = orkeon(
+        tmp_path, "run", "dev-spec", "--workspace", str(ws), "--output", "json",
+        "--inputs", json.dumps(doc),
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    budget = json.loads(proc.stdout)["budget"]
+    assert budget["turns"] == 3
+    assert budget["exhausted"] is None

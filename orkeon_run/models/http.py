@@ -21,6 +21,7 @@ from typing import Any
 
 import anyio.lowlevel
 
+from ..events import utf8_line
 from ..pricing import context_for, price_for
 from .base import Message, ToolSpec, Turn
 from .retry import StatusError, http_classifier, with_retries
@@ -121,7 +122,9 @@ class HTTPRole:
             wire_tools = self._tools[1]
         body = p.request_body(messages, wire_tools)
         client = p.client()
-        data = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+        # utf8_line: a lone surrogate the model sent (`"\\ud800"` in its JSON) goes back as
+        # that escape; a plain encode raised here and crashed the step.
+        data = utf8_line(json.dumps(body, ensure_ascii=False, separators=(",", ":")))
 
         async def attempt() -> Any:
             response = await client.post(p.path, content=data)

@@ -135,7 +135,7 @@ def finish(
 ) -> StepOutcome:
     """The step's outcome: budget_exhausted when the ledger is spent, failed when `error`
     is set or a role did not succeed, else succeeded."""
-    spent = sr.ledger.spent()
+    spent = sr.ledger.exhausted
     status: StepStatus
     if spent:
         status = "budget_exhausted"

@@ -1,0 +1,64 @@
+"""The step's ledger (INTERFACE section 8)."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from orkeon_run.budget import BudgetLimits, Ledger
+from orkeon_run.errors import BudgetExhausted
+
+
+def test_charges_add_up_by_kind():
+    ledger = Ledger(BudgetLimits(seconds=10))
+    ledger.charge("model", 1.5)
+    ledger.charge("tool", 0.25)
+    ledger.charge("hook", 0.25)
+    snap = ledger.snapshot()
+    assert snap["used_seconds"] == 2.0
+    assert (snap["model_seconds"], snap["tool_seconds"], snap["hook_seconds"]) == (1.5, 0.25, 0.25)
+    assert ledger.remaining_seconds() == 8.0
+    assert ledger.cap(60) == 8.0 and ledger.cap(3) == 3
+
+
+@pytest.mark.parametrize(
+    ("limits", "spend", "which"),
+    [
+        ({"seconds": 1}, lambda lg: lg.charge("hook", 1.0), "seconds"),
+        ({"turns": 2}, lambda lg: [lg.add_turn(), lg.add_turn()], "turns"),
+        ({"tokens": 100}, lambda lg: lg.add_turn(60, 40), "tokens"),
+        ({"usd": 0.5}, lambda lg: lg.add_turn(usd=0.5), "usd"),
+    ],
+)
+def test_a_reached_limit_stops_new_work_and_then_counts_as_exhausted(limits, spend, which):
+    ledger = Ledger(BudgetLimits(**{"seconds": None, **limits}))
+    spend(ledger)
+    assert ledger.spent() == which
+    assert ledger.snapshot()["exhausted"] is None  # reached, but nothing was stopped yet
+    with pytest.raises(BudgetExhausted) as exc:
+        ledger.check()
+    assert exc.value.which == which
+    assert ledger.snapshot()["exhausted"] == which
+
+
+def test_unknown_price_makes_usd_null():
+    ledger = Ledger(BudgetLimits())
+    ledger.add_turn(10, 10, usd=0.01)
+    ledger.add_turn(10, 10, usd=None)
+    assert ledger.snapshot()["usd"] is None
+
+
+def test_concurrent_charges_are_not_lost():
+    ledger = Ledger(BudgetLimits(seconds=None))
+
+    def work():
+        for _ in range(10000):
+            ledger.charge("hook", 0.001)
+
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert ledger.hook_seconds == pytest.approx(40.0)
