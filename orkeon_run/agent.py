@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -132,6 +132,7 @@ class Agent:
         )
         self.transcript = TranscriptWriter(transcript_path, spec.name)
         self.messages: list[Message] = []
+        self._scanned = compaction.Scanned()
         self._chars = 0
         self.turns = 0
         self.calls = 0
@@ -290,13 +291,16 @@ class Agent:
         return turn
 
     async def _compact(self, chars: int) -> None:
-        edits = compaction.plan(self.messages, self.meter.chars_to_drop(chars))
+        scanned = replace(self._scanned)  # kept only once the edits are applied
+        edits = compaction.plan(self.messages, self.meter.chars_to_drop(chars), scanned)
         if not edits:
+            self._scanned = scanned
             return
         if self.hooks is not None:
             await self.hooks.pre_compact(self.ctx, self.ledger, trigger="auto")
         before = self.meter.estimate(chars)
         dropped = compaction.apply(self.messages, edits)
+        self._scanned = scanned
         self._chars -= dropped
         self.meter.reset()
         after = self.meter.estimate(self._chars + self._tools_chars)

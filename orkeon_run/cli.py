@@ -199,7 +199,9 @@ def hooks_trust(workspace: WorkspaceOpt = None) -> None:
         record_trust,
     )
 
-    ws = Path(workspace or ".").expanduser()
+    # os.path.expanduser: Path.expanduser raises RuntimeError for an unknown ~user (an
+    # internal error, exit 1); the shell's way is to keep the text as it is.
+    ws = Path(os.path.expanduser(workspace or "."))
     if not ws.is_dir():
         raise InputError(f"--workspace: not a directory: {ws}")
     ws = ws.resolve()
@@ -228,6 +230,15 @@ def schema(
     sys.stdout.write(text(name))
 
 
+def one_line(text: str) -> str:
+    """`text` with its control characters escaped (`\\n`, `\\x00`, a lone `\\ud800`): a
+    problem names fields and values from the document, and a key holding a newline split
+    its `orkeon: FIELD: message` line in two."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
 def run_cli(argv: list[str]) -> int:
     """Run the typer app; map every exception to the exit-code contract, one line each."""
     try:
@@ -238,10 +249,10 @@ def run_cli(argv: list[str]) -> int:
         return exc.exit_code
     except InputError as exc:
         for line in exc.problems:
-            sys.stderr.write(f"orkeon: {line}\n")
+            sys.stderr.write(f"orkeon: {one_line(line)}\n")
         return EXIT_USAGE
     except OrkeonError as exc:
-        sys.stderr.write(f"orkeon: {exc}\n")
+        sys.stderr.write(f"orkeon: {one_line(str(exc))}\n")
         return exit_code_for(exc)
     except KeyboardInterrupt:
         sys.stderr.write("orkeon: interrupted\n")
@@ -260,6 +271,7 @@ def run_cli(argv: list[str]) -> int:
         if os.environ.get("ORKEON_DEBUG"):
             raise
         sys.stderr.write(
-            f"orkeon: internal error: {type(exc).__name__}: {exc} (set ORKEON_DEBUG=1 for a traceback)\n"
+            f"orkeon: internal error: {type(exc).__name__}: {one_line(str(exc))} "
+            "(set ORKEON_DEBUG=1 for a traceback)\n"
         )
         return 1

@@ -99,23 +99,47 @@ def _shrink_input(value: Any) -> tuple[Any, int]:
     return value, 0
 
 
-def plan(messages: list[Message], need: int) -> list[Edit]:
-    """Edits, oldest first, that drop at least `need` characters, or as many as exist."""
-    answers = [i for i, m in enumerate(messages) if m.role == "assistant"]
-    if len(answers) <= KEEP_TURNS:
+@dataclass
+class Scanned:
+    """How far earlier plans read, once their edits are applied: before `results` no tool
+    result is long enough for a stub, before `calls` no call argument is. Messages are
+    never removed or moved, so the next plan starts there. Without it, a conversation that
+    stays over the trigger with nothing left to drop is read whole again every turn:
+    quadratic in its length (a 10,000-call run spent half its time here)."""
+
+    results: int = 0
+    calls: int = 0
+
+
+def plan(messages: list[Message], need: int, scanned: Scanned | None = None) -> list[Edit]:
+    """Edits, oldest first, that drop at least `need` characters, or as many as exist.
+
+    With `scanned`, reading starts where it says and it is moved to where this plan
+    stopped; it holds only once the edits are applied."""
+    s = scanned if scanned is not None else Scanned()
+    horizon = -1  # messages from the KEEP_TURNS-th last answer on are recent: kept whole
+    answers = 0
+    for i in range(len(messages) - 1, -1, -1):
+        if messages[i].role == "assistant":
+            answers += 1
+            if answers == KEEP_TURNS:
+                horizon = i
+                break
+    if horizon < 0:
         return []
-    horizon = answers[-KEEP_TURNS]  # messages from here on are recent: kept whole
     edits: list[Edit] = []
     dropped = 0
-    for i in range(horizon):
+    for i in range(s.results, horizon):
         m = messages[i]
         if m.role == "tool" and len(m.content) >= MIN_DROP:
-            s = stub(len(m.content))
-            edits.append(Edit(i, replace(m, content=s), len(m.content) - len(s)))
+            stubbed = stub(len(m.content))
+            edits.append(Edit(i, replace(m, content=stubbed), len(m.content) - len(stubbed)))
             dropped += edits[-1].chars_dropped
             if dropped >= need:
+                s.results = i + 1
                 return edits
-    for i in range(horizon):
+    s.results = max(s.results, horizon)
+    for i in range(s.calls, horizon):
         m = messages[i]
         if m.role != "assistant" or not m.tool_calls:
             continue
@@ -128,7 +152,9 @@ def plan(messages: list[Message], need: int) -> list[Edit]:
             edits.append(Edit(i, replace(m, tool_calls=calls), lost))
             dropped += lost
             if dropped >= need:
+                s.calls = i + 1
                 return edits
+    s.calls = max(s.calls, horizon)
     return edits
 
 

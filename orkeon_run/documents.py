@@ -86,7 +86,7 @@ class ToolCallEvent(_Doc):
 
 
 class OtherEvent(BaseModel):
-    """Every other event: `type` and `ts`, then fields of its own (docs/events.md)."""
+    """Every other event: `type` and `ts`, then fields of its own (docs/output.md, "Events")."""
 
     model_config = ConfigDict(extra="allow")
     type: str

@@ -9,6 +9,7 @@ variables) live in `prepare.py`, which `orkeon validate` and `orkeon run` both c
 from __future__ import annotations
 
 import json
+import os
 import re
 import sys
 from pathlib import Path, PurePosixPath
@@ -297,7 +298,9 @@ def load_document(src: str, what: str = "inputs") -> Any:
         text = sys.stdin.read()
         origin = f"{what} (stdin)"
     elif src.startswith("@"):
-        path = Path(src[1:]).expanduser()
+        # os.path.expanduser: Path.expanduser raises RuntimeError for an unknown ~user (an
+        # internal error, exit 1); the shell's way is to keep the text as it is.
+        path = Path(os.path.expanduser(src[1:]))
         try:
             text = path.read_text(encoding="utf-8")
         except FileNotFoundError:
@@ -309,9 +312,27 @@ def load_document(src: str, what: str = "inputs") -> Any:
         text = src
         origin = what
     try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
+        return loads_strict(text)
+    except ValueError as exc:  # JSONDecodeError, or a number JSON does not have
         raise InputError(f"{origin}: not JSON: {exc}") from None
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if value in (float("inf"), float("-inf")):
+        raise ValueError(f"{text} is too large for a number")
+    return value
+
+
+def loads_strict(text: str) -> Any:
+    """`json.loads` without what Python adds to JSON: `NaN`, `Infinity` and numbers too large
+    for a float (`1e400`) are refused. They would reach result.json and events.jsonl (a
+    budget of NaN seconds) as `NaN`, which no strict JSON reader accepts."""
+    return json.loads(text, parse_constant=_no_constant, parse_float=_finite)
 
 
 def parse_inputs(doc: Any) -> Inputs:

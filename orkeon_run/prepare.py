@@ -29,7 +29,9 @@ class Prepared:
 
 def resolve_workspace(inputs: Inputs, override: str | None) -> Path:
     raw = override or inputs.workspace or "."
-    path = Path(raw).expanduser()
+    # os.path.expanduser: Path.expanduser raises RuntimeError for an unknown ~user (an
+    # internal error, exit 1); the shell's way is to keep the text as it is.
+    path = Path(os.path.expanduser(raw))
     if not path.is_dir():
         field_name = "--workspace" if override else "workspace"
         raise InputError(f"{field_name}: not a directory: {raw}")
@@ -133,7 +135,7 @@ def _check_step(inputs: Inputs, step: str | None, ws: Path) -> Plan | None:
     if step == "tasks-repair" and inputs.repair is None:
         raise InputError('repair: tasks-repair needs {"run": RUN_DIR, "role": "BATCH/ROLE"}')
     if step == "tasks-repair" and inputs.repair is not None:
-        run = Path(inputs.repair.run).expanduser()
+        run = Path(os.path.expanduser(inputs.repair.run))
         if not (run / "inputs.json").is_file():
             raise InputError(f"repair.run: not a run directory (no inputs.json): {run}")
         plan = inputs.plan if isinstance(inputs.plan, Plan) else load_plan_file(ws, inputs.plan)

@@ -8,6 +8,7 @@ is kept, the result says "interrupted", exit 130.
 from __future__ import annotations
 
 import importlib
+import os
 import signal
 import sys
 from collections.abc import Mapping
@@ -71,7 +72,9 @@ def run(
     resume = resume_dir is not None
     state: dict[str, Any] = {}
     if resume:
-        rd = Path(resume_dir).expanduser().resolve()  # type: ignore[arg-type]
+        # os.path.expanduser: Path.expanduser raises RuntimeError for an unknown ~user (an
+        # internal error, exit 1); the shell's way is to keep the text as it is.
+        rd = Path(os.path.expanduser(resume_dir)).resolve()  # type: ignore[arg-type]
         doc = resume_document(rd, doc)
         state = _read_state(rd)
         if state.get("step", step) != step:
@@ -89,7 +92,7 @@ def run(
     if not resume:
         run_id = new_run_id()
         rd = (
-            Path(run_dir).expanduser().resolve()
+            Path(os.path.expanduser(run_dir)).resolve()
             if run_dir
             else prep.workspace / ".orkeon" / "runs" / run_id
         )

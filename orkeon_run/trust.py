@@ -35,7 +35,9 @@ def default_config_dir(environ: Mapping[str, str] | None = None) -> Path:
     env = os.environ if environ is None else environ
     given = env.get("ORKEON_CONFIG_DIR")
     if given:
-        return Path(given).expanduser()
+        # os.path.expanduser: Path.expanduser raises RuntimeError for an unknown ~user (an
+        # internal error, exit 1); the shell's way is to keep the text as it is.
+        return Path(os.path.expanduser(given))
     return Path.home() / ".config" / "orkeon"
 
 

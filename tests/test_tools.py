@@ -131,16 +131,16 @@ def test_file_read_offset_and_limit(workspace: Path) -> None:
 
 
 def test_file_read_large_file_comes_in_parts(workspace: Path) -> None:
-    (workspace / "big.txt").write_text("".join(f"{i:0200d}\n" for i in range(1, 3001)))
+    (workspace / "big.txt").write_text("".join(f"{i:0100d}\n" for i in range(1, 3001)))
     text = call(workspace, "file_read", file_path="big.txt")
     lines = text.splitlines()
     assert len(lines) == 2001
-    assert lines[1999] == f"{2000:0200d}"
+    assert lines[1999] == f"{2000:0100d}"
     assert lines[2000] == (
         "[file_read: showed lines 1-2000; the file goes on: read on with offset=2001]"
     )
     rest = call(workspace, "file_read", file_path="big.txt", offset=2001, limit=5000)
-    assert rest.splitlines()[0] == f"{2001:0200d}" and len(rest.splitlines()) == 1000
+    assert rest.splitlines()[0] == f"{2001:0100d}" and len(rest.splitlines()) == 1000
 
 
 @pytest.mark.parametrize(
@@ -453,3 +453,27 @@ def test_a_hard_link_to_a_file_outside_is_not_written_through(tmp_path, tool):
     assert "changed" in (ws / "src" / "x.txt").read_text()
     assert (ws / "src" / "x.txt").stat().st_mode & 0o777 == 0o640  # the mode is kept
     assert [p.name for p in (ws / "src").iterdir()] == ["x.txt"]  # no temp file left
+
+
+def test_file_read_of_one_huge_line_is_cut(tmp_path):
+    """A minified file is one line: a read returns at most READ_RESULT_CHARS and says so."""
+    from orkeon_run.tools.specs import READ_RESULT_CHARS
+
+    (tmp_path / "min.js").write_text("x" * (3 * READ_RESULT_CHARS) + "\nsecond\n")
+    text = call(tmp_path, "file_read", file_path="min.js")
+    assert text.startswith("x" * 100)
+    assert len(text) < READ_RESULT_CHARS + 200
+    assert text.endswith("[file_read: cut at 262144 characters, in line 1; read a smaller range]")
+    assert call(tmp_path, "file_read", file_path="min.js", offset=2) == "second\n"
+
+
+def test_file_read_stops_at_a_line_boundary_when_the_cap_is_reached(tmp_path):
+    from orkeon_run.tools.specs import READ_RESULT_CHARS
+
+    line = "y" * 999 + "\n"
+    n = READ_RESULT_CHARS // len(line)
+    (tmp_path / "wide.txt").write_text(line * (n + 10))
+    text = call(tmp_path, "file_read", file_path="wide.txt", limit=5000)
+    body, note = text.rsplit("\n", 1)[0], text.rsplit("\n", 1)[1]
+    assert body.splitlines() == [line.rstrip("\n")] * n
+    assert note == f"[file_read: showed lines 1-{n}; the file goes on: read on with offset={n + 1}]"

@@ -91,7 +91,7 @@ def read_answer(event: str, ran: Ran) -> Answer:
         a.problems.append(f"could not run: {ran.error}")
         return a
     if ran.timed_out:
-        a.problems.append(f"ran longer than {ran.timeout:g} s and was stopped")
+        a.problems.append(f"ran longer than {ran.timeout:.3g} s and was stopped")
         return a
     code = ran.exit_code
     if code == 2:

@@ -146,7 +146,9 @@ def load_settings_hooks(
 
     problems: list[str] = []
     for i, name in enumerate(inputs.settings):
-        path = Path(name).expanduser()
+        # os.path.expanduser: Path.expanduser raises RuntimeError for an unknown ~user (an
+        # internal error, exit 1); the shell's way is to keep the text as it is.
+        path = Path(os.path.expanduser(name))
         if not path.is_absolute():
             path = workspace / path
         if not path.is_file():

@@ -21,6 +21,7 @@ transcripts (a run's `transcripts/`, for every role in it). See `transcript.repl
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -57,15 +58,22 @@ def load_script(
         return script
     base = base_dir or Path.cwd()
     if script.startswith(TRANSCRIPT_PREFIX):
-        path = base / Path(script[len(TRANSCRIPT_PREFIX) :]).expanduser()
+        # os.path.expanduser: Path.expanduser raises RuntimeError for an unknown ~user (an
+        # internal error, exit 1); the shell's way is to keep the text as it is.
+        path = base / os.path.expanduser(script[len(TRANSCRIPT_PREFIX) :])
         if not path.exists():
             raise InputError(f"model.script: no such transcript: {path}")
+        if not (path.is_file() or path.is_dir()):  # a FIFO or a device: see below
+            raise InputError(f"model.script: not a regular file or folder: {path}")
         try:
             doc = replay_script(path)
         except (OSError, UnicodeDecodeError, KeyError, TypeError) as exc:
             raise InputError(f"model.script: cannot read transcript {path}: {exc}") from None
         return _validate(doc, "model.script")
-    path = base / Path(script).expanduser()
+    path = base / os.path.expanduser(script)
+    if path.exists() and not path.is_file():
+        # A FIFO blocks the read and /dev/zero never ends it: validation would hang.
+        raise InputError(f"model.script: not a regular file: {path}")
     try:
         doc = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:

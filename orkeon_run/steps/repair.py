@@ -12,6 +12,7 @@ applies it again on the parsed inputs, so either place may do it.
 from __future__ import annotations
 
 import dataclasses
+import os
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +34,9 @@ INHERITED = ("workspace", "model", "plan", "audit", "shell", "hooks", "settings"
 
 
 def repair_run_dir(raw: str) -> Path:
-    return Path(raw).expanduser().resolve()
+    # os.path.expanduser: Path.expanduser raises RuntimeError for an unknown ~user (an
+    # internal error, exit 1); the shell's way is to keep the text as it is.
+    return Path(os.path.expanduser(raw)).resolve()
 
 
 def repair_document(doc: dict[str, Any]) -> dict[str, Any]:

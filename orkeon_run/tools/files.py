@@ -6,13 +6,13 @@ translation on read or write."""
 from __future__ import annotations
 
 import contextlib
-import itertools
 import os
 import stat
 import tempfile
 from pathlib import Path
+from typing import Any
 
-from .specs import READ_LINES, READ_WHOLE_BYTES
+from .specs import READ_LINES, READ_RESULT_CHARS, READ_WHOLE_BYTES
 
 
 def _os_error(raw: str, exc: OSError) -> str:
@@ -81,14 +81,32 @@ def read_small(path: Path, raw: str) -> str | None:
 
 def read_range(path: Path, raw: str, offset: int | None, limit: int | None) -> str:
     """Lines offset.. (from 1) of the file, `limit` of them (default READ_LINES), with line
-    endings kept. A cut short without a limit says how to read on."""
+    endings kept, at most READ_RESULT_CHARS in all (a minified file is one huge line). A
+    result cut short says how to read on."""
     first = offset or 1
     count = limit or READ_LINES
     try:
         fd, _ = _open(path, os.O_RDONLY)
         with open(fd, encoding="utf-8", errors="strict", newline="", closefd=True) as f:
-            lines = list(itertools.islice(f, first - 1, first - 1 + count))
-            more = limit is None and f.readline() != ""
+            for _ in range(first - 1):
+                if not _skip_line(f):
+                    break
+            lines, room, cut, more_after_cut = [], READ_RESULT_CHARS, False, False
+            while len(lines) < count:
+                line = f.readline(room + 1)
+                if not line:
+                    break
+                if len(line) > room:
+                    if lines:  # stop at a line boundary: the next read starts there
+                        f.seek(0, os.SEEK_END)  # (any text left makes `more` true)
+                        more_after_cut = True
+                        break
+                    lines.append(line[:room])  # one line alone is too long: cut inside it
+                    cut = True
+                    break
+                lines.append(line)
+                room -= len(line)
+            more = more_after_cut or (not cut and limit is None and f.readline(1) != "")
     except OSError as exc:
         return _os_error(raw, exc)
     except _NotRegular as exc:
@@ -98,14 +116,29 @@ def read_range(path: Path, raw: str, offset: int | None, limit: int | None) -> s
     if not lines and first > 1:
         return f"error: {raw} has fewer than {first} lines"
     text = "".join(lines)
-    if more:
-        last = first + len(lines) - 1
+    last = first + len(lines) - 1
+    sep = "" if text.endswith(chr(10)) else chr(10)
+    if cut:
         text += (
-            f"{'' if text.endswith(chr(10)) else chr(10)}"
-            f"[file_read: showed lines {first}-{last}; the file goes on: read on with "
+            f"{sep}[file_read: cut at {READ_RESULT_CHARS} characters, in line {last}; "
+            "read a smaller range]"
+        )
+    elif more:
+        text += (
+            f"{sep}[file_read: showed lines {first}-{last}; the file goes on: read on with "
             f"offset={last + 1}]"
         )
     return text
+
+
+def _skip_line(f: Any) -> bool:
+    """Read past one line without holding it whole; False at the end of the file."""
+    while True:
+        chunk = f.readline(1 << 16)
+        if not chunk:
+            return False
+        if chunk.endswith("\n"):
+            return True
 
 
 def write(path: Path, raw: str, content: str) -> str:

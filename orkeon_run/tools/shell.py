@@ -49,7 +49,7 @@ async def shell(
     stderr = _dropped(res.stderr, res.stderr_dropped)
     if res.timed_out:
         sep = "" if stderr.endswith("\n") or not stderr else "\n"
-        stderr += f"{sep}shell: the command ran longer than {timeout:g} s and was stopped"
+        stderr += f"{sep}shell: the command ran longer than {timeout:.3g} s and was stopped"
     return {
         "exit_code": res.exit_code,
         "stdout": _dropped(res.stdout, res.stdout_dropped),

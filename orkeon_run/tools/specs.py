@@ -11,6 +11,7 @@ from ..models.base import ToolSpec
 # Caps, named in the descriptions so the model knows them.
 READ_LINES = 2000  # lines file_read returns when no limit is given and the file is large
 READ_WHOLE_BYTES = 256 * 1024  # a file up to this size is returned whole when no range is given
+READ_RESULT_CHARS = 256 * 1024  # the most one file_read returns, whatever the range
 LIST_CAP = 2000
 SEARCH_CAP = 500
 SEARCH_TEXT_CHARS = 500
