@@ -82,3 +82,16 @@ def test_usage_errors_exit_2_in_one_line(argv, expected):
     assert len(lines) == 1, proc.stderr
     assert expected in lines[0]
     assert lines[0].startswith("orkeon: ")
+
+
+def test_a_reader_that_goes_away_gets_no_traceback():
+    """`orkeon --version | true`: the pipe closes early; no traceback on stderr. (Commands
+    that go through the CLI parser get the same from click.)"""
+    exe = Path(sys.executable).parent / "orkeon"
+    proc = subprocess.Popen([str(exe), "--version"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()  # before it writes: its write meets a pipe with no reader
+    err = proc.stderr.read().decode()
+    proc.wait(timeout=10)
+    assert err == ""
+    assert proc.returncode == 1
