@@ -26,17 +26,28 @@ def command_seconds(argv: list[str], repeat: int, **kw: object) -> float:
     return median_seconds(once, repeat)
 
 
-def row(name: str, value: str, baseline: str, ratio: float | None, target: str, ok: bool) -> None:
+NAME, TARGET = 48, 18  # column widths
+
+
+def row(
+    name: str, value: str, baseline: str, ratio: float | None, target: str, ok: bool | None
+) -> None:
+    """One measure: its value, the baseline measured in the same run, value / baseline
+    (unless the benchmark says otherwise), the target, and whether it was met (None: a row
+    for information, with no target)."""
     r = "" if ratio is None else f"{ratio:.2f}x"
-    mark = "ok" if ok else "MISSED"
-    print(f"| {name:<44} | {value:>12} | {baseline:>12} | {r:>7} | {target:<16} | {mark} |")
+    mark = "" if ok is None else "ok" if ok else "MISSED"
+    print(
+        f"| {name:<{NAME}} | {value:>12} | {baseline:>12} | {r:>7} | {target:<{TARGET}} | {mark:<6} |"
+    )
 
 
 def header() -> None:
     print(
-        f"| {'measure':<44} | {'value':>12} | {'baseline':>12} | {'ratio':>7} | {'target':<16} | |"
+        f"| {'measure':<{NAME}} | {'value':>12} | {'baseline':>12} | {'ratio':>7} "
+        f"| {'target':<{TARGET}} |        |"
     )
-    print(f"|{'-' * 46}|{'-' * 14}|{'-' * 14}|{'-' * 9}|{'-' * 18}|---|")
+    print(f"|{'-' * (NAME + 2)}|{'-' * 14}|{'-' * 14}|{'-' * 9}|{'-' * (TARGET + 2)}|--------|")
 
 
 PY = sys.executable

@@ -274,7 +274,9 @@ class Pipeline:
             if resolved is not None:  # inside the workspace: a slice is `paths.relative`
                 rel = os.fspath(resolved)[self._cut :] or "."
             is_dir = resolved is not None and tool in ("list_files", "search_files")
-            is_dir = is_dir and resolved.is_dir()  # type: ignore[union-attr]
+            # os.path.isdir, not Path.is_dir: that raises for a name too long to exist
+            # (ENAMETOOLONG), which ended the step on a model's list_files call.
+            is_dir = is_dir and os.path.isdir(resolved)  # type: ignore[arg-type]
             subjects = call_subjects(tool, input, rel, is_dir)
 
         rule = self.gate.refusal(tool, subjects)

@@ -71,10 +71,10 @@ def run(
     runner = step_runner(step)
     resume = resume_dir is not None
     state: dict[str, Any] = {}
-    if resume:
+    if resume_dir is not None:
         # os.path.expanduser: Path.expanduser raises RuntimeError for an unknown ~user (an
         # internal error, exit 1); the shell's way is to keep the text as it is.
-        rd = Path(os.path.expanduser(resume_dir)).resolve()  # type: ignore[arg-type]
+        rd = Path(os.path.expanduser(resume_dir)).resolve()
         doc = resume_document(rd, doc)
         state = _read_state(rd)
         if state.get("step", step) != step:

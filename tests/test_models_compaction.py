@@ -5,7 +5,15 @@ from __future__ import annotations
 from fakes.anthropic_api import conversation_problem as anthropic_problem
 from fakes.openai_api import conversation_problem as openai_problem
 
-from orkeon_run.compaction import KEEP_TURNS, ContextMeter, apply, message_chars, plan, stub
+from orkeon_run.compaction import (
+    KEEP_TURNS,
+    ContextMeter,
+    Scanned,
+    apply,
+    message_chars,
+    plan,
+    stub,
+)
 from orkeon_run.models import anthropic, openai
 from orkeon_run.models.base import Message, ToolCall
 
@@ -74,3 +82,26 @@ def test_meter_uses_reported_tokens_then_chars() -> None:
 def test_message_chars_counts_call_arguments() -> None:
     m = Message("assistant", "ab", [ToolCall("id", "tool", {"k": "v"})])
     assert message_chars(m) == 2 + 2 + 4 + len('{"k": "v"}')
+
+
+def test_a_plan_starts_where_the_last_one_stopped() -> None:
+    """With `Scanned`, each plan reads only what earlier plans did not (a long session
+    over the trigger with nothing left to drop is not read whole again every turn), and
+    finds exactly what a plan reading everything finds."""
+    msgs = session(2)
+    scanned = Scanned()
+    for t in range(2, 40):
+        big = BIG if t % 3 else "small"  # some turns leave nothing worth a stub
+        call = ToolCall(f"c{t}", "file_write", {"file_path": "f", "content": big})
+        msgs.append(Message("assistant", f"turn {t}", [call]))
+        msgs.append(Message("tool", big, tool_call_id=f"c{t}", name="file_write"))
+        need = 3000 if t % 2 else 10**9
+        fresh = plan(list(msgs), need)
+        edits = plan(msgs, need, scanned)
+        assert [(e.index, e.message) for e in edits] == [(e.index, e.message) for e in fresh]
+        apply(msgs, edits)
+        assert scanned.results <= len(msgs) and scanned.calls <= len(msgs)
+    apply(msgs, plan(msgs, 10**9, scanned))
+    horizon = len(msgs) - 2 * KEEP_TURNS  # everything before the recent turns is read
+    assert (scanned.results, scanned.calls) == (horizon, horizon)
+    assert plan(msgs, 10**9, scanned) == []

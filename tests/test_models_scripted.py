@@ -80,6 +80,27 @@ def test_keys_are_role_full_names() -> None:
     assert answers(provider, "b1/tests", 1)[0][0] == FINAL_TEXT
 
 
+def test_the_answer_follows_the_conversation_it_is_sent() -> None:
+    """'A role's n-th answer is its n-th entry, where n is the number of answers already in
+    the conversation it is sent' (scripted.py): the same list grown turn by turn (counted
+    from where the last count stopped), a list changed before its end, and a new list."""
+    script = {"r": [{"text": f"answer {i}"} for i in range(6)]}
+    model = scripted(script).for_role("r")
+
+    def ask(convo: list[Message]) -> str:
+        return anyio.run(model.complete, convo, []).text
+
+    convo = [Message("system", "s"), Message("user", "task")]
+    for i in range(3):
+        assert ask(convo) == f"answer {i}"
+        convo.append(Message("assistant", f"answer {i}"))
+        convo.append(Message("user", "more"))
+    convo[1:1] = [Message("user", "x"), Message("user", "y")]  # not only grown at its end
+    assert ask(convo) == "answer 3"
+    assert ask(convo[:5]) == "answer 1"  # another list
+    assert ask([Message("user", "task")]) == "answer 0"
+
+
 def test_ids_are_deterministic() -> None:
     script = {"r": [{"tool_calls": [READ_A, READ_A]}, {"tool_calls": [dict(READ_A, id="mine")]}]}
     first = answers(scripted(script), "r", 3)

@@ -1,8 +1,8 @@
-"""Model providers. SDKs are imported only by the provider that needs them.
+"""Model providers. No provider imports an SDK (models/http.py says why).
 
-`build_provider` imports `models/openai.py` or `models/anthropic.py` (and with it the
-SDK) only for that provider; importing this package, validating inputs and running the
-scripted provider load neither SDK.
+`build_provider` imports `models/openai.py` or `models/anthropic.py` (and with it the HTTP
+client library, httpx2) only for that provider; importing this package, validating inputs
+and running the scripted provider load neither.
 """
 
 from __future__ import annotations

@@ -20,7 +20,7 @@ transcripts (a run's `transcripts/`, for every role in it). See `transcript.repl
 
 from __future__ import annotations
 
-import json
+import itertools
 import os
 from pathlib import Path
 from typing import Any
@@ -28,7 +28,7 @@ from typing import Any
 from pydantic import TypeAdapter, ValidationError
 
 from ..errors import InputError
-from ..inputs import ScriptedModel, ScriptEntry, error_lines
+from ..inputs import ScriptedModel, ScriptEntry, error_lines, loads_strict
 from ..pricing import DEFAULT_CONTEXT_TOKENS
 from .base import Message, ToolCall, ToolSpec, Turn
 from .transcript import replay_script
@@ -75,7 +75,7 @@ def load_script(
         # A FIFO blocks the read and /dev/zero never ends it: validation would hang.
         raise InputError(f"model.script: not a regular file: {path}")
     try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
+        doc = loads_strict(path.read_text(encoding="utf-8"))  # no NaN: see inputs.py
     except FileNotFoundError:
         raise InputError(f"model.script: no such file: {path}") from None
     except (OSError, UnicodeDecodeError) as exc:
@@ -93,9 +93,24 @@ class ScriptedRole:
     def __init__(self, role: str, entries: list[ScriptEntry]) -> None:
         self.role = role
         self.entries = entries
+        # (conversation, its length, its last message, answers in it) as last counted: the
+        # agent sends the same list every turn, grown at its end, so only the new messages
+        # are counted (counting all of them every turn is quadratic in a long session).
+        self._counted: tuple[list[Message], int, Message, int] | None = None
+
+    def _answers(self, messages: list[Message]) -> int:
+        start = n = 0
+        if self._counted is not None:
+            seen, length, last, count = self._counted
+            if seen is messages and length <= len(messages) and messages[length - 1] is last:
+                start, n = length, count
+        n += sum(1 for m in itertools.islice(messages, start, None) if m.role == "assistant")
+        if messages:
+            self._counted = (messages, len(messages), messages[-1], n)
+        return n
 
     async def complete(self, messages: list[Message], tools: list[ToolSpec]) -> Turn:
-        n = sum(1 for m in messages if m.role == "assistant")
+        n = self._answers(messages)
         if n >= len(self.entries):
             return Turn(text=FINAL_TEXT, tool_calls=[], model_name="scripted")
         entry = self.entries[n]

@@ -91,7 +91,8 @@ def read_range(path: Path, raw: str, offset: int | None, limit: int | None) -> s
             for _ in range(first - 1):
                 if not _skip_line(f):
                     break
-            lines, room, cut, more_after_cut = [], READ_RESULT_CHARS, False, False
+            lines: list[str] = []
+            room, cut, more_after_cut = READ_RESULT_CHARS, False, False
             while len(lines) < count:
                 line = f.readline(room + 1)
                 if not line:
