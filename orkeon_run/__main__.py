@@ -18,6 +18,11 @@ def main(argv: list[str] | None = None) -> int:
 
         sys.stdout.write(f"orkeon {__version__}\n")
         return 0
+    from .environ import set_for_this_process
+
+    # orkeon uses no pydantic plugin, and the search for them (every installed
+    # distribution's entry points) costs 30-40 ms of every command's start.
+    set_for_this_process("PYDANTIC_DISABLE_PLUGINS", "__all__")
     from .cli import run_cli
 
     return run_cli(args)

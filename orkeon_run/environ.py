@@ -17,6 +17,16 @@ CREDENTIAL_NAME = re.compile(
 )
 # orkeon's own variables: where trust is recorded, and the switch that grants it.
 OWN_VARS = ("ORKEON_CONFIG_DIR", "ORKEON_TRUST_PROJECT_HOOKS")
+# Variables orkeon set for its own process only (set_for_this_process).
+_SET_HERE: dict[str, str] = {}
+
+
+def set_for_this_process(name: str, value: str) -> None:
+    """Set `name` unless the user did, for orkeon's process only: `scrubbed` leaves it out
+    of what the programs orkeon starts inherit."""
+    if name not in os.environ:
+        os.environ[name] = value
+        _SET_HERE[name] = value
 
 
 def scrubbed(
@@ -28,7 +38,7 @@ def scrubbed(
     """`environ` (default: orkeon's) without `remove`, orkeon's own variables and, with
     `credentials`, every credential-like name."""
     env = os.environ if environ is None else environ
-    drop = {*OWN_VARS, *remove}
+    drop = {*OWN_VARS, *remove, *(k for k, v in _SET_HERE.items() if env.get(k) == v)}
     return {
         k: v
         for k, v in env.items()
