@@ -16,7 +16,7 @@ from __future__ import annotations
 import threading
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from .errors import BudgetExhausted
 
@@ -24,12 +24,23 @@ Kind = Literal["model", "tool", "hook"]
 
 
 class BudgetLimits(BaseModel):
+    """`null` = no limit. A limit of 0 would start nothing: it is refused (exit 2)."""
+
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    seconds: float | None = 1800
-    turns: int | None = None
-    tokens: int | None = None
-    usd: float | None = None
+    seconds: float | None = Field(default=1800, gt=0)
+    turns: int | None = Field(default=None, ge=1)
+    tokens: int | None = Field(default=None, ge=1)
+    usd: float | None = Field(default=None, gt=0)
+
+
+# How each budget is named in the texts people and models read.
+BUDGET_WORDS = {"seconds": "time", "turns": "turn", "tokens": "token", "usd": "cost"}
+
+
+def spent_text(which: str) -> str:
+    """`the step's time budget is spent` (for `seconds`)."""
+    return f"the step's {BUDGET_WORDS.get(which, which)} budget is spent"
 
 
 class Ledger:

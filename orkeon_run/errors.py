@@ -51,8 +51,10 @@ class BudgetExhausted(OrkeonError):
     status = "budget_exhausted"
 
     def __init__(self, which: str) -> None:
+        from .budget import spent_text
+
         self.which = which
-        super().__init__(f"the step's {which} budget is spent")
+        super().__init__(spent_text(which))
 
 
 class Interrupted(OrkeonError):

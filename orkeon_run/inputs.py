@@ -106,6 +106,9 @@ class NativeHook(Frozen):
     @field_validator("command")
     @classmethod
     def _one_program(cls, v: str) -> str:
+        if "\n" in v or "\r" in v:
+            # The command is shown in one line (`hooks list`, the texts the model reads).
+            raise ValueError("a line break is refused: a hook command is one line")
         try:
             split_command(v)
         except CommandRefused as exc:

@@ -36,16 +36,17 @@ def configure(level: str | None = None) -> None:
 
     name = (level or os.environ.get("ORKEON_LOG_LEVEL") or "info").upper()
     numeric = getattr(logging, name, logging.INFO)
-    renderer: Any
+    tail: list[Any]
     if sys.stderr.isatty():
-        renderer = structlog.dev.ConsoleRenderer(colors=True)
+        tail = [structlog.dev.ConsoleRenderer(colors=True)]
     else:
-        renderer = structlog.processors.JSONRenderer()
+        # format_exc_info: a JSON line carries the traceback as text, not `exc_info: true`.
+        tail = [structlog.processors.format_exc_info, structlog.processors.JSONRenderer()]
     structlog.configure(
         processors=[
             structlog.processors.add_log_level,
             structlog.processors.TimeStamper(fmt="iso", utc=True),
-            renderer,
+            *tail,
         ],
         wrapper_class=structlog.make_filtering_bound_logger(numeric),
         # sys.stderr looked up per logger, not once: whoever replaced it since (a test's

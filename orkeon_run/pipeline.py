@@ -45,7 +45,7 @@ from pathlib import Path
 from typing import Any
 
 from . import tools as tools_mod
-from .budget import Ledger
+from .budget import Ledger, spent_text
 from .calls import CallContext, CallOutcome, HookRun, RefusedBy, result_text
 from .events import EventLog
 from .gate import Gate
@@ -62,11 +62,9 @@ from .hooks.native import (
 from .paths import PathOutside, resolve_in_workspace, within_roots
 from .rules import RuleSet, call_subjects
 
-BUDGET_WORDS = {"seconds": "time", "turns": "turn", "tokens": "token", "usd": "cost"}
-
 
 def budget_text(which: str) -> str:
-    return f"[refused: the step's {BUDGET_WORDS.get(which, which)} budget is spent]"
+    return f"[refused: {spent_text(which)}]"
 
 
 @dataclass

@@ -108,6 +108,9 @@ def _path_regex(pattern: str) -> re.Pattern[str] | _Bounded:
     # DOTALL: a newline is an ordinary character in a file name; without it `.+` stopped at
     # one, and `file_write(**/secret.py)` did not match `x\ny/secret.py`.
     body = compiled.regex.pattern
+    # `$` also matches before a final newline: `file_write(*.py)` must not allow `x.py\n`.
+    # In pathspec's regexes an unescaped `$` is always an anchor (a literal one is `\$`).
+    body = re.sub(r"(?<!\\)\$", lambda _: r"\Z", body)
     if "*" in body or "+" in body:
         return _Bounded(body, re.DOTALL)
     return re.compile(body, re.DOTALL)

@@ -106,7 +106,7 @@ def run(
     atomic_write_json(rd / "state.json", state)
     events = EventLog(rd / "events.jsonl", stream)
     try:
-        return _run_step(step, runner, prep, rd, run_id, events, resume, state)
+        return _run_step(step, runner, prep, rd, run_id, events, resume, state, environ)
     finally:
         events.close()
 
@@ -144,6 +144,7 @@ def _run_step(
     events: EventLog,
     resume: bool,
     state: dict[str, Any],
+    environ: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     import anyio
 
@@ -173,7 +174,7 @@ def _run_step(
         run_id=run_id,
         ledger=ledger,
         events=events,
-        provider=build_provider(prep.inputs.model),
+        provider=build_provider(prep.inputs.model, environ=environ),
         gate=Gate.from_inputs(prep.inputs.gate),
         shell_rules=prep.shell_rules,
         settings_hooks=settings_hooks,
@@ -223,13 +224,23 @@ def _run_step(
     try:
         outcome = anyio.run(main)
     except Exception as exc:  # a bug, or a failure no step handled: still leave a result
-        log.exception("step crashed")
-        outcome = StepOutcome(status="error", error=f"{type(exc).__name__}: {exc}")
+        cause = _first_cause(exc)
+        log.error("step crashed", exc_info=cause)
+        roles = [a.result for a in sr.agents.values() if a.turns or a.calls]
+        outcome = StepOutcome(status="error", roles=roles, error=f"{type(cause).__name__}: {cause}")
     result = result_document(run_id, step, outcome, ledger)
     atomic_write_json(rd / "result.json", result)
     events.emit("result", **result)
     log.info("step ended", step=step, status=result["status"], exit_code=result["exit_code"])
     return result
+
+
+def _first_cause(exc: BaseException) -> BaseException:
+    """The exception a task group wrapped (`ExceptionGroup: unhandled errors in a
+    TaskGroup` names nothing a person can act on)."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    return exc
 
 
 def _key_envs(prep: Prepared) -> list[str]:

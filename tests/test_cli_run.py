@@ -129,6 +129,7 @@ def test_a_spent_budget_exits_3_and_says_which(tmp_path):
     assert result["status"] == "budget_exhausted"
     assert result["budget"]["exhausted"] == "turns"
     assert result["budget"]["turns"] == 1
+    assert result["error"].startswith("the step's turn budget is spent")
 
 
 def test_bad_inputs_exit_2_and_write_nothing(tmp_path):
@@ -251,3 +252,39 @@ def test_a_step_that_ends_exactly_on_its_turn_limit_succeeded(tmp_path):
     budget = json.loads(proc.stdout)["budget"]
     assert budget["turns"] == 3
     assert budget["exhausted"] is None
+
+
+def test_a_crash_inside_a_step_still_leaves_a_result_naming_its_cause(
+    tmp_path, monkeypatch, capsys
+):
+    """Fault injection (no input is known to crash a step): a bug raised inside a role's
+    task group ends the run with status "error", exit 1, the real exception named, and
+    result.json and the events written."""
+    import anyio
+
+    from orkeon_run.__main__ import main
+    from orkeon_run.steps import spec
+
+    async def broken(sr):
+        async def role():
+            raise KeyError("no such thing")
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(role)
+
+    monkeypatch.setattr(spec, "run", broken)
+    monkeypatch.setenv("ORKEON_CONFIG_DIR", str(tmp_path / "config"))
+    ws = make_workspace(tmp_path, FILES)
+    code = main(
+        ["run", "dev-spec", "--workspace", str(ws), "--output", "json",
+         "--inputs", json.dumps(spec_inputs([WRITE_SPEC]))]
+    )  # fmt: skip
+    out, err = capsys.readouterr()
+    assert code == 1
+    result = json.loads(out)
+    assert result["status"] == "error"
+    assert result["error"] == "KeyError: 'no such thing'"
+    run_dir = ws / ".orkeon" / "runs" / result["run_id"]
+    assert json.loads((run_dir / "result.json").read_text()) == result
+    crash = [json.loads(x) for x in err.splitlines() if "step crashed" in x]
+    assert "KeyError: 'no such thing'" in crash[0]["exception"]

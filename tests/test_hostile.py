@@ -359,6 +359,9 @@ def test_hook_commands_are_one_program_or_refused_naming_the_hook(
     event(f"exit {rc}")
     bad = set()
     for i, c in enumerate(commands):
+        if "\n" in c or "\r" in c:  # a hook command is one line
+            bad.add(i)
+            continue
         try:
             split_command(c)
         except ValueError:

@@ -27,6 +27,16 @@ BAD_INPUTS = [
     ("unknown nested key", '{"budget": {"secs": 1}}', "budget.secs: unknown key"),
     ("wrong type", '{"budget": {"seconds": "soon"}}', "budget.seconds:"),
     ("negative concurrency", '{"concurrency": 0}', "concurrency:"),
+    (
+        "a zero time budget",
+        '{"budget": {"seconds": 0}}',
+        "budget.seconds: Input should be greater than 0",
+    ),
+    (
+        "a zero turn budget",
+        '{"budget": {"turns": 0}}',
+        "budget.turns: Input should be greater than or equal to 1",
+    ),
     ("plan without batches", json.dumps({"plan": {"batches": []}}), "plan.batches:"),
     (
         "role without roots",
@@ -56,6 +66,11 @@ BAD_INPUTS = [
         "hook with a shell operator",
         '{"hooks": [{"event": "pre-tool", "command": "true"}, {"event": "pre-tool", "command": "a && b"}]}',
         "hooks[1].command: '&&' is refused",
+    ),
+    (
+        "hook with a line break",
+        '{"hooks": [{"event": "pre-tool", "command": "true\\nfalse"}]}',
+        "hooks[0].command: a line break is refused",
     ),
     (
         "hook with a bad event",

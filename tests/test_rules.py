@@ -144,3 +144,10 @@ def test_with_allow_rules_a_call_must_match_one_and_rule_names_them_all() -> Non
 
 def test_empty_rule_set_allows_everything() -> None:
     assert RuleSet.parse("rs").refusal("shell", shell("rm -rf /")) is None
+
+
+def test_a_path_pattern_does_not_match_a_name_with_a_trailing_newline():
+    """`$` matches before a final newline; a file named `x.py\\n` is not a `*.py` file."""
+    rs = RuleSet.parse("py-only", allow=["file_write(*.py)"], deny=[])
+    assert rs.refusal("file_write", ["src/x.py"]) is None
+    assert rs.refusal("file_write", ["src/x.py\n"]) == "file_write(*.py)"

@@ -74,11 +74,16 @@ class HTTPProvider:
 
     def make_client(self) -> Any:
         headers = {"accept": "application/json", "content-type": "application/json"}
+        # A plain-http base URL (a local vLLM, Ollama, a loopback fake) never uses TLS:
+        # skip loading the CA bundle (~40-90 ms of every run's start), and follow no
+        # redirect, so no https hop can happen without the certificate checks.
+        tls = not self.base_url.startswith("http://")
         return http.AsyncClient(
             base_url=self.base_url,
             headers={**headers, **self.auth_headers()},
             timeout=self.config.timeout_seconds,
-            follow_redirects=True,
+            follow_redirects=tls,
+            verify=tls,
             limits=LIMITS,
         )
 

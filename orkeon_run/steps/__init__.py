@@ -14,6 +14,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..budget import spent_text
 from ..calls import CallContext
 from ..crew import Crew, load_crew
 from ..errors import InputError
@@ -139,7 +140,7 @@ def finish(
     status: StepStatus
     if spent:
         status = "budget_exhausted"
-        budget = f"the step's {spent} budget is spent"
+        budget = spent_text(spent)
         error = f"{budget}; {error}" if error else budget
     else:
         error = error or role_failure(roles)
