@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterable, Mapping
+from pathlib import Path
 
 # The OrbCode page's rule for what looks like a credential.
 CREDENTIAL_NAME = re.compile(
@@ -44,3 +45,15 @@ def scrubbed(
         for k, v in env.items()
         if k not in drop and not (credentials and CREDENTIAL_NAME.search(k))
     }
+
+
+def config_dir(environ: Mapping[str, str] | None = None) -> Path:
+    """orkeon's configuration folder: `$ORKEON_CONFIG_DIR`, else `~/.config/orkeon`
+    (the user's settings.json, trusted.json)."""
+    env = os.environ if environ is None else environ
+    given = env.get("ORKEON_CONFIG_DIR")
+    if given:
+        # os.path.expanduser: Path.expanduser raises RuntimeError for an unknown ~user (an
+        # internal error, exit 1); the shell's way is to keep the text as it is.
+        return Path(os.path.expanduser(given))
+    return Path.home() / ".config" / "orkeon"

@@ -32,6 +32,7 @@ from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .environ import config_dir
 from .errors import InputError
 
 if TYPE_CHECKING:
@@ -87,15 +88,7 @@ class ShellRules:
         )
 
 
-def user_config_dir(environ: Mapping[str, str] | None = None) -> Path:
-    """`$ORKEON_CONFIG_DIR`, else `~/.config/orkeon`."""
-    env = os.environ if environ is None else environ
-    given = env.get("ORKEON_CONFIG_DIR")
-    if given:
-        # os.path.expanduser: Path.expanduser raises RuntimeError for an unknown ~user (an
-        # internal error, exit 1); the shell's way is to keep the text as it is.
-        return Path(os.path.expanduser(given))
-    return Path.home() / ".config" / "orkeon"
+user_config_dir = config_dir  # one definition, in environ.py
 
 
 def resolve_shell_rules(

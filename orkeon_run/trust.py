@@ -24,21 +24,14 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from .environ import config_dir
 from .errors import InputError
 
 TRUST_ENV = "ORKEON_TRUST_PROJECT_HOOKS"
 TRUST_FILE = "trusted.json"
 
 
-def default_config_dir(environ: Mapping[str, str] | None = None) -> Path:
-    """`$ORKEON_CONFIG_DIR`, else `~/.config/orkeon`."""
-    env = os.environ if environ is None else environ
-    given = env.get("ORKEON_CONFIG_DIR")
-    if given:
-        # os.path.expanduser: Path.expanduser raises RuntimeError for an unknown ~user (an
-        # internal error, exit 1); the shell's way is to keep the text as it is.
-        return Path(os.path.expanduser(given))
-    return Path.home() / ".config" / "orkeon"
+default_config_dir = config_dir  # one definition, in environ.py
 
 
 def project_settings_path(workspace: Path) -> Path:
