@@ -95,3 +95,32 @@ def test_sigint_mid_batch_then_resume(tmp_path: Path) -> None:
     assert 12 <= len(b_calls) <= 13
     assert (ws / "src/b/y.py").read_text() == "b"
     assert state(rd)["batches_passed"] == ["b1", "b2"]
+
+
+def test_sigterm_mid_batch_keeps_the_roles_that_ran(tmp_path: Path) -> None:
+    """INTERFACE section 1: SIGTERM too ends the run with exit 130, the result written, and
+    the role that was running listed as interrupted with what it did."""
+    ws = make_workspace(tmp_path, FILES)
+    rd = tmp_path / "run"
+    slow = [{"tool_calls": [shell("sleep 0.1")]} for _ in range(30)]
+    plan = {"batches": [{"name": "b1", "roles": [{"name": "a", "roots": ["src/a/"], "task": "a"}]}]}
+    inputs = tmp_path / "inputs.json"
+    inputs.write_text(json.dumps(scripted({"b1/a": slow}, plan=plan)))
+    env = environ(tmp_path)
+    env["PYTHONPATH"] = str(Path(__file__).resolve().parent.parent)
+    args = ["run", "dev-batches", "--inputs", f"@{inputs}", "--workspace", str(ws)]
+    proc = orkeon(*args, "--run-dir", str(rd), "--output", "json", cwd=tmp_path, env=env)
+    try:
+        wait_for_call(rd, "b1/a", time.monotonic() + 20)
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=20)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130, err
+    result = json.loads(out)
+    assert result == json.loads((rd / "result.json").read_text())
+    assert result["status"] == "interrupted"
+    (role,) = result["roles"]
+    assert role["name"] == "b1/a" and role["status"] == "interrupted"
+    assert 1 <= role["calls"] < 30
+    assert read_jsonl(rd / "events.jsonl")[-1]["type"] == "result"
