@@ -78,6 +78,12 @@ async def check(
     name = canonical_tool(tool)
     if name is None:
         raise ValueError(f"unknown tool {tool!r}")
+    from .tools import TOOLS
+
+    if TOOLS[name].path_field is None:
+        # A call of a tool with no path argument (shell) has none, so `{path}` reads `-`
+        # there (INTERFACE 4); the sample must not show a path the real call never has.
+        path = None
     lines: list[str] = []
     code = 0
     for hook in number(native_hooks):

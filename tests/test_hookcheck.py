@@ -154,3 +154,16 @@ async def test_check_runs_settings_shape_tool_hooks_on_the_sample_call(workspace
     assert re.fullmatch(r"PostToolUse exit 0 -> exit 0 \(\d+\.\d\d s\)", lines[2])
     assert lines[3] == "   the model would read: the result, unchanged by these hooks"
     assert not (workspace / "never").exists()  # its matcher is Write: not this call
+
+
+async def test_check_gives_a_shell_sample_call_no_path(
+    workspace: Path, hook_cmd: HookCmd, hook_rules: ShellRules
+) -> None:
+    """INTERFACE 4: "`{path}` is the call's path argument ...; `-` otherwise, or when the
+    call has none": a shell call has none, so the sample call must not show `--path`."""
+    log = hook_cmd("log_call.sh", "{event}", "{tool}", "{path}")
+    lines, code = await check(
+        hooks(("pre-tool", log)), workspace=workspace, shell_rules=hook_rules, tool="Bash"
+    )
+    assert code == 0, lines
+    assert (workspace / "calls.log").read_text().splitlines() == ["pre-tool shell -"]
