@@ -166,6 +166,10 @@ class Pipeline:
             nr = await self._run_native(hook, tool, path, limit)
             runs.append(nr.run)
             if nr.line is not None:
+                if nr.run.timed_out and limit < HOOK_LIMIT:
+                    # The budget, not the hook's own 60 s, stopped it: the model reads the
+                    # documented budget text, not a time-out the contract does not name.
+                    return refused(self._budget_refusal())
                 return refused(_Refusal("hook", nr.line))
 
         # Settings-shape PreToolUse hooks.
@@ -214,6 +218,9 @@ class Pipeline:
                     nr = budget_spent(hook, tool=tool, path=path)
                 else:
                     nr = await self._run_native(hook, tool, path, limit)
+                    if nr.run.timed_out and limit < HOOK_LIMIT:  # cut short by the budget
+                        self.ledger.refuse()
+                        nr = NativeRun(nr.run, budget_spent(hook, tool=tool, path=path).line)
                 runs.append(nr.run)
                 if nr.line is not None:
                     lines.append(nr.line)

@@ -315,17 +315,35 @@ async def test_a_pre_tool_hook_past_its_limit_refuses(
     ws: Path, hook_cmd: HookCmd, hook_rules: ShellRules
 ) -> None:
     """Seed: "the first that ... runs longer than 60 seconds ... refuses the call" — here the
-    budget makes the limit 0.4 s, and the text names the limit that applied."""
+    budget makes the limit 0.4 s (INTERFACE 8: "A hook's time limit is the smaller of its own
+    and what is left"), so it is the budget that stops it, and the model reads that text."""
     sleep = hook_cmd("sleep.sh", "30")
     h = Harness(ws, hooks=[("pre-tool", sleep)], rules=hook_rules,
                 limits=BudgetLimits(seconds=0.4))  # fmt: skip
     out = await h.call("file_write", write("src/api/y.py"))
-    assert out.result == f"[pre-tool hook #1 ({sleep}) ran longer than 0.4 s]"
-    assert out.refused_by == "hook" and out.hooks[0].timed_out
+    assert out.result == "[refused: the step's time budget is spent]"
+    assert out.refused_by == "budget" and out.hooks[0].timed_out
     assert not (ws / "src/api/y.py").exists()
     # The budget is now spent: no new call starts.
     out = await h.call("file_read", {"file_path": "README.md"})
     assert (out.result, out.refused_by) == ("[refused: the step's time budget is spent]", "budget")
+
+
+async def test_a_post_tool_hook_cut_by_the_budget_adds_the_budget_line(
+    ws: Path, hook_cmd: HookCmd, hook_rules: ShellRules
+) -> None:
+    """INTERFACE 8: "A hook's time limit is the smaller of its own and what is left"; the
+    post-tool hook stopped by what was left adds the budget's line, and the budget counts
+    as exhausted (it stopped work)."""
+    sleep = hook_cmd("sleep.sh", "30")
+    h = Harness(ws, hooks=[("post-tool", sleep)], rules=hook_rules,
+                limits=BudgetLimits(seconds=0.4))  # fmt: skip
+    out = await h.call("file_read", {"file_path": "README.md"})
+    assert out.outcome == "ran" and out.hooks[0].timed_out
+    assert out.result == (
+        f"# readme\n[post-tool hook #1 ({sleep}) could not run: the step's time budget is spent]"
+    )
+    assert h.ledger.snapshot()["exhausted"] == "seconds"
 
 
 async def test_a_hook_that_cannot_run_refuses_every_call_of_the_step(ws: Path) -> None:
