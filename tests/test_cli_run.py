@@ -288,3 +288,37 @@ def test_a_crash_inside_a_step_still_leaves_a_result_naming_its_cause(
     assert json.loads((run_dir / "result.json").read_text()) == result
     crash = [json.loads(x) for x in err.splitlines() if "step crashed" in x]
     assert "KeyError: 'no such thing'" in crash[0]["exception"]
+
+
+def test_on_a_terminal_the_summary_is_text_and_logs_are_for_people(tmp_path):
+    """INTERFACE section 1: `text` is the default on a terminal; logs are human-readable on
+    a terminal (JSON lines otherwise, as the tests above show)."""
+    import os
+    import pty
+
+    ws = make_workspace(tmp_path, FILES)
+    leader, follower = pty.openpty()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "orkeon_run", "run", "dev-spec", "--workspace", str(ws),
+         "--inputs", json.dumps(spec_inputs([WRITE_SPEC]))],
+        stdin=subprocess.DEVNULL, stdout=follower, stderr=follower,
+        env=environ(tmp_path), cwd=tmp_path,
+    )  # fmt: skip
+    os.close(follower)
+    chunks = []
+    while True:
+        try:
+            data = os.read(leader, 65536)
+        except OSError:  # the other side closed
+            break
+        if not data:
+            break
+        chunks.append(data)
+    os.close(leader)
+    assert proc.wait(timeout=60) == 0
+    text = b"".join(chunks).decode()
+    assert "dev-spec: succeeded (exit 0)" in text
+    assert "role writer: succeeded" in text
+    assert "step started" in text
+    for line in text.splitlines():
+        assert not line.lstrip().startswith("{"), line  # no JSON on a terminal
