@@ -15,14 +15,11 @@ left out (the API rejects empty content).
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
-from ..errors import ProviderError
 from ..inputs import AnthropicModel
 from .base import Message, ToolCall, ToolSpec, Turn
-from .http import HTTPProvider
-from .retry import one_line
+from .http import HTTPProvider, reading_reply, reply_document
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
 API_VERSION = "2026-10-21"  # the `anthropic-version` header the SDK (2.14) sends
@@ -77,17 +74,10 @@ def wire_tools(tools: list[ToolSpec]) -> list[dict[str, Any]]:
 
 def parse_reply(data: bytes, label: str) -> Turn:
     """The Turn in a Messages reply; ProviderError when it is not one."""
-    try:
-        doc = json.loads(data)
-    except ValueError:
-        raise ProviderError(
-            one_line(f"{label}: the reply is not JSON: {data[:120].decode('utf-8', 'replace')!r}")
-        ) from None
-    if isinstance(doc, dict) and doc.get("type") == "error":
-        err = doc.get("error")
-        msg = err.get("message") if isinstance(err, dict) else err
-        raise ProviderError(one_line(f"{label}: the server answered an error: {msg}"))
-    try:
+    doc = reply_document(
+        data, label, lambda d: d.get("error") if d.get("type") == "error" else None
+    )
+    with reading_reply(label):
         texts: list[str] = []
         calls: list[ToolCall] = []
         for block in doc["content"]:
@@ -111,10 +101,6 @@ def parse_reply(data: bytes, label: str) -> Turn:
             tokens_out=int(usage.get("output_tokens") or 0),
             model_name=doc.get("model"),
         )
-    except (KeyError, IndexError, TypeError, AttributeError, ValueError) as exc:
-        raise ProviderError(
-            one_line(f"{label}: cannot read the reply ({type(exc).__name__}: {exc})")
-        ) from None
 
 
 class AnthropicProvider(HTTPProvider):

@@ -17,14 +17,17 @@ conversation becomes a request body (`request_body`) and how a reply becomes a T
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import anyio.lowlevel
 
+from ..errors import ProviderError
 from ..events import utf8_line
 from ..pricing import context_for, price_for
 from .base import Message, ToolSpec, Turn
-from .retry import StatusError, http_classifier, with_retries
+from .retry import StatusError, http_classifier, one_line, with_retries
 
 try:  # the SDKs' HTTP library: httpx2 in current releases, httpx before
     import httpx2 as http
@@ -33,6 +36,33 @@ except ImportError:  # pragma: no cover
 
 # The SDKs' own client settings, kept: concurrent roles share one pool.
 LIMITS = http.Limits(max_connections=1000, max_keepalive_connections=100)
+
+
+def reply_document(data: bytes, label: str, error_of: Callable[[Any], Any]) -> Any:
+    """A reply's JSON document. ProviderError (one line) when it is not JSON, or when
+    `error_of(doc)` finds an error answer in it (its message, or None)."""
+    try:
+        doc = json.loads(data)
+    except ValueError:
+        raise ProviderError(
+            one_line(f"{label}: the reply is not JSON: {data[:120].decode('utf-8', 'replace')!r}")
+        ) from None
+    err = error_of(doc) if isinstance(doc, dict) else None
+    if err is not None:
+        msg = err.get("message") if isinstance(err, dict) else err
+        raise ProviderError(one_line(f"{label}: the server answered an error: {msg}"))
+    return doc
+
+
+@contextmanager
+def reading_reply(label: str) -> Iterator[None]:
+    """A reply of the wrong shape (a missing key, a wrong type) is one ProviderError line."""
+    try:
+        yield
+    except (KeyError, IndexError, TypeError, AttributeError, ValueError) as exc:
+        raise ProviderError(
+            one_line(f"{label}: cannot read the reply ({type(exc).__name__}: {exc})")
+        ) from None
 
 
 class HTTPProvider:

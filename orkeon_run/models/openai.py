@@ -17,11 +17,9 @@ import json
 import os
 from typing import Any
 
-from ..errors import ProviderError
 from ..inputs import OpenAIModel
 from .base import Message, ToolCall, ToolSpec, Turn
-from .http import HTTPProvider
-from .retry import one_line
+from .http import HTTPProvider, reading_reply, reply_document
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 
@@ -77,17 +75,10 @@ def _text(content: Any) -> str:
 
 def parse_reply(data: bytes, label: str) -> Turn:
     """The Turn in a Chat Completions reply; ProviderError when it is not one."""
-    try:
-        doc = json.loads(data)
-    except ValueError:
-        raise ProviderError(
-            one_line(f"{label}: the reply is not JSON: {data[:120].decode('utf-8', 'replace')!r}")
-        ) from None
-    if isinstance(doc, dict) and "error" in doc and not doc.get("choices"):
-        err = doc["error"]
-        msg = err.get("message") if isinstance(err, dict) else err
-        raise ProviderError(one_line(f"{label}: the server answered an error: {msg}"))
-    try:
+    doc = reply_document(
+        data, label, lambda d: d["error"] if "error" in d and not d.get("choices") else None
+    )
+    with reading_reply(label):
         message = doc["choices"][0]["message"]
         calls = []
         for k, c in enumerate(message.get("tool_calls") or []):
@@ -105,10 +96,6 @@ def parse_reply(data: bytes, label: str) -> Turn:
             tokens_out=int(usage.get("completion_tokens") or 0),
             model_name=doc.get("model"),
         )
-    except (KeyError, IndexError, TypeError, AttributeError, ValueError) as exc:
-        raise ProviderError(
-            one_line(f"{label}: cannot read the reply ({type(exc).__name__}: {exc})")
-        ) from None
 
 
 class OpenAIProvider(HTTPProvider):
