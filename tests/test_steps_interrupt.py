@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from stepkit import environ, events, make_workspace, read_jsonl, scripted, shell, state, write
 
@@ -37,6 +38,34 @@ def wait_for_call(run_dir: Path, role: str, deadline: float) -> None:
     raise AssertionError(f"no call of {role} in time")
 
 
+def orkeon_env(tmp: Path) -> dict[str, str]:
+    env = environ(tmp)
+    env["PYTHONPATH"] = str(Path(__file__).resolve().parent.parent)
+    return env
+
+
+def run_then_signal(
+    doc: dict[str, Any], ws: Path, rd: Path, role: str, sig: int, *, cwd: Path, env: dict[str, str]
+) -> dict[str, Any]:
+    """Start `orkeon run dev-batches`, send `sig` once `role` has made a call, and check
+    what INTERFACE section 1 promises: exit 130 and the result written. The result."""
+    inputs = cwd / "inputs.json"
+    inputs.write_text(json.dumps(doc))
+    args = ["run", "dev-batches", "--inputs", f"@{inputs}", "--workspace", str(ws)]
+    proc = orkeon(*args, "--run-dir", str(rd), "--output", "json", cwd=cwd, env=env)
+    try:
+        wait_for_call(rd, role, time.monotonic() + 20)
+        proc.send_signal(sig)
+        out, err = proc.communicate(timeout=20)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130, err
+    result = json.loads(out)
+    assert result == json.loads((rd / "result.json").read_text())
+    assert (result["status"], result["exit_code"]) == ("interrupted", 130)
+    return result
+
+
 def test_sigint_mid_batch_then_resume(tmp_path: Path) -> None:
     """INTERFACE section 1: exit 130 "interrupted (SIGINT/SIGTERM); what finished is kept"."""
     ws = make_workspace(tmp_path, FILES)
@@ -52,24 +81,10 @@ def test_sigint_mid_batch_then_resume(tmp_path: Path) -> None:
             {"name": "b2", "roles": [{"name": "b", "roots": ["src/b/"], "task": "b"}]},
         ]
     }
-    inputs = tmp_path / "inputs.json"
-    inputs.write_text(json.dumps(scripted(script, plan=plan)))
-    env = environ(tmp_path)
-    env["PYTHONPATH"] = str(Path(__file__).resolve().parent.parent)
-
-    args = ["run", "dev-batches", "--inputs", f"@{inputs}", "--workspace", str(ws)]
-    proc = orkeon(*args, "--run-dir", str(rd), "--output", "json", cwd=tmp_path, env=env)
-    try:
-        wait_for_call(rd, "b2/b", time.monotonic() + 20)
-        proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=20)
-    finally:
-        proc.kill()
-    assert proc.returncode == 130, err
-    result = json.loads(out)
-    assert result == json.loads((rd / "result.json").read_text())
-    assert result["status"] == "interrupted"
-    assert result["exit_code"] == 130
+    env = orkeon_env(tmp_path)
+    result = run_then_signal(
+        scripted(script, plan=plan), ws, rd, "b2/b", signal.SIGINT, cwd=tmp_path, env=env
+    )
     saved = state(rd)
     assert saved["batches_passed"] == ["b1"]
     assert saved["current"]["batch"] == "b2"
@@ -104,22 +119,10 @@ def test_sigterm_mid_batch_keeps_the_roles_that_ran(tmp_path: Path) -> None:
     rd = tmp_path / "run"
     slow = [{"tool_calls": [shell("sleep 0.1")]} for _ in range(30)]
     plan = {"batches": [{"name": "b1", "roles": [{"name": "a", "roots": ["src/a/"], "task": "a"}]}]}
-    inputs = tmp_path / "inputs.json"
-    inputs.write_text(json.dumps(scripted({"b1/a": slow}, plan=plan)))
-    env = environ(tmp_path)
-    env["PYTHONPATH"] = str(Path(__file__).resolve().parent.parent)
-    args = ["run", "dev-batches", "--inputs", f"@{inputs}", "--workspace", str(ws)]
-    proc = orkeon(*args, "--run-dir", str(rd), "--output", "json", cwd=tmp_path, env=env)
-    try:
-        wait_for_call(rd, "b1/a", time.monotonic() + 20)
-        proc.send_signal(signal.SIGTERM)
-        out, err = proc.communicate(timeout=20)
-    finally:
-        proc.kill()
-    assert proc.returncode == 130, err
-    result = json.loads(out)
-    assert result == json.loads((rd / "result.json").read_text())
-    assert result["status"] == "interrupted"
+    doc = scripted({"b1/a": slow}, plan=plan)
+    result = run_then_signal(
+        doc, ws, rd, "b1/a", signal.SIGTERM, cwd=tmp_path, env=orkeon_env(tmp_path)
+    )
     (role,) = result["roles"]
     assert role["name"] == "b1/a" and role["status"] == "interrupted"
     assert 1 <= role["calls"] < 30
