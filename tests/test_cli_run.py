@@ -52,13 +52,19 @@ def orkeon(
     )
 
 
+def dev_spec(
+    tmp: Path, ws: Path, doc: dict[str, Any], output: str = "json"
+) -> subprocess.CompletedProcess[str]:
+    """`orkeon run dev-spec` on `ws` with `doc` as its inputs."""
+    return orkeon(
+        tmp, "run", "dev-spec", "--workspace", str(ws), "--output", output,
+        "--inputs", json.dumps(doc),
+    )  # fmt: skip
+
+
 def test_output_json_is_the_result_document_and_nothing_else(tmp_path):
     ws = make_workspace(tmp_path, FILES)
-    proc = orkeon(
-        tmp_path,
-        "run", "dev-spec", "--workspace", str(ws), "--output", "json",
-        "--inputs", json.dumps(spec_inputs([WRITE_SPEC])),
-    )  # fmt: skip
+    proc = dev_spec(tmp_path, ws, spec_inputs([WRITE_SPEC]))
     assert proc.returncode == 0, proc.stderr
     result = json.loads(proc.stdout)  # one object, nothing around it
     assert proc.stdout.count("\n") == 1
@@ -74,11 +80,7 @@ def test_output_json_is_the_result_document_and_nothing_else(tmp_path):
 
 def test_stream_json_is_the_events_then_the_result(tmp_path):
     ws = make_workspace(tmp_path, FILES)
-    proc = orkeon(
-        tmp_path,
-        "run", "dev-spec", "--workspace", str(ws), "--output", "stream-json",
-        "--inputs", json.dumps(spec_inputs([WRITE_SPEC])),
-    )  # fmt: skip
+    proc = dev_spec(tmp_path, ws, spec_inputs([WRITE_SPEC]), "stream-json")
     assert proc.returncode == 0, proc.stderr
     events = [json.loads(line) for line in proc.stdout.splitlines()]
     assert events[0]["type"] == "run.start"
@@ -93,11 +95,7 @@ def test_stream_json_is_the_events_then_the_result(tmp_path):
 
 def test_text_output_is_a_short_summary(tmp_path):
     ws = make_workspace(tmp_path, FILES)
-    proc = orkeon(
-        tmp_path,
-        "run", "dev-spec", "--workspace", str(ws), "--output", "text",
-        "--inputs", json.dumps(spec_inputs([WRITE_SPEC])),
-    )  # fmt: skip
+    proc = dev_spec(tmp_path, ws, spec_inputs([WRITE_SPEC]), "text")
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.startswith("dev-spec: succeeded (exit 0)")
     assert "role writer: succeeded" in proc.stdout
@@ -106,11 +104,7 @@ def test_text_output_is_a_short_summary(tmp_path):
 def test_a_failed_step_exits_1(tmp_path):
     """INTERFACE: "1 | the step ran and failed" — here the writer never writes the spec."""
     ws = make_workspace(tmp_path, FILES)
-    proc = orkeon(
-        tmp_path,
-        "run", "dev-spec", "--workspace", str(ws), "--output", "json",
-        "--inputs", json.dumps(spec_inputs([{"text": "I will not write it"}])),
-    )  # fmt: skip
+    proc = dev_spec(tmp_path, ws, spec_inputs([{"text": "I will not write it"}]))
     assert proc.returncode == 1, proc.stderr
     result = json.loads(proc.stdout)
     assert result["status"] == "failed"
@@ -120,10 +114,7 @@ def test_a_failed_step_exits_1(tmp_path):
 def test_a_spent_budget_exits_3_and_says_which(tmp_path):
     ws = make_workspace(tmp_path, FILES)
     doc = spec_inputs([WRITE_SPEC], budget={"seconds": 60, "turns": 1})
-    proc = orkeon(
-        tmp_path, "run", "dev-spec", "--workspace", str(ws), "--output", "json",
-        "--inputs", json.dumps(doc),
-    )  # fmt: skip
+    proc = dev_spec(tmp_path, ws, doc)
     assert proc.returncode == 3, proc.stderr
     result = json.loads(proc.stdout)
     assert result["status"] == "budget_exhausted"
@@ -244,10 +235,7 @@ def test_a_step_that_ends_exactly_on_its_turn_limit_succeeded(tmp_path):
     ws = make_workspace(tmp_path, FILES)
     # analyst: 1 turn; writer: the write, then its final answer: 3 turns in all.
     doc = spec_inputs([WRITE_SPEC], budget={"seconds": 60, "turns": 3})
-    proc = orkeon(
-        tmp_path, "run", "dev-spec", "--workspace", str(ws), "--output", "json",
-        "--inputs", json.dumps(doc),
-    )  # fmt: skip
+    proc = dev_spec(tmp_path, ws, doc)
     assert proc.returncode == 0, proc.stderr
     budget = json.loads(proc.stdout)["budget"]
     assert budget["turns"] == 3
