@@ -151,17 +151,11 @@ def _child(node: Mapping[str, Any], name: str) -> Any:
 
 def _file_values(path: Path) -> dict[str, Any]:
     """The Shell section of one settings file, keys made canonical; {} when it is missing."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
+    from .trust import read_settings_doc
+
+    if not path.exists():
         return {}
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"{path}: cannot read the settings file: {exc}") from None
-    try:
-        doc = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InputError(f"{path}: not valid JSON: {exc}") from None
-    node: Any = doc
+    node: Any = read_settings_doc(path)
     trail: list[str] = []
     for name in SECTION:
         if not isinstance(node, Mapping):

@@ -12,17 +12,9 @@ from pathlib import Path
 
 import anyio
 import pytest
+from stepkit import GIT_ENV
 
 from orkeon_run import audit
-
-GIT_ENV = {
-    "GIT_AUTHOR_NAME": "t",
-    "GIT_AUTHOR_EMAIL": "t@example.com",
-    "GIT_COMMITTER_NAME": "t",
-    "GIT_COMMITTER_EMAIL": "t@example.com",
-    "GIT_CONFIG_GLOBAL": "/dev/null",
-    "GIT_CONFIG_NOSYSTEM": "1",
-}
 
 
 def git(cwd: Path, *args: str) -> str:

@@ -260,8 +260,8 @@ def test_bad_value_in_a_file_names_file_and_key(
 @pytest.mark.parametrize(
     ("text", "says"),
     [
-        ("{not json", "not valid JSON"),
-        ("[]", "the document: must be an object"),
+        ("{not json", "not JSON"),
+        ("[]", "must be a JSON object"),
         ('{"Orkeon": []}', "Orkeon: must be an object"),
         ('{"Orkeon": {"Tools": {"Shell": 3}}}', "Orkeon:Tools:Shell: must be an object"),
     ],
