@@ -6,7 +6,7 @@ built on (installed with either of them), not through the SDKs: importing the
 `anthropic` SDK loads some 3,000 modules (about 2 s, several times a whole run's fixed
 cost; bench/bench_e2e.py), `openai` about 1 s, and a provider only needs a POST. What the
 SDKs' clients did for us is done here: the base URL joined with the endpoint, JSON
-headers, the provider's auth headers, the timeout, redirects followed, and a status that
+headers, the provider's auth headers, the timeout, redirects followed (over TLS only), and a status that
 is not 2xx raised as `retry.StatusError` for our retries (the SDKs' own are off).
 
 A provider subclass names its endpoint (`path`), its auth headers (`auth_headers`), how a
