@@ -222,6 +222,7 @@ def test_example_inputs_validate(tmp_path, capsys):
     files = sorted((root / "examples").rglob("inputs*.json")) + sorted(
         (root / "examples").rglob("inputs/*.json")
     )
+    assert files, "no example inputs found"  # the demo's inputs at least
     for f in sorted(set(files)):
         doc = json.loads(f.read_text())
         doc.pop("workspace", None)

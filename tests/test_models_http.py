@@ -288,9 +288,10 @@ def test_the_key_is_never_written(tmp_path: Path, proto: Protocol) -> None:
         server.push(proto.reply(None, [("c1", "list_files", {})]), proto.reply("ok"))
         rig = Rig(tmp_path, proto.provider(server))
         rig.run("go")
-    for path in rig.run_dir.rglob("*"):
-        if path.is_file():
-            assert proto.key not in path.read_text()
+    files = [p for p in rig.run_dir.rglob("*") if p.is_file()]
+    assert rig.events_path in files and rig.transcript_path in files
+    for path in files:
+        assert proto.key not in path.read_text()
 
 
 # --- the transport -----------------------------------------------------------------------

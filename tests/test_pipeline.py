@@ -633,7 +633,8 @@ async def test_continue_false_in_pre_tool_stops_the_role_without_running(ws: Pat
 
 
 def test_hook_scripts_are_executable_files() -> None:
-    hooks = Path(__file__).parent / "data" / "hooks"
-    for script in hooks.iterdir():
+    scripts = list((Path(__file__).parent / "data" / "hooks").iterdir())
+    assert scripts
+    for script in scripts:
         assert os.access(script, os.X_OK), script
         assert script.read_text().startswith("#!"), script
