@@ -10,7 +10,8 @@ Contract:
 - On time-out the whole group gets SIGTERM, then SIGKILL after `kill_grace` seconds.
 - When the direct child has exited but something it forked still holds the pipes open,
   reading stops after `PIPE_GRACE` seconds and the group is killed: we never wait on a
-  grandchild.
+  grandchild. After SIGTERM the wait lasts until SIGKILL is due instead: the grace belongs
+  to the whole group, so a script under a wrapper shell that dies at once still gets it.
 - A program that cannot run (missing, not executable, bad cwd) is a `ProcResult` with
   `error`, never an exception.
 - `arun` runs `run` in a worker thread; cancelling its task stops the group the same way
@@ -182,7 +183,10 @@ def run(
                 if not reading and in_fd < 0:
                     break
                 if not stop_at:
-                    stop_at = now + PIPE_GRACE
+                    # Once SIGTERM is out, the grace is the group's: a wrapper shell that
+                    # dies at once must not cut short the script it started (dash's `-c`
+                    # does not exec its last command).
+                    stop_at = max(now + PIPE_GRACE, kill_at if term_sent and not killed else 0.0)
                 elif now >= stop_at:
                     break  # something the child forked holds the pipes: the group dies below
 

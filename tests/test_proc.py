@@ -120,6 +120,29 @@ def test_sigterm_ignored_gets_sigkill_after_grace(tmp_path: Path) -> None:
     assert 0.75 <= took < 3
 
 
+@pytest.mark.timeout(20)
+def test_sigterm_ignored_under_a_wrapper_shell_still_waits_the_grace(tmp_path: Path) -> None:
+    """A wrapper shell that runs the script as a child (dash's `sh -c` does not exec its
+    last command) dies of SIGTERM at once; the script under it still gets the grace."""
+    started = time.monotonic()
+    command = f"{script('ignore_term.sh')}; echo after"  # `;` keeps any shell from exec-ing
+    res = run(["/bin/sh", "-c", command], cwd=tmp_path, timeout=0.3, kill_grace=1.0)
+    took = time.monotonic() - started
+    assert res.timed_out and res.exit_code is None
+    assert res.stdout == "ready\n"
+    assert 1.25 <= took < 3, "the grace is the group's, not only the wrapper's"
+
+
+@pytest.mark.timeout(20)
+def test_cleanup_on_sigterm_under_a_wrapper_shell_is_not_cut_short(tmp_path: Path) -> None:
+    done = tmp_path / "cleaned"
+    command = f"{script('slow_cleanup.sh')} {done}; echo after"
+    res = run(["/bin/sh", "-c", command], cwd=tmp_path, timeout=0.3, kill_grace=5)
+    assert res.timed_out
+    assert done.read_text() == "cleaned\n"
+    assert res.seconds < 3, "it ended by itself, long before SIGKILL was due"
+
+
 def _gone_or_zombie(pid: int) -> bool:
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
