@@ -23,9 +23,16 @@ def main(argv: list[str] | None = None) -> int:
     # orkeon uses no pydantic plugin, and the search for them (every installed
     # distribution's entry points) costs 30-40 ms of every command's start.
     set_for_this_process("PYDANTIC_DISABLE_PLUGINS", "__all__")
-    from .cli import run_cli
+    from .fastargs import action
 
-    return run_cli(args)
+    call = action(args)
+    if call is None:
+        from .cli import run_cli
+
+        return run_cli(args)
+    from .actions import guarded
+
+    return guarded(call, lambda exc: None)
 
 
 def entry() -> None:

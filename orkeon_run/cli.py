@@ -1,10 +1,11 @@
-"""The command line (INTERFACE section 1). Each command parses, calls one core function,
-renders, and returns an exit code; errors are mapped to exit codes in `run_cli` only.
+"""The command line (INTERFACE section 1) as a typer app. Each command parses, calls one
+core function, renders, and returns an exit code; errors are mapped to exit codes by
+`actions.guarded` only. A plain `run` or `validate` command line never gets here (see
+`fastargs.py`); help and every usage error do.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from enum import StrEnum
@@ -13,7 +14,7 @@ from typing import Annotated, Any
 import typer
 
 from . import __version__
-from .errors import EXIT_USAGE, InputError, OrkeonError, exit_code_for
+from .errors import EXIT_USAGE, InputError
 
 app = typer.Typer(
     name="orkeon",
@@ -99,23 +100,18 @@ def run(
     ] = None,
 ) -> None:
     """Run one step with its crew. Exit 0 succeeded, 1 failed, 2 bad input, 3 budget, 130 interrupted."""
-    from . import render, runner
+    from . import actions
 
-    if inputs is None and resume is None:
-        raise InputError("--inputs: required (or --resume RUN_DIR)")
-    if resume is not None and run_dir is not None:
-        raise InputError("--run-dir: not with --resume (the run continues in RUN_DIR)")
-    doc = _load(inputs) if inputs is not None else None
-    mode = output.value if output else ("text" if sys.stdout.isatty() else "json")
-    stream = sys.stdout if mode == "stream-json" else None
-    result = runner.run(
-        step.value, doc, workspace=workspace, run_dir=run_dir, resume_dir=resume, stream=stream
+    raise typer.Exit(
+        actions.run(
+            step.value,
+            inputs,
+            workspace=workspace,
+            run_dir=run_dir,
+            output=output.value if output else None,
+            resume=resume,
+        )
     )
-    if mode == "json":
-        sys.stdout.write(json.dumps(result, ensure_ascii=False) + "\n")
-    elif mode == "text":
-        sys.stdout.write(render.summary(result))
-    raise typer.Exit(result["exit_code"])
 
 
 @app.command()
@@ -128,17 +124,11 @@ def validate(
     workspace: WorkspaceOpt = None,
 ) -> None:
     """Parse and check the inputs and every file they name; run nothing."""
-    from .prepare import prepare, stdin_tty
+    from . import actions
 
-    prep = prepare(
-        _load(inputs),
-        step=step.value if step else None,
-        workspace=workspace,
-        stdin_is_tty=stdin_tty(),
+    raise typer.Exit(
+        actions.validate(inputs, step=step.value if step else None, workspace=workspace)
     )
-    for line in prep.warnings:
-        typer.echo(f"warning: {line}", err=True)
-    typer.echo("inputs are valid")
 
 
 @hooks_app.command("list")
@@ -230,48 +220,32 @@ def schema(
     sys.stdout.write(text(name))
 
 
-def one_line(text: str) -> str:
-    """`text` with its control characters escaped (`\\n`, `\\x00`, a lone `\\ud800`): a
-    problem names fields and values from the document, and a key holding a newline split
-    its `orkeon: FIELD: message` line in two."""
-    if text.isprintable():
-        return text
-    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+def _parser_error(exc: Exception) -> int | None:
+    """The exit code of typer's own exceptions (usage errors, abort), else None."""
+    from typer.exceptions import Abort, TyperException
+
+    if isinstance(exc, Abort):
+        sys.stderr.write("orkeon: interrupted\n")
+        return 130
+    if isinstance(exc, TyperException):
+        # Usage errors from the parser: one line, like every other bad input.
+        message = exc.format_message() if hasattr(exc, "format_message") else str(exc)
+        sys.stderr.write(f"orkeon: {' '.join(message.split())} (see orkeon --help)\n")
+        return int(getattr(exc, "exit_code", EXIT_USAGE))
+    return None
 
 
-def run_cli(argv: list[str]) -> int:
-    """Run the typer app; map every exception to the exit-code contract, one line each."""
+def _invoke(argv: list[str]) -> int:
     try:
         # Without standalone mode, typer returns the code of `typer.Exit` instead of raising.
         rc = app(args=argv, prog_name="orkeon", standalone_mode=False)
         return rc if isinstance(rc, int) else 0
     except typer.Exit as exc:
         return exc.exit_code
-    except InputError as exc:
-        for line in exc.problems:
-            sys.stderr.write(f"orkeon: {one_line(line)}\n")
-        return EXIT_USAGE
-    except OrkeonError as exc:
-        sys.stderr.write(f"orkeon: {one_line(str(exc))}\n")
-        return exit_code_for(exc)
-    except KeyboardInterrupt:
-        sys.stderr.write("orkeon: interrupted\n")
-        return 130
-    except Exception as exc:
-        from typer.exceptions import Abort, TyperException
 
-        if isinstance(exc, Abort):
-            sys.stderr.write("orkeon: interrupted\n")
-            return 130
-        if isinstance(exc, TyperException):
-            # Usage errors from the parser: one line, like every other bad input.
-            message = exc.format_message() if hasattr(exc, "format_message") else str(exc)
-            sys.stderr.write(f"orkeon: {' '.join(message.split())} (see orkeon --help)\n")
-            return int(getattr(exc, "exit_code", EXIT_USAGE))
-        if os.environ.get("ORKEON_DEBUG"):
-            raise
-        sys.stderr.write(
-            f"orkeon: internal error: {type(exc).__name__}: {one_line(str(exc))} "
-            "(set ORKEON_DEBUG=1 for a traceback)\n"
-        )
-        return 1
+
+def run_cli(argv: list[str]) -> int:
+    """Run the typer app; map every exception to the exit-code contract, one line each."""
+    from .actions import guarded
+
+    return guarded(lambda: _invoke(argv), _parser_error)

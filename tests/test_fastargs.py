@@ -1,0 +1,138 @@
+"""The fast path for `orkeon run` and `orkeon validate` (fastargs.py) must give the exact
+call the typer app gives, and hand everything else to typer."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from orkeon_run import actions, cli, fastargs
+from orkeon_run.__main__ import main
+from orkeon_run.inputs import STEPS
+
+
+def typer_call(
+    argv: list[str], monkeypatch: pytest.MonkeyPatch
+) -> tuple[str, dict[str, Any]] | None:
+    """The call the typer app makes for `argv`, or None when it refuses the command line."""
+    seen: list[tuple[str, dict[str, Any]]] = []
+
+    def fake_run(step: str, inputs: str | None, **kw: Any) -> int:
+        seen.append(("run", {"step": step, "inputs": inputs, **kw}))
+        return 0
+
+    def fake_validate(inputs: str, **kw: Any) -> int:
+        seen.append(("validate", {"inputs": inputs, **kw}))
+        return 0
+
+    monkeypatch.setattr(actions, "run", fake_run)
+    monkeypatch.setattr(actions, "validate", fake_validate)
+    code = cli.run_cli(argv)
+    monkeypatch.undo()
+    if not seen:
+        assert code != 0
+        return None
+    assert code == 0
+    return seen[0]
+
+
+def fast_call(argv: list[str]) -> tuple[str, dict[str, Any]] | None:
+    parsed = fastargs.parse(argv)
+    if parsed is None:
+        return None
+    name, params = parsed
+    return name, dict(params)
+
+
+PLAIN = [
+    ["run", "dev-batches", "--inputs", "{}"],
+    ["run", "--inputs", "@in.json", "dev-spec"],
+    ["run", "dev-plan", "--inputs=-", "--output", "stream-json"],
+    ["run", "tasks-repair", "--resume", "runs/1", "--output=json"],
+    ["run", "dev-batches", "--inputs", "", "--workspace", "ws", "--run-dir", "r d"],
+    ["run", "dev-batches", "--inputs", "x=y", "--workspace=a=b"],
+    ["validate", "--inputs", "@in.json"],
+    ["validate", "--inputs", "{}", "--step", "dev-plan", "--workspace", "."],
+    ["validate", "--inputs=-"],
+]
+
+DECLINED = [
+    [],
+    ["--version"],
+    ["run"],
+    ["run", "--help"],
+    ["validate", "--help"],
+    ["validate"],
+    ["run", "dev-batches", "--inputs"],
+    ["run", "dev-batches", "--inputs", "{}", "--inputs", "{}"],
+    ["run", "dev-batches", "--inputs", "--output"],
+    ["run", "dev-batches", "--inputs", "{}", "--output", "yaml"],
+    ["run", "dev-batch", "--inputs", "{}"],
+    ["run", "dev-batches", "dev-plan", "--inputs", "{}"],
+    ["run", "dev-batches", "--", "--inputs"],
+    ["run", "dev-batches", "--input", "{}"],
+    ["run", "dev-batches", "-i", "{}"],
+    ["validate", "--inputs", "{}", "--step", "Dev-Plan"],
+    ["validate", "--inputs", "{}", "extra"],
+    ["hooks", "list", "--inputs", "{}"],
+    ["schema", "inputs"],
+]
+
+
+def test_steps_are_the_inputs_steps() -> None:
+    assert fastargs.COMMANDS["run"].choices["step"] == STEPS
+    assert fastargs.COMMANDS["validate"].choices["step"] == STEPS
+
+
+@pytest.mark.parametrize("argv", PLAIN, ids=[" ".join(a) for a in PLAIN])
+def test_a_plain_command_line_is_parsed_as_typer_parses_it(argv, monkeypatch) -> None:
+    fast = fast_call(argv)
+    assert fast is not None, "the fast path should take this command line"
+    assert fast == typer_call(argv, monkeypatch)
+
+
+@pytest.mark.parametrize("argv", DECLINED, ids=[" ".join(a) or "(none)" for a in DECLINED])
+def test_everything_else_goes_to_typer(argv) -> None:
+    assert fastargs.parse(argv) is None
+
+
+TOKENS = st.sampled_from(
+    ["run", "validate", "dev-spec", "dev-batches", "tasks-repair", "--inputs", "--step",
+     "--workspace", "--run-dir", "--output", "--resume", "json", "text", "stream-json",
+     "-", "--", "-x", "{}", "@f", "", "--inputs=a", "--output=json", "--step=dev-plan",
+     "--help", "é", "a b"]
+)  # fmt: skip
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(TOKENS, max_size=7))
+def test_whenever_the_fast_path_answers_typer_agrees(argv: list[str]) -> None:
+    fast = fast_call(argv)
+    if fast is None:
+        return
+    with pytest.MonkeyPatch.context() as mp:
+        assert typer_call(argv, mp) == fast, argv
+
+
+def test_a_bad_command_line_still_gets_typers_one_line(capsys) -> None:
+    assert main(["run", "dev-batches", "--inputs", "{}", "--output", "yaml"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("orkeon: ") and "'yaml' is not one of" in err and "\n" not in err
+
+
+def test_validate_does_not_import_typer(tmp_path) -> None:
+    """issue 7: "import lazily what a command does not need (typer, the SDKs)"."""
+    doc = '{"model": {"provider": "scripted", "script": "%s"}}' % (tmp_path / "s.json")
+    (tmp_path / "s.json").write_text("{}")
+    code = (
+        "import sys; from orkeon_run.__main__ import main; "
+        f"rc = main(['validate', '--inputs', {doc!r}]); "
+        "print(rc, 'typer' in sys.modules, 'click' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path)
+    assert out.stdout.splitlines()[-1] == "0 False False", out.stderr
