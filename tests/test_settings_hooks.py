@@ -906,7 +906,7 @@ def test_problems_and_notes_go_to_the_person_running_orkeon(workspace: Path) -> 
 
     from orkeon_run import logs
 
-    logs.get()  # configured first, so the capture below is not replaced
+    logs.configure()  # configured first, so the capture below is not replaced
     failing = "echo out; echo broke >&2; exit 1"
     note = ans(stdout={"systemMessage": "heads up"})
     quiet = ans(stdout={"systemMessage": "quiet", "suppressOutput": True})

@@ -1,0 +1,63 @@
+"""Logging (logs.py): structlog on stderr, filtered by ORKEON_LOG_LEVEL, imported only
+for the first message that passes the level."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from stepkit import environ, make_workspace
+from test_cli_run import FILES, WRITE_SPEC, spec_inputs
+
+RUN = (
+    "import sys; from orkeon_run.__main__ import main; "
+    "rc = main(sys.argv[1:]); "
+    "sys.stdout.write(json.dumps({'rc': rc, 'structlog': 'structlog' in sys.modules}))"
+)
+
+
+def run_dev_spec(tmp: Path, level: str) -> tuple[dict[str, object], list[dict[str, object]]]:
+    ws = make_workspace(tmp, FILES)
+    env = {**environ(tmp), "ORKEON_LOG_LEVEL": level}
+    argv = ["run", "dev-spec", "--workspace", str(ws), "--output", "stream-json",
+            "--inputs", json.dumps(spec_inputs([WRITE_SPEC]))]  # fmt: skip
+    proc = subprocess.run(
+        [sys.executable, "-c", "import json; " + RUN, *argv],
+        capture_output=True, text=True, env=env, cwd=tmp, timeout=60,
+    )  # fmt: skip
+    last = json.loads(proc.stdout.splitlines()[-1])
+    return last, [json.loads(line) for line in proc.stderr.splitlines()]
+
+
+def test_at_info_the_step_is_logged_as_json_lines(tmp_path: Path) -> None:
+    state, logged = run_dev_spec(tmp_path, "info")
+    assert state == {"rc": 0, "structlog": True}
+    events = [(e["event"], e["level"]) for e in logged]
+    assert events == [("step started", "info"), ("step ended", "info")]
+    assert logged[1]["status"] == "succeeded" and logged[1]["exit_code"] == 0
+
+
+def test_at_warning_a_quiet_run_never_imports_structlog(tmp_path: Path) -> None:
+    state, logged = run_dev_spec(tmp_path, "warning")
+    assert state == {"rc": 0, "structlog": False}
+    assert logged == []
+
+
+@pytest.mark.parametrize(
+    ("level", "shown"),
+    [("debug", ["d", "i", "w", "e"]), ("info", ["i", "w", "e"]), ("WARNING", ["w", "e"]),
+     ("error", ["e"]), ("nonsense", ["i", "w", "e"])],
+)  # fmt: skip
+def test_level_filters_messages(tmp_path: Path, level: str, shown: list[str]) -> None:
+    code = (
+        "from orkeon_run import logs; log = logs.get('t'); "
+        "log.debug('d'); log.info('i'); log.warning('w', n=1); log.error('e')"
+    )
+    env = {**environ(tmp_path), "ORKEON_LOG_LEVEL": level}
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=30
+    )
+    assert [json.loads(line)["event"] for line in proc.stderr.splitlines()] == shown
