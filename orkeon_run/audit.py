@@ -5,7 +5,10 @@ hook, no gate, no budget charge.
    (untracked files included) before and after, each dirty file fingerprinted by its
    content, plus every path a moved HEAD touched; elsewhere a snapshot of every file's
    content hash. Paths under `.orkeon/` (and the run directory) are not the crew's work.
-2. Every changed path must lie under the batch's roots.
+2. Every changed path must lie under the batch's roots. In a git repository the
+   repository's own guards (`config`, `config.worktree`, `hooks/`, `info/` of its git
+   folder) must not change at all, whatever the roots: a role that wrote them (`cp` into
+   `.git/config`) made every later `git` run a program of its choosing.
 3. `audit.build`, then `audit.test`, when given: each must exit 0.
 
 The first failing check decides the record: `{batch, passed, outside_roots,
@@ -51,6 +54,8 @@ class Snapshot:
     entries: dict[str, Any] = field(default_factory=dict)
     # no git: path -> stat key, so an unchanged file is not hashed again.
     stats: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    # git: the repository's guard files (path relative to the workspace) -> fingerprint.
+    guards: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         """For state.json: a resumed batch is audited against its first start."""
@@ -61,6 +66,7 @@ class Snapshot:
             "head": self.head,
             "entries": self.entries,
             "stats": self.stats,
+            "guards": self.guards,
         }
 
     @classmethod
@@ -75,6 +81,7 @@ class Snapshot:
             head=d.get("head"),
             entries={k: tup(v) for k, v in d.get("entries", {}).items()},
             stats={k: tuple(v) for k, v in d.get("stats", {}).items()},
+            guards={k: tup(v) for k, v in d.get("guards", {}).items()},
         )
 
 
@@ -167,17 +174,45 @@ def _git(workspace: Path, *args: str) -> proc.ProcResult:
     )
 
 
-def _git_prefix(workspace: Path) -> str | None:
-    """The workspace's path inside its repository ("" at the top), or None: not git."""
+@dataclass(frozen=True)
+class _Repo:
+    prefix: str  # the workspace's path inside its repository ("" at the top)
+    git_dir: Path
+    common_dir: Path  # differs from git_dir in a linked worktree
+
+
+def _git_repo(workspace: Path) -> _Repo | None:
+    """Where the workspace sits in its repository, or None: not in a git work tree."""
     if not (workspace / ".git").exists():
         # Only a workspace inside a work tree is a git workspace; ask git.
         r = _git(workspace, "rev-parse", "--is-inside-work-tree")
         if r.exit_code != 0 or r.stdout.strip() != "true":
             return None
-    r = _git(workspace, "rev-parse", "--show-prefix")
-    if r.exit_code != 0:
+    r = _git(workspace, "rev-parse", "--show-prefix", "--git-dir", "--git-common-dir")
+    lines = r.stdout.split("\n")
+    if r.exit_code != 0 or len(lines) < 3:
         return None
-    return r.stdout.strip()
+    return _Repo(lines[0].strip(), workspace / lines[1].strip(), workspace / lines[2].strip())
+
+
+# What in a git folder decides which programs git runs (aliases, fsmonitor, hooks,
+# filters) or what it reports (info/exclude hides paths from `git status`).
+_REPO_GUARDS = ("config", "config.worktree", "hooks", "info")
+
+
+def _repo_guards(workspace: Path, repo: _Repo) -> dict[str, Fingerprint]:
+    found: dict[str, Fingerprint] = {}
+    for folder in dict.fromkeys((repo.common_dir, repo.git_dir)):
+        for name in _REPO_GUARDS:
+            top = folder / name
+            paths = [top]
+            if top.is_dir() and not top.is_symlink():
+                paths = [Path(d, f) for d, _, files in os.walk(top) for f in files]
+            for path in paths:
+                fp = _fingerprint(path)
+                if fp[0] != "missing":
+                    found[os.path.relpath(path, workspace)] = fp
+    return found
 
 
 def _git_head(workspace: Path) -> str | None:
@@ -276,14 +311,15 @@ def _walk(workspace: Path, ignore: Sequence[str]) -> dict[str, os.stat_result]:
 def snapshot(workspace: Path, ignore: Sequence[str] = ALWAYS_IGNORED) -> Snapshot:
     """The workspace's state now. Blocking: call it in a worker thread from async code."""
     ignore = tuple(ignore)
-    prefix = _git_prefix(workspace)
-    if prefix is not None:
+    repo = _git_repo(workspace)
+    if repo is not None:
         return Snapshot(
             git=True,
             ignore=ignore,
-            prefix=prefix,
+            prefix=repo.prefix,
             head=_git_head(workspace),
-            entries=_git_dirty(workspace, prefix, ignore),
+            entries=_git_dirty(workspace, repo.prefix, ignore),
+            guards=_repo_guards(workspace, repo),
         )
     stats = _walk(workspace, ignore)
     entries = {p: _fingerprint(workspace / p) for p in stats}
@@ -315,6 +351,20 @@ def changed_paths(workspace: Path, before: Snapshot) -> list[str]:
         ):
             changed.add(p)
     return sorted(changed)
+
+
+def tampered(workspace: Path, before: Snapshot) -> list[str]:
+    """The repository's guard files that changed since `before` (paths relative to the
+    workspace, `.git/config` at the top of a repository), sorted. Blocking."""
+    if not before.git:
+        return []
+    repo = _git_repo(workspace)
+    if repo is None:  # the repository itself went away
+        return sorted(before.guards) or [".git"]
+    now = _repo_guards(workspace, repo)
+    return sorted(
+        p for p in before.guards.keys() | now.keys() if before.guards.get(p) != now.get(p)
+    )
 
 
 # --- the audit ---------------------------------------------------------------------------
@@ -370,13 +420,24 @@ async def run_audit(
 
     try:
         changed = await to_thread.run_sync(changed_paths, workspace, before)
+        guards = await to_thread.run_sync(tampered, workspace, before)
     except AuditError as exc:
         return record(batch, passed=False, output_tail=str(exc))
     outside = [p for p in changed if not under(p, roots)]
-    if outside:
-        lines = [f"changed outside the roots of batch {batch} ({', '.join(roots)}):"]
-        lines += [f"  {p}" for p in outside]
-        return record(batch, passed=False, outside_roots=outside, output_tail="\n".join(lines))
+    if outside or guards:
+        lines = []
+        if outside:
+            lines += [f"changed outside the roots of batch {batch} ({', '.join(roots)}):"]
+            lines += [f"  {p}" for p in outside]
+        if guards:
+            lines += ["changed the repository's configuration or hooks (never a role's work):"]
+            lines += [f"  {p}" for p in guards]
+        return record(
+            batch,
+            passed=False,
+            outside_roots=[*outside, *guards],
+            output_tail="\n".join(lines),
+        )
     if run_commands:
         for argv in (build, test):
             if not argv:

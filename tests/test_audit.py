@@ -6,6 +6,7 @@ the batch began."
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -18,8 +19,6 @@ from orkeon_run import audit
 
 
 def git(cwd: Path, *args: str) -> str:
-    import os
-
     return subprocess.run(
         ["git", *args], cwd=cwd, check=True, capture_output=True, text=True,
         env={**os.environ, **GIT_ENV},
@@ -236,3 +235,72 @@ def test_a_changed_guard_under_orkeon_is_outside_the_roots(kind, guard, request)
     record = anyio.run(lambda: audit.run_audit(ws, "b1", ["src/api/"], before))
     assert record["passed"] is False
     assert record["outside_roots"] == [guard]
+
+
+def audit_of(ws: Path, roots: list[str], before: audit.Snapshot) -> dict[str, object]:
+    return anyio.run(lambda: audit.run_audit(ws, "b1", roots, before))
+
+
+@pytest.mark.parametrize("roots", [["src/api/"], ["."]])
+@pytest.mark.parametrize(
+    ("path", "text"),
+    [(".git/config", "[alias]\n\tst = !touch /tmp/owned\n"),
+     (".git/hooks/pre-commit", "#!/bin/sh\ntouch /tmp/owned\n"),
+     (".git/info/exclude", "src/web/\n")],
+)  # fmt: skip
+def test_a_changed_repository_guard_fails_the_audit_whatever_the_roots(
+    repo: Path, roots: list[str], path: str, text: str
+) -> None:
+    """docs/security.md: "`cp` can still write `.git/config`, after which the role's own
+    `git` calls run what it names": the audit names it, even when the roots are the whole
+    workspace."""
+    before = audit.snapshot(repo, audit.ignore_list(repo, None))
+    target = repo / path
+    target.write_text((target.read_text() if target.exists() else "") + text)
+    record = audit_of(repo, roots, before)
+    assert record["passed"] is False
+    assert record["outside_roots"] == [path]
+    assert "repository's configuration or hooks" in str(record["output_tail"])
+
+
+def test_info_exclude_cannot_hide_a_change(repo: Path) -> None:
+    before = audit.snapshot(repo, audit.ignore_list(repo, None))
+    (repo / ".git" / "info").mkdir(exist_ok=True)
+    (repo / ".git" / "info" / "exclude").write_text("src/web/w2.py\n")
+    (repo / "src" / "web" / "w2.py").write_text("hidden\n")
+    record = audit_of(repo, ["src/api/"], before)
+    assert record["outside_roots"] == [".git/info/exclude"]
+
+
+def test_a_commit_inside_the_roots_passes(repo: Path) -> None:
+    """A role's own commit writes objects, refs and the index, none of them a guard."""
+    before = audit.snapshot(repo, audit.ignore_list(repo, None))
+    (repo / "src" / "api" / "a.py").write_text("a = 3\n")
+    git(repo, "commit", "-q", "-am", "role's commit")
+    record = audit_of(repo, ["src/api/"], before)
+    assert record["passed"] is True, record
+
+
+def test_repository_guards_from_a_workspace_in_a_subfolder(repo: Path) -> None:
+    ws = repo / "src"
+    before = audit.snapshot(ws, audit.ignore_list(ws, None))
+    assert "../.git/config" in before.guards
+    with (repo / ".git" / "config").open("a") as f:
+        f.write("[core]\n\tfsmonitor = /tmp/x\n")
+    record = audit_of(ws, ["api/"], before)
+    assert record["outside_roots"] == ["../.git/config"]
+
+
+def test_repository_guards_of_a_linked_worktree(repo: Path, tmp_path: Path) -> None:
+    """In a linked worktree the config and hooks live in the main repository's git
+    folder (--git-common-dir); the worktree's own folder holds config.worktree."""
+    wt = tmp_path / "wt"
+    git(repo, "worktree", "add", "-q", str(wt))
+    before = audit.snapshot(wt.resolve(), audit.ignore_list(wt, None))
+    config = os.path.relpath(repo / ".git" / "config", wt.resolve())
+    assert config in before.guards
+    (repo / ".git" / "hooks" / "post-checkout").write_text("#!/bin/sh\n")
+    record = audit_of(wt.resolve(), ["src/"], before)
+    assert record["outside_roots"] == [
+        os.path.relpath(repo / ".git/hooks/post-checkout", wt.resolve())
+    ]

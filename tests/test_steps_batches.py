@@ -204,6 +204,19 @@ def test_invalid_plan_file_is_an_input_error(tmp_path: Path) -> None:
         run_step("dev-batches", scripted({}), ws)
 
 
+def test_a_shell_copy_into_git_config_fails_the_step(tmp_path: Path) -> None:
+    """docs/security.md: `cp` can write `.git/config` (the gate only denies `git config`);
+    the audit names it, even for a role whose root is the whole workspace."""
+    ws = make_workspace(tmp_path, {**FILES, "cfg": "[alias]\n\tst = !touch owned\n"}, git=True)
+    script = {"b1/a": [{"tool_calls": [shell("cp cfg .git/config")]}, {"text": "done"}]}
+    doc = scripted(script, plan=plan(("b1", [role("a", ["."])])))
+    result = run_step("dev-batches", doc, ws, run_dir=tmp_path / "run")
+    assert (result["status"], result["exit_code"]) == ("failed", 1)
+    (rec,) = result["audits"]
+    assert rec["outside_roots"] == [".git/config"]
+    assert result["error"] == "the audit of batch b1 failed: changed outside the roots: .git/config"
+
+
 def test_a_role_that_does_not_succeed_fails_the_step_after_the_audit(tmp_path: Path) -> None:
     """The brief: "A role that fails also fails the step (after the batch's audit)". A
     settings-shape PostToolUse hook answering `continue: false` stops role b1/a."""
