@@ -10,6 +10,7 @@ one that leaves is refused, like an absolute path outside or a symlink that poin
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -47,12 +48,53 @@ def resolve_in_workspace(workspace: Path, raw: str) -> Path:
     except UnicodeError:
         raise PathOutside(raw, "cannot be encoded as a file name") from None
     ws = os.fspath(workspace)
-    joined = raw if raw.startswith("/") else os.path.join(ws, raw)
-    # realpath(strict=False) follows every symlink that exists and keeps a missing tail.
-    resolved = os.path.realpath(joined)
+    if raw.startswith("/"):
+        # realpath(strict=False) follows every symlink that exists and keeps a missing tail.
+        resolved = os.path.realpath(raw)
+    else:
+        resolved = os.path.normpath(join_resolved(ws, raw, {})[0])
     if not contains(ws, resolved):
         raise PathOutside(raw)
     return Path(resolved)
+
+
+def join_resolved(base: str, rest: str, seen: dict[str, str | None]) -> tuple[str, bool]:
+    """`base` (absolute, its symlinks already resolved) joined with `rest`, every symlink
+    in `rest` followed: what `os.path.realpath(base + "/" + rest)` gives, without an
+    `lstat` for each component of `base` (the workspace's depth, two thirds of the work
+    for a short path, on every call). The walk is realpath's own (posixpath in Python
+    3.11), and a test holds the two to the same answers on random trees. The flag is
+    False when a symlink loop stopped the walk (the rest is then joined as written)."""
+    path = base
+    if rest.startswith("/"):
+        path, rest = "/", rest[1:]
+    while rest:
+        name, _, rest = rest.partition("/")
+        if not name or name == ".":
+            continue
+        if name == "..":
+            path = os.path.dirname(path)
+            continue
+        new = path + name if path == "/" else path + "/" + name
+        try:
+            is_link = stat.S_ISLNK(os.lstat(new).st_mode)
+        except OSError:
+            is_link = False
+        if not is_link:
+            path = new
+            continue
+        if new in seen:
+            cached = seen[new]
+            if cached is not None:
+                path = cached
+                continue
+            return os.path.join(new, rest), False  # a loop
+        seen[new] = None
+        path, ok = join_resolved(path, os.readlink(new), seen)
+        if not ok:
+            return os.path.join(path, rest), False
+        seen[new] = path
+    return path, True
 
 
 def relative(workspace: Path, resolved: Path) -> str:

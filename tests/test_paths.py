@@ -7,10 +7,16 @@ import os
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from orkeon_run.paths import PathOutside, relative, resolve_in_workspace, within_roots
+from orkeon_run.paths import (
+    PathOutside,
+    join_resolved,
+    relative,
+    resolve_in_workspace,
+    within_roots,
+)
 
 
 @pytest.fixture
@@ -183,3 +189,56 @@ def test_property_inside_or_path_outside(ws: Path, raw: str) -> None:
     real = os.path.realpath(resolved)
     assert real == str(resolved)
     assert resolved == ws or ws in resolved.parents
+
+
+@pytest.fixture(scope="module")
+def maze(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A workspace full of symlinks: relative and absolute, chained, dangling, pointing
+    out, looping, to a folder and through `..`."""
+    top = tmp_path_factory.mktemp("maze").resolve()
+    ws = top / "ws"
+    for d in ("a/b/c", "d", "e"):
+        (ws / d).mkdir(parents=True)
+    (top / "out").mkdir()
+    (ws / "a" / "f.txt").write_text("f")
+    links = {
+        "a/up": "..",
+        "a/b/to_d": "../../d",
+        "a/b/abs_e": str(ws / "e"),
+        "d/chain": "../a/b/to_d",
+        "d/out": "../../out",
+        "e/dangling": "missing/x",
+        "e/loop1": "loop2",
+        "e/loop2": "loop1",
+        "e/self": "self",
+        "e/deep_loop": "deep_loop/x",
+        "link_c": "a/b/c",
+        "e/abs_out": str(top / "out"),
+        "e/dotdot_after": "../a/up/d",
+    }
+    for name, target in links.items():
+        (ws / name).symlink_to(target)
+    return ws
+
+
+_NAMES = ["a", "b", "c", "d", "e", "f.txt", "up", "to_d", "abs_e", "chain", "out", "dangling",
+          "loop1", "loop2", "self", "deep_loop", "link_c", "abs_out", "dotdot_after", "..", ".", "",
+          "new"]  # fmt: skip
+
+
+@settings(
+    max_examples=400, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(parts=st.lists(st.sampled_from(_NAMES), min_size=1, max_size=7))
+@example(parts=["e", "loop1", "new", ".."])
+@example(parts=["e", "deep_loop", "y"])
+@example(parts=["a", "up", "e", "self", "a"])
+@example(parts=["d", "chain", "..", "a", "up", "d", "out", "x"])
+@example(parts=["e", "dotdot_after", "chain", "..", "..", "e", "abs_out"])
+def test_join_resolved_is_realpath_without_the_prefix(maze: Path, parts: list[str]) -> None:
+    """join_resolved walks only below the (already resolved) workspace; its answers must
+    be realpath's, links, loops, `..` and missing tails included."""
+    raw = "/".join(parts)
+    base = os.fspath(maze)
+    got, _ = join_resolved(base, raw, {})
+    assert os.path.normpath(got) == os.path.realpath(os.path.join(base, raw)), raw
