@@ -271,7 +271,7 @@ class Agent:
         self.meter.report(chars, turn.tokens_in)
         usage = {"input_tokens": turn.tokens_in, "output_tokens": turn.tokens_out}
         self._add(
-            Message("assistant", turn.text, list(turn.tool_calls)),
+            Message("assistant", turn.text, tuple(turn.tool_calls)),
             "received",
             usage=usage,
             seconds=round(seconds, 6),

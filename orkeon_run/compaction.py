@@ -149,7 +149,7 @@ def plan(messages: list[Message], need: int, scanned: Scanned | None = None) -> 
             calls.append(ToolCall(c.id, c.name, new_input) if d else c)
             lost += d
         if lost:
-            edits.append(Edit(i, replace(m, tool_calls=calls), lost))
+            edits.append(Edit(i, replace(m, tool_calls=tuple(calls)), lost))
             dropped += lost
             if dropped >= need:
                 s.calls = i + 1

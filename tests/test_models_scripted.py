@@ -159,6 +159,52 @@ def test_a_bad_script_file_is_an_input_error(
     assert message in str(err.value)
 
 
+def test_every_problem_of_a_script_file_is_named_in_one_error(tmp_path: Path) -> None:
+    """Entries are validated one at a time when a file is loaded; a bad script still names
+    every problem, in every role, as one validation of the whole script does."""
+    doc = {
+        "b1/api": [{"text": "ok"}, {"txt": "typo"}, {"tool_calls": [{"input": {}}, {"tool": 3}]}],
+        "b1/tests": "not a list",
+        "writer": [{"usage": {"input_tokens": "x"}}, 5],
+    }
+    (tmp_path / "s.json").write_text(json.dumps(doc))
+    with pytest.raises(InputError) as err:
+        check_model(ScriptedModel(provider="scripted", script="s.json"), {}, base_dir=tmp_path)
+    assert err.value.problems == [
+        "model.script.b1/api[1].txt: unknown key",
+        "model.script.b1/api[2].tool_calls[0].tool: Field required",
+        "model.script.b1/api[2].tool_calls[1].tool: Input should be a valid string",
+        "model.script.b1/tests: Input should be a valid list",
+        "model.script.writer[0].usage.input_tokens: Input should be a valid integer, "
+        "unable to parse string as an integer",
+        "model.script.writer[1]: Input should be a valid dictionary or instance of ScriptEntry",
+    ]
+
+
+def test_a_script_files_values_are_answered_exactly(tmp_path: Path) -> None:
+    """An entry is kept packed and decoded on its turn: what the model answers is still
+    exactly what the file holds (odd strings, big and float numbers, nesting, usage)."""
+    numbers = {"n": [10**30, -0.0, 0.1, 1e300, 2**63, True, None], "deep": {"k": [{"x": ""}]}}
+    strings = {"s": '\ud800 lone, é, \u2028, "quoted", a\\b, \x00'}
+    usage = {"input_tokens": 7, "output_tokens": 2.0}
+    script = {"b1/api": [
+        {"text": "numbers", "usage": usage, "tool_calls": [{"tool": "shell", "input": numbers}]},
+        {"text": "t\udbff", "tool_calls": [{"tool": "shell", "input": strings, "id": "x1"}]},
+    ]}  # fmt: skip
+    (tmp_path / "s.json").write_text(json.dumps(script))
+    provider = ScriptedProvider(
+        ScriptedModel(provider="scripted", script="s.json"), base_dir=tmp_path
+    )
+    got = answers(provider, "b1/api", 2)
+    assert [text for text, _ in got] == ["numbers", "t\udbff"]
+    [[first], [second]] = [calls for _, calls in got]
+    assert (first.id, first.name, second.id) == ("call_1_1", "shell", "x1")
+    assert json.dumps(first.input) == json.dumps(numbers)  # -0.0 and 1e+300 too
+    assert first.input["n"][0] == 10**30 and second.input == strings
+    turn = anyio.run(provider.for_role("b1/api").complete, [Message("user", "go")], [])
+    assert (turn.tokens_in, turn.tokens_out) == (7, 2)
+
+
 # --- replay ------------------------------------------------------------------------------
 
 

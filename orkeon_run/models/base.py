@@ -7,25 +7,30 @@ A conversation is a list of `Message`. Providers translate it to their wire form
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
+# ToolCall and Message have `slots=True`: a conversation holds one of each per tool call for
+# the whole session, and without an instance dict each is some 40-50 bytes smaller.
 
-@dataclass(frozen=True)
+
+@dataclass(frozen=True, slots=True)
 class ToolCall:
     id: str
     name: str
     input: dict[str, Any]
 
 
-@dataclass
+@dataclass(slots=True)
 class Message:
     """One message. `role="tool"` carries one tool result (`tool_call_id`, `content` =
     exactly the text the model reads). An assistant message may carry tool calls."""
 
     role: Literal["system", "user", "assistant", "tool"]
     content: str = ""
-    tool_calls: list[ToolCall] = field(default_factory=list)
+    # A tuple: never changed in place (compaction replaces the message), and the empty one
+    # every tool result carries is shared instead of a list per message.
+    tool_calls: tuple[ToolCall, ...] = ()
     tool_call_id: str | None = None
     name: str | None = None  # the tool's name, on role="tool"
     # On role="tool": the call was refused (Anthropic's `is_error`; OpenAI has no such flag).
@@ -50,7 +55,9 @@ class Message:
         return cls(
             role=d["role"],
             content=d.get("content", ""),
-            tool_calls=[ToolCall(c["id"], c["name"], c["input"]) for c in d.get("tool_calls", [])],
+            tool_calls=tuple(
+                ToolCall(c["id"], c["name"], c["input"]) for c in d.get("tool_calls", ())
+            ),
             tool_call_id=d.get("tool_call_id"),
             name=d.get("name"),
             is_error=bool(d.get("is_error", False)),

@@ -16,16 +16,25 @@ says otherwise, so a scripted run's `usd` is a number, not null.
 `base_dir`, the current directory by default), or `"@transcript:PATH"`: replay the
 answers recorded in a transcript file (for the role it recorded) or in a directory of
 transcripts (a run's `transcripts/`, for every role in it). See `transcript.replay_script`.
+
+Memory: a script file or a replay is validated whole when it is loaded (a bad one fails
+before the run, with every problem named), but each entry is then kept only as its compact
+JSON text, deflated, and decoded again when its turn is asked for: validated entries (near
+a kilobyte per call) would otherwise stay alive for the whole run, growing with its length.
+An inline script is kept as the `ScriptEntry` objects the inputs already hold.
 """
 
 from __future__ import annotations
 
 import itertools
+import json
 import os
+import zlib
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from pydantic import TypeAdapter, ValidationError
+from pydantic_core import from_json
 
 from ..errors import InputError
 from ..inputs import ScriptedModel, ScriptEntry, error_lines, loads_strict
@@ -38,6 +47,11 @@ TRANSCRIPT_PREFIX = "@transcript:"
 
 _SCRIPT = TypeAdapter(dict[str, list[ScriptEntry]])
 
+# One turn as kept: a validated entry (an inline script), or one packed by `_pack_entry` (a
+# script file or a replay), which `_entry` decodes when its turn is asked for.
+Packed = ScriptEntry | bytes
+Script = dict[str, list[Packed]]
+
 
 def _validate(doc: Any, origin: str) -> dict[str, list[ScriptEntry]]:
     try:
@@ -46,16 +60,58 @@ def _validate(doc: Any, origin: str) -> dict[str, list[ScriptEntry]]:
         raise InputError(error_lines(exc, prefix=origin)) from None
 
 
-def load_script(
-    script: dict[str, list[ScriptEntry]] | str, base_dir: Path | None = None
-) -> dict[str, list[ScriptEntry]]:
-    """The script as entries per role; InputError (exit 2) naming the problem otherwise.
+def _pack(doc: dict[str, Any], origin: str) -> Script:
+    """`doc` (plain JSON data) validated, each entry packed by `_pack_entry`.
 
-    `prepare.py` may call this at validation time so a bad script file fails before the
-    run starts.
+    Entries are validated one at a time, so at most one validated entry is alive at once.
+    On any problem (or a role that is not a list, which no single entry shows) the whole
+    document is validated instead: the error lines are exactly those of one whole-script
+    validation, every problem named."""
+    if all(type(entries) is list for entries in doc.values()):
+        try:
+            return {role: [_pack_entry(raw) for raw in entries] for role, entries in doc.items()}
+        except ValidationError:
+            pass
+    return cast(Script, _validate(doc, origin))  # raises InputError for anything JSON holds
+
+
+def _pack_entry(raw: Any) -> bytes:
+    """A valid entry's compact JSON text, deflated: a turn's calls repeat their keys, tools
+    and paths, so some 10 bytes a call are kept where the text takes 50 and its validated
+    objects near a kilobyte."""
+    ScriptEntry.model_validate(raw)  # the check only: this entry is decoded on its turn
+    # ASCII escapes keep a lone surrogate (which JSON text may hold) exact through the
+    # round trip; the text is plain JSON data, so decoding it gives `raw` back.
+    text = json.dumps(raw, separators=(",", ":")).encode("ascii")
+    # Raw deflate, fastest level, small window: microseconds for a short text (the default
+    # window allocates a large buffer per call).
+    z = zlib.compressobj(1, zlib.DEFLATED, -12, 4)
+    return z.compress(text) + z.flush()
+
+
+def _entry(packed: Packed) -> ScriptEntry:
+    """The validated entry of one turn: the same data `_pack_entry` validated."""
+    if isinstance(packed, ScriptEntry):
+        return packed
+    text = zlib.decompress(packed, -15)
+    try:
+        # pydantic's decoder shares short strings between turns (a path read again and
+        # again is kept once, however many calls hold it).
+        raw = from_json(text, cache_strings=True)
+    except ValueError:  # a lone surrogate (`\ud800`), which only `json` decodes
+        raw = json.loads(text)
+    return ScriptEntry.model_validate(raw)
+
+
+def load_script(script: dict[str, list[ScriptEntry]] | str, base_dir: Path | None = None) -> Script:
+    """The script as entries per role (each a `ScriptEntry`, or a validated entry packed:
+    see `_entry`); InputError (exit 2) naming the problem otherwise.
+
+    `prepare.py` calls this at validation time (through `check_model`, which keeps nothing)
+    so a bad script file fails before the run starts.
     """
     if not isinstance(script, str):
-        return script
+        return cast(Script, script)  # the inputs' own objects: nothing to validate or copy
     base = base_dir or Path.cwd()
     if script.startswith(TRANSCRIPT_PREFIX):
         # os.path.expanduser: Path.expanduser raises RuntimeError for an unknown ~user (an
@@ -69,7 +125,7 @@ def load_script(
             doc = replay_script(path)
         except (OSError, UnicodeDecodeError, KeyError, TypeError) as exc:
             raise InputError(f"model.script: cannot read transcript {path}: {exc}") from None
-        return _validate(doc, "model.script")
+        return _pack(doc, "model.script")
     path = base / os.path.expanduser(script)
     if path.exists() and not path.is_file():
         # A FIFO blocks the read and /dev/zero never ends it: validation would hang.
@@ -84,13 +140,13 @@ def load_script(
         raise InputError(f"model.script: {path} is not JSON: {exc}") from None
     if not isinstance(doc, dict):
         raise InputError(f"model.script: {path} must hold a JSON object")
-    return _validate(doc, "model.script")
+    return _pack(doc, "model.script")
 
 
 class ScriptedRole:
     """One role's scripted model."""
 
-    def __init__(self, role: str, entries: list[ScriptEntry]) -> None:
+    def __init__(self, role: str, entries: list[Packed]) -> None:
         self.role = role
         self.entries = entries
         # (conversation, its length, its last message, answers in it) as last counted: the
@@ -113,7 +169,7 @@ class ScriptedRole:
         n = self._answers(messages)
         if n >= len(self.entries):
             return Turn(text=FINAL_TEXT, tool_calls=[], model_name="scripted")
-        entry = self.entries[n]
+        entry = _entry(self.entries[n])
         calls = [
             ToolCall(c.id or f"call_{n + 1}_{k + 1}", c.tool, dict(c.input))
             for k, c in enumerate(entry.tool_calls)
