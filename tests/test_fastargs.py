@@ -105,7 +105,7 @@ TOKENS = st.sampled_from(
     ["run", "validate", "dev-spec", "dev-batches", "tasks-repair", "--inputs", "--step",
      "--workspace", "--run-dir", "--output", "--resume", "json", "text", "stream-json",
      "-", "--", "-x", "{}", "@f", "", "--inputs=a", "--output=json", "--step=dev-plan",
-     "--help", "é", "a b"]
+     "--help", "é", "a b", "--inputs=", "--step=", "--output="]
 )  # fmt: skip
 
 
