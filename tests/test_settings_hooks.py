@@ -811,8 +811,14 @@ def test_timeout_kills_and_does_not_block(workspace: Path) -> None:
     assert run.timed_out and run.exit_code is None
 
 
-def test_sigterm_then_sigkill_after_2_s(workspace: Path) -> None:
-    """'If a hook ignores SIGTERM, OrbCode escalates to SIGKILL after a 2s grace.'"""
+@pytest.mark.parametrize("shell", ["/bin/sh", "/bin/bash"])
+def test_sigterm_then_sigkill_after_2_s(
+    workspace: Path, shell: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """'If a hook ignores SIGTERM, OrbCode escalates to SIGKILL after a 2s grace.' Under
+    either shell: dash's `-c` keeps itself as the script's parent and dies of SIGTERM at
+    once, bash's execs the script (CI ran with SHELL unset, so under dash)."""
+    monkeypatch.setenv("SHELL", shell)
     script = Path(__file__).parent / "data" / "cc_hooks" / "ignore_term.sh"
     cmd = {"type": "command", "command": str(script), "timeout": 0.2}
     rig = Rig(workspace, {"Stop": [group(cmd)]})
