@@ -133,6 +133,7 @@ class Agent:
         self.transcript = TranscriptWriter(transcript_path, spec.name)
         self.messages: list[Message] = []
         self._scanned = compaction.Scanned()
+        self._removed = compaction.Removed()
         self._chars = 0
         self.turns = 0
         self.calls = 0
@@ -291,21 +292,39 @@ class Agent:
         return turn
 
     async def _compact(self, chars: int) -> None:
+        """Stages 1-2 (shorten old texts), then, when they are not enough, stage 3 (remove
+        the oldest whole exchanges): compaction.py. PreCompact hooks fire once, before
+        anything changes; nothing to do, nothing fires."""
+        need = self.meter.chars_to_drop(chars)
         scanned = replace(self._scanned)  # kept only once the edits are applied
-        edits = compaction.plan(self.messages, self.meter.chars_to_drop(chars), scanned)
-        if not edits:
+        edits = compaction.plan(self.messages, need, scanned)
+        shortened = sum(e.chars_dropped for e in edits)
+        removal = None
+        if shortened < need:
+            removal = compaction.plan_removal(self.messages, need - shortened, self._removed, edits)
+        if not edits and removal is None:
             self._scanned = scanned
             return
         if self.hooks is not None:
             await self.hooks.pre_compact(self.ctx, self.ledger, trigger="auto")
         before = self.meter.estimate(chars)
+        # Indexes in the conversation as first sent (the transcript's messages in order).
+        indexes = [self._removed.original(e.index) for e in edits]
         dropped = compaction.apply(self.messages, edits)
+        note: dict[str, Any] = {}
+        if removal is not None:
+            first = self._removed.original(removal.start)
+            note["removed"] = [first, first + removal.stop - removal.start]
+            dropped += compaction.remove(self.messages, removal, self._removed, scanned)
+            note["note"] = self.messages[self._removed.note].content
         self._scanned = scanned
         self._chars -= dropped
         self.meter.reset()
         after = self.meter.estimate(self._chars + self._tools_chars)
         fields = {
             "messages_compacted": len(edits),
+            "messages_removed": 0 if removal is None else removal.stop - removal.start,
+            "calls_removed": 0 if removal is None else removal.calls,
             "chars_dropped": dropped,
             "tokens_before": before,
             "tokens_after": after,
@@ -318,7 +337,7 @@ class Agent:
             trigger="auto",
             **fields,
         )
-        self.transcript.note("compacted", indexes=[e.index for e in edits], **fields)
+        self.transcript.note("compacted", indexes=indexes, **fields, **note)
 
     # --- conversation ------------------------------------------------------------------
 

@@ -12,11 +12,24 @@ first, until the estimate is back under `TARGET` of the window:
 2. then long string arguments of those older answers' tool calls (a file_write's
    `content`) become the same stub.
 
-The system prompt, every user message (the task first), every answer's text, the last
-`KEEP_TURNS` answers and their results are kept. No message is removed and no id is
-changed, so every tool call keeps its result and the providers see valid pairs. When
-all of that is not enough, the request goes out as it is and a provider that still finds
-it too long fails the role with its own message.
+No message is removed by these two and no id is changed. When they are not enough (a
+long role of many small calls), `plan_removal` picks the third stage:
+
+3. the oldest whole exchanges are removed: an answer with the messages that follow it
+   up to the next answer (its calls' results, a Stop hook's or a follow-up's user
+   message), just enough of them to reach `TARGET`. One user message, the note
+   (`NOTE`), stands where they were and counts them; a later removal updates it (one
+   note, its counts summed). A call never loses its result nor a result its call, so
+   the providers see valid pairs.
+
+Always kept: the system prompt, every message before the role's first answer (the task
+and any hook context sent with it), and the last `KEEP_TURNS` answers with their
+results. When even removing everything else is not enough, the request goes out as it
+is and a provider that still finds it too long fails the role with its own message.
+
+The note's `removed_answers` keeps the number of answers the conversation stands for
+(the scripted model picks its answer by it); the role's transcript keeps every message
+as it was first sent, and a resumed role reloads them all and compacts again.
 """
 
 from __future__ import annotations
@@ -34,10 +47,22 @@ CHARS_PER_TOKEN = 4
 MIN_DROP = 200  # shorter texts are not worth a stub
 
 STUB = "[compacted: {n} characters dropped]"
+# The user message that stands where stage 3 removed whole exchanges.
+NOTE = (
+    "[compacted: earlier messages were removed here to fit the context window "
+    "(messages: {messages}, tool calls: {calls}). What those calls did to the workspace "
+    "remains; read a file again if you need its content.]"
+)
 
 
 def stub(n: int) -> str:
     return STUB.format(n=n)
+
+
+def note(messages: int, calls: int, answers: int) -> Message:
+    """The note that stands for `messages` removed messages holding `answers` answers
+    and `calls` tool calls."""
+    return Message("user", NOTE.format(messages=messages, calls=calls), removed_answers=answers)
 
 
 def message_chars(m: Message) -> int:
@@ -102,13 +127,25 @@ def _shrink_input(value: Any) -> tuple[Any, int]:
 @dataclass
 class Scanned:
     """How far earlier plans read, once their edits are applied: before `results` no tool
-    result is long enough for a stub, before `calls` no call argument is. Messages are
-    never removed or moved, so the next plan starts there. Without it, a conversation that
-    stays over the trigger with nothing left to drop is read whole again every turn:
-    quadratic in its length (a 10,000-call run spent half its time here)."""
+    result is long enough for a stub, before `calls` no call argument is. The next plan
+    starts there; `remove` moves both when it removes messages before them. Without it, a
+    conversation that stays over the trigger with nothing left to drop is read whole again
+    every turn: quadratic in its length (a 10,000-call run spent half its time here)."""
 
     results: int = 0
     calls: int = 0
+
+
+def _horizon(messages: list[Message]) -> int:
+    """Index of the KEEP_TURNS-th last answer (from there on, messages are recent and
+    kept whole), or -1 when there are fewer answers."""
+    answers = 0
+    for i in range(len(messages) - 1, -1, -1):
+        if messages[i].role == "assistant":
+            answers += 1
+            if answers == KEEP_TURNS:
+                return i
+    return -1
 
 
 def plan(messages: list[Message], need: int, scanned: Scanned | None = None) -> list[Edit]:
@@ -117,14 +154,7 @@ def plan(messages: list[Message], need: int, scanned: Scanned | None = None) -> 
     With `scanned`, reading starts where it says and it is moved to where this plan
     stopped; it holds only once the edits are applied."""
     s = scanned if scanned is not None else Scanned()
-    horizon = -1  # messages from the KEEP_TURNS-th last answer on are recent: kept whole
-    answers = 0
-    for i in range(len(messages) - 1, -1, -1):
-        if messages[i].role == "assistant":
-            answers += 1
-            if answers == KEEP_TURNS:
-                horizon = i
-                break
+    horizon = _horizon(messages)
     if horizon < 0:
         return []
     edits: list[Edit] = []
@@ -163,3 +193,114 @@ def apply(messages: list[Message], edits: list[Edit]) -> int:
     for e in edits:
         messages[e.index] = e.message
     return sum(e.chars_dropped for e in edits)
+
+
+# --- stage 3: removing whole exchanges ---------------------------------------------------
+
+
+@dataclass
+class Removed:
+    """What earlier removals took from one conversation: where their note is (-1: none
+    yet) and the messages and tool calls it stands for (the answers are its own
+    `removed_answers`). Removed messages were always the oldest after the ones kept
+    before the note, one run of them, so an index maps back to the conversation as first
+    sent (`original`)."""
+
+    note: int = -1
+    messages: int = 0
+    calls: int = 0
+
+    def original(self, index: int) -> int:
+        """The index, in the conversation as first sent (its transcript's messages), of
+        the message now at `index` (not the note)."""
+        return index if self.note < 0 or index < self.note else index + self.messages - 1
+
+
+@dataclass
+class Removal:
+    """Messages `start` up to `stop` (not included) to remove: whole exchanges."""
+
+    start: int
+    stop: int
+    calls: int
+    answers: int
+    chars: int  # characters of the removed messages, once the edits before it are applied
+
+
+def plan_removal(
+    messages: list[Message],
+    need: int,
+    removed: Removed,
+    edits: list[Edit] | tuple[Edit, ...] = (),
+) -> Removal | None:
+    """The oldest whole exchanges whose removal drops at least `need` characters (the
+    note's own growth accounted), or all of them before the recent turns when that is not
+    enough; None when there is none to remove, or when they take less room than the note
+    would. `edits` (stages 1-2, not yet applied) give the sizes the messages will have.
+    Reads only the messages it removes."""
+    if removed.note >= 0:
+        start = removed.note + 1
+    else:
+        start = next((i for i, m in enumerate(messages) if m.role == "assistant"), -1)
+    horizon = _horizon(messages)
+    if start < 0 or horizon <= start:
+        return None
+    shortened = {e.index: e.message for e in edits}
+    # The note's text grows with its counts: charge the longest it can be (or what it
+    # adds to the note already there) against what is removed.
+    old_note = message_chars(messages[removed.note]) if removed.note >= 0 else 0
+    need += len(NOTE.format(messages=10**9, calls=10**9)) - old_note
+    chars = calls = answers = 0
+    i = start
+    while i < horizon:
+        # one exchange: the answer at i and everything up to the next answer
+        j = i
+        while True:
+            m = shortened.get(j, messages[j])
+            chars += message_chars(m)
+            calls += len(m.tool_calls)
+            j += 1
+            if j >= horizon or messages[j].role == "assistant":
+                break
+        answers += 1
+        i = j
+        if chars >= need:
+            break
+    grown = message_chars(note(removed.messages + i - start, removed.calls + calls, 0)) - old_note
+    if chars <= grown:  # the note would take more room than the messages it stands for
+        return None
+    return Removal(start, i, calls, answers, chars)
+
+
+def remove(messages: list[Message], removal: Removal, removed: Removed, scanned: Scanned) -> int:
+    """Apply `removal` in place (after the edits it was planned with): the exchanges go,
+    the note is put where they were or updated, `removed` and `scanned` follow. The
+    characters dropped (the removed messages' less what the note adds)."""
+    start, stop = removal.start, removal.stop
+    answers = removal.answers
+    old_note = 0
+    if removed.note >= 0:
+        old = messages[removed.note]
+        old_note = message_chars(old)
+        answers += old.removed_answers
+    removed.messages += stop - start
+    removed.calls += removal.calls
+    new_note = note(removed.messages, removed.calls, answers)
+    if removed.note >= 0:
+        del messages[start:stop]
+        messages[removed.note] = new_note
+        inserted = 0
+    else:
+        messages[start:stop] = [new_note]
+        removed.note = start
+        inserted = 1
+
+    def moved(i: int) -> int:
+        if i < start:
+            return i
+        if i < stop:
+            return start + inserted
+        return i - (stop - start) + inserted
+
+    scanned.results, scanned.calls = moved(scanned.results), moved(scanned.calls)
+    return removal.chars - (message_chars(new_note) - old_note)

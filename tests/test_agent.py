@@ -3,6 +3,7 @@ loopback fake), the real Pipeline, real settings-shape hooks (answer.py commands
 
 from __future__ import annotations
 
+import itertools
 import json
 import shlex
 import time
@@ -11,14 +12,16 @@ from typing import Any
 
 import anyio
 import pytest
+from fakes.anthropic_api import conversation_problem as anthropic_problem
 from fakes.openai_api import OpenAIFake, completion
-from fakes.protocols import OPENAI
+from fakes.openai_api import conversation_problem as openai_problem
+from fakes.protocols import OPENAI, PROTOCOLS
 from fakes.rig import Rig, answer_cmd
 from fakes.server import Reply
 
-from orkeon_run.agent import UNFINISHED, RoleResult
+from orkeon_run.agent import UNFINISHED, Agent, RoleResult
 from orkeon_run.budget import BudgetLimits
-from orkeon_run.compaction import stub
+from orkeon_run.compaction import CHARS_PER_TOKEN, NOTE, TARGET, TRIGGER, stub
 from orkeon_run.inputs import ScriptedModel
 from orkeon_run.models.scripted import FINAL_TEXT, ScriptedProvider
 
@@ -289,15 +292,19 @@ def test_compaction_keeps_a_long_session_inside_the_window(tmp_path: Path) -> No
     log = tmp_path / "precompact.jsonl"
     big = "".join(f"line {i} of a long file\n" for i in range(150))  # ~3.5k characters
 
+    asked = itertools.count()
+
     def respond(req: Any) -> Reply:
-        n = sum(1 for m in req.body["messages"] if m["role"] == "assistant")
+        n = next(asked)
         if n < 8:
             return completion(None, [(f"r{n}", "file_read", {"file_path": "src/big.txt"})])
         return completion("read it all")
 
     with OpenAIFake() as server:
         server.fallback = respond
-        rig = Rig(tmp_path, OPENAI.provider(server, context_tokens=4000),
+        # 6000 tokens: the two recent results and the tool definitions fit in half of it,
+        # so stubs are enough (no exchange is removed)
+        rig = Rig(tmp_path, OPENAI.provider(server, context_tokens=6000),
                   hooks={"PreCompact": hook("--record", str(log))})  # fmt: skip
         (rig.workspace / "src" / "big.txt").write_text(big)
         [result] = rig.run("read src/big.txt eight times")
@@ -307,6 +314,7 @@ def test_compaction_keeps_a_long_session_inside_the_window(tmp_path: Path) -> No
     for e in events:
         assert e["role"] == "b1/api" and e["trigger"] == "auto"
         assert e["messages_compacted"] >= 1 and e["chars_dropped"] > 0
+        assert e["messages_removed"] == e["calls_removed"] == 0
         assert e["tokens_after"] < e["tokens_before"]
     assert [p["trigger"] for p in recorded(log)] == ["auto"] * len(events)
     assert recorded(log)[0]["hook_event_name"] == "PreCompact"
@@ -315,8 +323,156 @@ def test_compaction_keeps_a_long_session_inside_the_window(tmp_path: Path) -> No
     assert results[0] == stub(len(big))
     assert results[-1] == big and results[-2] == big  # the recent turns are whole
     assert last[1]["content"] == "read src/big.txt eight times"
-    assert sum(len(json.dumps(m)) for m in last) < 4000 * 4
+    assert sum(len(json.dumps(m)) for m in last) < 6000 * 4
     notes = [line for line in rig.transcript() if line["direction"] == "compacted"]
     assert len(notes) == len(events)
     # the transcript keeps the full results
     assert all(line["content"] == big for line in rig.transcript() if line.get("role") == "tool")
+
+
+# --- compaction: removing whole exchanges ------------------------------------------------
+
+SMALL_WINDOW = 2000  # tokens: some 6,400 characters before compaction starts
+
+
+def small_reads(rig: Rig, n: int) -> list[dict[str, Any]]:
+    """n files of one line in the workspace, and one script entry reading each."""
+    for i in range(n):
+        (rig.workspace / "src" / f"f{i}.txt").write_text(f"line of file {i}\n")
+    return [{"tool_calls": [{"tool": "file_read", "input": {"file_path": f"src/f{i}.txt"}}]}
+            for i in range(n)]  # fmt: skip
+
+
+def paths_read(rig: Rig) -> list[str]:
+    return [e["input"]["file_path"] for e in rig.read_events("tool.call")]
+
+
+def test_a_long_role_of_small_calls_drops_its_oldest_exchanges(tmp_path: Path) -> None:
+    """Stubs cannot help a role of many small calls: its oldest exchanges are removed, one
+    note stands for them, the scripted answers still come in order (each entry once), and
+    the conversation stays bounded."""
+    n = 300
+    log = tmp_path / "precompact.jsonl"
+    rig = Rig(tmp_path, scripted([]), tools=("file_read",),
+              hooks={"PreCompact": hook("--record", str(log))})  # fmt: skip
+    entries = [*small_reads(rig, n), {"text": "all read"}]
+    rig.provider = ScriptedProvider(
+        ScriptedModel(provider="scripted", script={"b1/api": entries}, context_tokens=SMALL_WINDOW)  # type: ignore[arg-type]
+    )
+
+    async def go() -> Agent:
+        agent = rig.agent()
+        await agent.run("read every file")
+        await agent.close()
+        return agent
+
+    agent = anyio.run(go)
+    result = agent.result
+    assert (result.status, result.calls, result.turns) == ("succeeded", n, n + 1), result.error
+    assert result.final_text == "all read"
+    assert paths_read(rig) == [f"src/f{i}.txt" for i in range(n)]
+    # bounded: without removals the conversation would hold 2 + 2n + 1 messages
+    assert len(agent.messages) < 150
+    assert agent._chars + agent._tools_chars <= TRIGGER * SMALL_WINDOW * CHARS_PER_TOKEN
+    assert [m.content for m in agent.messages[:2]] == ["You build the API.", "read every file"]
+    [note] = [m for m in agent.messages if m.removed_answers]
+    assert note is agent.messages[2] and note.role == "user"
+    answers = sum(m.role == "assistant" for m in agent.messages)
+    assert note.removed_answers + answers == n + 1
+    events = rig.read_events("compact")
+    assert len(events) >= 3 and all(e["messages_removed"] > 0 for e in events)
+    removed_messages = sum(e["messages_removed"] for e in events)
+    removed_calls = sum(e["calls_removed"] for e in events)
+    assert note.content == NOTE.format(messages=removed_messages, calls=removed_calls)
+    assert removed_calls == note.removed_answers  # one call an answer here
+    assert all(e["tokens_after"] <= TARGET * SMALL_WINDOW < e["tokens_before"] for e in events)
+    assert [p["hook_event_name"] for p in recorded(log)] == ["PreCompact"] * len(events)
+    # the transcript keeps every message as first sent, and records each compaction
+    lines = rig.transcript()
+    assert sum(line.get("role") == "tool" for line in lines) == n
+    assert not any(line.get("removed_answers") for line in lines)
+    notes = [line for line in lines if line["direction"] == "compacted"]
+    assert [(x["messages_removed"], x["calls_removed"]) for x in notes] == [
+        (e["messages_removed"], e["calls_removed"]) for e in events
+    ]
+    assert notes[-1]["note"] == note.content
+    sent = [line for line in lines if line["direction"] in ("sent", "received")]
+    start, stop = notes[0]["removed"]
+    assert start == 2 and sent[start]["role"] == "assistant" and sent[stop]["role"] == "assistant"
+    assert notes[1]["removed"][0] == stop  # the next removal goes on where this one ended
+
+
+def test_a_role_resumed_after_a_removal_gets_its_next_answer(tmp_path: Path) -> None:
+    """The transcript keeps every message; a resumed role reloads them all, compacts
+    again, and the scripted model goes on at the right entry."""
+    n = 240
+    first = Rig(tmp_path, scripted([]), tools=("file_read",),
+                limits=BudgetLimits(seconds=None, turns=150))  # fmt: skip
+    entries = [*small_reads(first, n), {"text": "all read"}]
+
+    def provider() -> ScriptedProvider:
+        config = {"b1/api": entries}
+        return ScriptedProvider(
+            ScriptedModel(provider="scripted", script=config, context_tokens=SMALL_WINDOW)  # type: ignore[arg-type]
+        )
+
+    first.provider = provider()
+    [cut] = first.run("read every file")
+    assert (cut.status, cut.calls) == ("budget_exhausted", 150)
+    assert any(e["messages_removed"] for e in first.read_events("compact"))
+    again = Rig(tmp_path, provider(), tools=("file_read",))
+    [result] = again.run("go on", resume=True)
+    assert (result.status, result.final_text) == ("succeeded", "all read"), result.error
+    assert (result.calls, result.turns) == (n - 150, n - 150 + 1)
+    # events.jsonl holds both sessions: every file read once, in order
+    assert paths_read(again) == [f"src/f{i}.txt" for i in range(n)]
+
+
+@pytest.mark.parametrize("proto", PROTOCOLS, ids=lambda p: p.name)
+def test_http_requests_stay_valid_and_bounded_after_removals(tmp_path: Path, proto: Any) -> None:
+    """Through each provider's wire form against a fake that rejects a tool result without
+    its call (and a call without its result): every request is accepted and stays small,
+    and the note goes as an ordinary user message."""
+    n = 200
+    asked = itertools.count()
+
+    def respond(req: Any) -> Reply:
+        k = next(asked)
+        if k < n:
+            return proto.reply(None, [(f"r{k}", "file_read", {"file_path": f"src/f{k}.txt"})])
+        return proto.reply("all read")
+
+    with proto.server() as server:
+        server.fallback = respond
+        rig = Rig(
+            tmp_path, proto.provider(server, context_tokens=SMALL_WINDOW), tools=("file_read",)
+        )
+        small_reads(rig, n)
+        [result] = rig.run("read every file")
+    assert result.status == "succeeded", result.error
+    assert len(server.requests) == n + 1
+    assert paths_read(rig) == [f"src/f{i}.txt" for i in range(n)]
+    problem = openai_problem if proto.name == "openai" else anthropic_problem
+    for req in server.requests:
+        messages = req.body["messages"]
+        assert problem(messages) is None
+        ids = {r for r, _ in proto.tool_results(req.body)}
+        calls = {
+            c for c in json.dumps(messages).split('"') if c.startswith("r") and c[1:].isdigit()
+        }
+        assert ids == calls  # each result's call is in the same request, and each call's result
+    sizes = [len(json.dumps(req.body["messages"])) for req in server.requests]
+    # flat: some 100 calls fill the window (each a few hundred bytes on the wire), and a
+    # request stays near that size however many calls follow
+    assert max(sizes) < 40_000 and max(sizes) < 2 * min(sizes[n // 2 :])
+    last = server.requests[-1].body["messages"]
+    note = NOTE.split("(")[0]
+    if proto.name == "openai":
+        assert last[1] == {"role": "user", "content": "read every file"}
+        assert last[2]["role"] == "user" and last[2]["content"].startswith(note)
+        assert last[3]["role"] == "assistant"
+    else:
+        first_user = last[0]["content"]
+        assert first_user[0] == {"type": "text", "text": "read every file"}
+        assert first_user[1]["type"] == "text" and first_user[1]["text"].startswith(note)
+        assert last[1]["role"] == "assistant"

@@ -34,7 +34,7 @@ def entries_alive() -> int:
     return sum(isinstance(o, ScriptEntry) for o in gc.get_objects())
 
 
-def held_by_a_session(tmp_path: Path, calls: int) -> int:
+def held_by_a_session(tmp_path: Path, calls: int, context_tokens: int | None = None) -> int:
     """Bytes still allocated at the end of a role of `calls` file_read calls (script file,
     provider, agent and its conversation alive), as tracemalloc counts them."""
     script = write_script(tmp_path / f"script{calls}.json", calls)
@@ -42,7 +42,10 @@ def held_by_a_session(tmp_path: Path, calls: int) -> int:
     tracemalloc.start()
     try:
         before = tracemalloc.get_traced_memory()[0]
-        provider = build_provider(ScriptedModel(provider="scripted", script=str(script)))
+        config = ScriptedModel(
+            provider="scripted", script=str(script), context_tokens=context_tokens
+        )
+        provider = build_provider(config)
         rig = Rig(tmp_path / f"run{calls}", provider, tools=("file_read",))
         (rig.workspace / "src" / "a.py").write_text("x = 1\n")
         agent = rig.agent()
@@ -52,7 +55,10 @@ def held_by_a_session(tmp_path: Path, calls: int) -> int:
     finally:
         tracemalloc.stop()
     assert (result.status, result.calls) == ("succeeded", calls)
-    assert len(agent.messages) > calls  # the whole conversation is still there
+    if context_tokens is None:
+        assert len(agent.messages) > calls  # the whole conversation is still there
+    else:
+        assert len(agent.messages) < 400  # its oldest exchanges were removed
     anyio.run(agent.close)
     return held
 
@@ -65,6 +71,17 @@ def test_memory_per_call_is_the_conversation_only(tmp_path: Path) -> None:
     per_call = (large - small) / (3 * n)
     # The conversation itself is counted: a measure that missed it would prove nothing.
     assert 250 < per_call < PER_CALL_BOUND, f"{per_call:.0f} bytes retained per call"
+
+
+def test_memory_stops_growing_once_the_window_is_full(tmp_path: Path) -> None:
+    """With a small context window, compaction removes the oldest exchanges: past the
+    point where the window fills, a call leaves (next to) nothing behind."""
+    held_by_a_session(tmp_path, 20, context_tokens=4000)
+    n = 400  # the window (4000 tokens) holds some 200 of these calls
+    small = held_by_a_session(tmp_path, n, context_tokens=4000)
+    large = held_by_a_session(tmp_path, 4 * n, context_tokens=4000)
+    per_call = (large - small) / (3 * n)
+    assert per_call < 50, f"{per_call:.0f} bytes retained per call"
 
 
 def test_a_script_files_turns_are_decoded_only_when_asked_for(tmp_path: Path) -> None:

@@ -2,16 +2,23 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from fakes.anthropic_api import conversation_problem as anthropic_problem
 from fakes.openai_api import conversation_problem as openai_problem
 
 from orkeon_run.compaction import (
     KEEP_TURNS,
+    NOTE,
     ContextMeter,
+    Removal,
+    Removed,
     Scanned,
     apply,
     message_chars,
     plan,
+    plan_removal,
+    remove,
     stub,
 )
 from orkeon_run.models import anthropic, openai
@@ -105,3 +112,204 @@ def test_a_plan_starts_where_the_last_one_stopped() -> None:
     horizon = len(msgs) - 2 * KEEP_TURNS  # everything before the recent turns is read
     assert (scanned.results, scanned.calls) == (horizon, horizon)
     assert plan(msgs, 10**9, scanned) == []
+
+
+# --- stage 3: removing the oldest whole exchanges ----------------------------------------
+
+
+def small_session(turns: int, preamble: int = 3) -> list[Message]:
+    """A long role of small calls: nothing worth a stub. Every third answer is followed by
+    a Stop hook's user message; the task comes with a hook context message."""
+    msgs = [Message("system", "S" * 100), Message("user", "the task")]
+    msgs += [Message("user", f"<hook_context>{k}</hook_context>") for k in range(preamble - 2)]
+    for t in range(turns):
+        calls = tuple(ToolCall(f"c{t}_{k}", "file_read", {"file_path": f"f{t}_{k}"})
+                      for k in range(t % 3))  # fmt: skip
+        msgs.append(Message("assistant", f"turn {t}", calls))
+        msgs += [
+            Message("tool", f"read {c.id}", tool_call_id=c.id, name="file_read") for c in calls
+        ]
+        if t % 3 == 0:
+            msgs.append(Message("user", f"keep going {t}"))
+    return msgs
+
+
+def compact(msgs: list[Message], need: int, removed: Removed, scanned: Scanned) -> Removal | None:
+    """Stages 1-2, then stage 3 for what they leave, as the agent runs them."""
+    edits = plan(msgs, need, scanned)
+    dropped = apply(msgs, edits)
+    removal = plan_removal(msgs, need - dropped, removed) if dropped < need else None
+    if removal is not None:
+        remove(msgs, removal, removed, scanned)
+    return removal
+
+
+def answers_of(msgs: list[Message]) -> list[str]:
+    return [m.content for m in msgs if m.role == "assistant"]
+
+
+def exchanges(msgs: list[Message]) -> list[list[Message]]:
+    """`msgs` (starting at an answer) cut before each answer."""
+    out: list[list[Message]] = []
+    for m in msgs:
+        if m.role == "assistant":
+            out.append([])
+        out[-1].append(m)
+    return out
+
+
+def test_removal_takes_the_oldest_whole_exchanges_and_leaves_one_note() -> None:
+    msgs = small_session(30, preamble=3)
+    before = list(msgs)
+    removed = Removed()
+    need = 1000
+    removal = plan_removal(msgs, need, removed)
+    assert removal is not None and removal.start == 3  # right after the preamble
+    dropped = remove(msgs, removal, removed, Scanned())
+    # the system prompt, the task and its hook context are the same objects, in place
+    assert all(a is b for a, b in zip(msgs[:3], before[:3], strict=True))
+    note = msgs[3]
+    gone = before[3 : 3 + len(before) - len(msgs) + 1]
+    assert note.role == "user" and note.removed_answers == removal.answers
+    assert note.content == NOTE.format(messages=len(gone), calls=removal.calls)
+    assert removal.answers == sum(m.role == "assistant" for m in gone)
+    assert removal.calls == sum(len(m.tool_calls) for m in gone)
+    # whole exchanges only: what is left starts at the answer after them
+    assert msgs[4].role == "assistant"
+    assert answers_of(msgs) == [f"turn {t}" for t in range(removal.answers, 30)]
+    assert all(a is b for a, b in zip(msgs[4:], before[3 + len(gone) :], strict=True))
+    # just enough: the removed exchanges cover `need` and the note's size; one fewer would not
+    assert dropped == sum(message_chars(m) for m in gone) - message_chars(note) >= need
+    sizes = [sum(message_chars(m) for m in x) for x in exchanges(gone)]
+    longest_note = len(NOTE.format(messages=10**9, calls=10**9))
+    assert sum(sizes[:-1]) < need + longest_note <= sum(sizes)
+    assert (removed.note, removed.messages, removed.calls) == (3, len(gone), removal.calls)
+
+
+def test_recent_answers_are_kept_and_pairs_stay_valid() -> None:
+    msgs = small_session(40)
+    before = list(msgs)
+    removal = plan_removal(msgs, 10**9, Removed())  # more than everything
+    assert removal is not None
+    remove(msgs, removal, Removed(), Scanned())
+    assert answers_of(msgs) == answers_of(before)[-KEEP_TURNS:]
+    horizon = max(i for i, m in enumerate(before) if m.content == f"turn {40 - KEEP_TURNS}")
+    assert msgs[4:] == before[horizon:]
+    for problem in (openai_problem(openai.wire_messages(msgs)),
+                    anthropic_problem(anthropic.wire_request(msgs)[1])):  # fmt: skip
+        assert problem is None
+    assert plan_removal(msgs, 10**9, Removed(note=3)) is None  # nothing older left
+
+
+def test_pairs_stay_valid_at_every_cut() -> None:
+    """Whatever `need`, no tool result is left without its call nor a call without its
+    result, for either provider."""
+    base = small_session(25)
+    for need in range(0, 3000, 37):
+        msgs = list(base)
+        removal = plan_removal(msgs, need, Removed())
+        assert removal is not None
+        remove(msgs, removal, Removed(), Scanned())
+        calls = {c.id for m in msgs for c in m.tool_calls}
+        results = {m.tool_call_id for m in msgs if m.role == "tool"}
+        assert calls == results
+        assert openai_problem(openai.wire_messages(msgs)) is None
+        assert anthropic_problem(anthropic.wire_request(msgs)[1]) is None
+
+
+def test_a_later_removal_updates_the_one_note() -> None:
+    msgs = small_session(50)
+    total = len(msgs)
+    removed = Removed()
+    first = plan_removal(msgs, 800, removed)
+    assert first is not None
+    remove(msgs, first, removed, Scanned())
+    second = plan_removal(msgs, 800, removed)
+    assert second is not None and second.start == 4  # right after the note
+    remove(msgs, second, removed, Scanned())
+    notes = [m for m in msgs if m.removed_answers]
+    assert len(notes) == 1 and notes[0] is msgs[3]
+    gone = total - (len(msgs) - 1)
+    assert (removed.messages, removed.calls) == (gone, first.calls + second.calls)
+    assert notes[0].removed_answers == first.answers + second.answers
+    assert notes[0].content == NOTE.format(messages=gone, calls=first.calls + second.calls)
+    # the answers the conversation stands for did not change
+    assert sum((m.role == "assistant") + m.removed_answers for m in msgs) == 50
+    assert answers_of(msgs)[0] == f"turn {first.answers + second.answers}"
+    assert openai_problem(openai.wire_messages(msgs)) is None
+    assert anthropic_problem(anthropic.wire_request(msgs)[1]) is None
+
+
+def test_original_indexes_map_back_to_the_conversation_as_sent() -> None:
+    msgs = small_session(40)
+    original = list(msgs)
+    removed = Removed()
+    for need in (500, 700):
+        removal = plan_removal(msgs, need, removed)
+        assert removal is not None
+        remove(msgs, removal, removed, Scanned())
+    for i, m in enumerate(msgs):
+        if i != removed.note:
+            assert original[removed.original(i)] is m
+
+
+def test_exchanges_smaller_than_the_note_are_not_removed() -> None:
+    msgs = [Message("system", "s"), Message("user", "task")]
+    msgs += [Message("assistant", f"a{t}") for t in range(2 + KEEP_TURNS)]
+    assert plan_removal(msgs, 10**9, Removed()) is None
+    msgs[2] = Message("assistant", "a" * len(NOTE))  # now worth it
+    removal = plan_removal(msgs, 10**9, Removed())
+    assert removal is not None and (removal.start, removal.stop) == (2, 4)
+
+
+def test_the_edits_of_stages_1_and_2_count_in_a_removal() -> None:
+    """A removal planned with edits not yet applied counts the messages as they will be."""
+    msgs = session(6)
+    edits = plan(msgs, 10**9)
+    removal = plan_removal(msgs, 100, Removed(), edits)
+    assert removal is not None and removal.start == 2
+    shortened = list(msgs)
+    apply(shortened, edits)
+    assert removal.chars == sum(message_chars(m) for m in shortened[removal.start : removal.stop])
+    assert removal.chars < sum(message_chars(m) for m in msgs[removal.start : removal.stop])
+
+
+def test_scanned_follows_the_removals() -> None:
+    """`Scanned` stays right when messages are removed: each plan with it finds what a plan
+    reading everything finds, and the next reads only what is new."""
+    msgs = session(2)
+    scanned, removed = Scanned(), Removed()
+    removals = 0
+    for t in range(2, 80):
+        big = BIG if t % 4 == 0 else "small"
+        call = ToolCall(f"c{t}", "file_write", {"file_path": "f", "content": big})
+        msgs.append(Message("assistant", f"turn {t}", (call,)))
+        msgs.append(Message("tool", big, tool_call_id=f"c{t}", name="file_write"))
+        need = 3000 if t % 2 else 6000
+        fresh = plan(list(msgs), need)
+        edits = plan(msgs, need, scanned)
+        assert [(e.index, e.message) for e in edits] == [(e.index, e.message) for e in fresh]
+        dropped = apply(msgs, edits)
+        if dropped < need:
+            removal = plan_removal(msgs, need - dropped, removed)
+            if removal is not None:
+                removals += 1
+                remove(msgs, removal, removed, scanned)
+        assert scanned.results <= len(msgs) and scanned.calls <= len(msgs)
+        # nothing before where `scanned` says is left to shorten
+        assert not any(m.role == "tool" and m.content == BIG for m in msgs[: scanned.results])
+    assert removals > 3
+    assert openai_problem(openai.wire_messages(msgs)) is None
+
+
+def test_message_json_keeps_removed_answers() -> None:
+    m = Message("user", "note", removed_answers=7)
+    assert m.to_json() == {"role": "user", "content": "note", "removed_answers": 7}
+    assert Message.from_json(m.to_json()) == m
+    assert "removed_answers" not in Message("user", "x").to_json()
+
+
+def test_the_note_is_documented_as_it_is_sent() -> None:
+    """docs/inputs.md "Context compaction" shows the note's text, to the character."""
+    docs = (Path(__file__).parent.parent / "docs" / "inputs.md").read_text(encoding="utf-8")
+    assert "\n" + NOTE.format(messages="N", calls="K") + "\n" in docs

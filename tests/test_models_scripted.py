@@ -12,6 +12,7 @@ import anyio
 import pytest
 from fakes.rig import Rig
 
+from orkeon_run.compaction import Removal, Removed, Scanned, remove
 from orkeon_run.errors import InputError
 from orkeon_run.inputs import AnthropicModel, OpenAIModel, ScriptedModel
 from orkeon_run.models import build_provider, check_model, missing_key_env
@@ -99,6 +100,42 @@ def test_the_answer_follows_the_conversation_it_is_sent() -> None:
     assert ask(convo) == "answer 3"
     assert ask(convo[:5]) == "answer 1"  # another list
     assert ask([Message("user", "task")]) == "answer 0"
+
+
+def test_answers_a_compaction_removed_still_count() -> None:
+    """A compaction that removes answers leaves a note carrying how many
+    (`removed_answers`): the model's n counts them, whether the conversation got shorter
+    (counted again) or kept its length and last message (the count kept holds)."""
+    script = {"r": [{"text": f"answer {i}"} for i in range(8)]}
+    model = scripted(script).for_role("r")
+
+    def ask(convo: list[Message]) -> str:
+        return anyio.run(model.complete, convo, []).text
+
+    convo = [Message("system", "s"), Message("user", "task")]
+    for i in range(4):
+        assert ask(convo) == f"answer {i}"
+        convo.append(Message("assistant", f"answer {i}"))
+        convo.append(Message("user", "more"))
+    removed = Removed()
+    remove(convo, Removal(2, 6, calls=0, answers=2, chars=0), removed, Scanned())
+    assert [m.content for m in convo if m.role == "assistant"] == ["answer 2", "answer 3"]
+    assert ask(convo) == "answer 4"  # shorter: counted again
+    convo += [Message("assistant", "answer 4"), Message("user", "more")]
+    assert ask(convo) == "answer 5"  # grown at its end: only the new messages counted
+    remove(convo, Removal(3, 5, calls=0, answers=1, chars=0), removed, Scanned())
+    assert convo[2].removed_answers == 3 and ask(convo) == "answer 5"
+
+    # A removal of as many messages as the note adds: same length, same last message.
+    model = scripted(script).for_role("r")
+    row = [Message("system", "s"), Message("user", "task")]
+    row += [Message("assistant", f"answer {i}") for i in range(3)]
+    assert ask(row) == "answer 3"
+    remove(row, Removal(2, 3, calls=0, answers=1, chars=0), Removed(), Scanned())
+    assert len(row) == 5 and row[2].removed_answers == 1
+    assert ask(row) == "answer 3"
+    model = scripted(script).for_role("r")
+    assert ask(row) == "answer 3"  # counted whole
 
 
 def test_ids_are_deterministic() -> None:

@@ -35,6 +35,10 @@ class Message:
     name: str | None = None  # the tool's name, on role="tool"
     # On role="tool": the call was refused (Anthropic's `is_error`; OpenAI has no such flag).
     is_error: bool = False
+    # On compaction's note (a user message that stands where earlier exchanges were
+    # removed, compaction.py): how many answers it stands for, so the conversation still
+    # tells how many answers came before (the scripted model counts them).
+    removed_answers: int = 0
 
     def to_json(self) -> dict[str, Any]:
         d: dict[str, Any] = {"role": self.role, "content": self.content}
@@ -48,6 +52,8 @@ class Message:
             d["name"] = self.name
         if self.is_error:
             d["is_error"] = True
+        if self.removed_answers:
+            d["removed_answers"] = self.removed_answers
         return d
 
     @classmethod
@@ -61,6 +67,7 @@ class Message:
             tool_call_id=d.get("tool_call_id"),
             name=d.get("name"),
             is_error=bool(d.get("is_error", False)),
+            removed_answers=int(d.get("removed_answers", 0)),
         )
 
 

@@ -2,10 +2,11 @@
 
 The script maps role full names to entries; each entry is one model turn. A role's n-th
 answer is its n-th entry, where n is the number of answers already in the conversation
-it is sent: the model keeps no state of its own, so a resumed role (whose conversation
-is reloaded from its transcript) goes on where it stopped. When a role's entries are used
-up, or the script has none for it, it answers `FINAL_TEXT` with no calls and the role
-ends. An entry `{}` answers an empty text with no calls.
+it is sent (answers a compaction removed count too: its note carries how many): the model
+keeps no state of its own, so a resumed role (whose conversation is reloaded from its
+transcript) goes on where it stopped. When a role's entries are used up, or the script
+has none for it, it answers `FINAL_TEXT` with no calls and the role ends. An entry `{}`
+answers an empty text with no calls.
 
 Tool-call ids are deterministic: an entry's own `id`, else `call_T_K` (turn T, call K,
 from 1). An entry's `usage` (`{"input_tokens", "output_tokens"}`) is reported as the
@@ -151,16 +152,25 @@ class ScriptedRole:
         self.entries = entries
         # (conversation, its length, its last message, answers in it) as last counted: the
         # agent sends the same list every turn, grown at its end, so only the new messages
-        # are counted (counting all of them every turn is quadratic in a long session).
+        # are counted (counting all of them every turn is quadratic in a long session). A
+        # list that is not the one counted, or whose counted end is no longer where it was
+        # (a compaction removed messages before it), is counted whole again. (Should the
+        # end stay in place, the count still holds: a compaction's note counts exactly the
+        # answers it removed.)
         self._counted: tuple[list[Message], int, Message, int] | None = None
 
     def _answers(self, messages: list[Message]) -> int:
+        """Answers the conversation holds: its assistant messages, plus those a compaction
+        removed (its note's `removed_answers`), so removing answers does not change n."""
         start = n = 0
         if self._counted is not None:
             seen, length, last, count = self._counted
             if seen is messages and length <= len(messages) and messages[length - 1] is last:
                 start, n = length, count
-        n += sum(1 for m in itertools.islice(messages, start, None) if m.role == "assistant")
+        n += sum(
+            (m.role == "assistant") + m.removed_answers
+            for m in itertools.islice(messages, start, None)
+        )
         if messages:
             self._counted = (messages, len(messages), messages[-1], n)
         return n

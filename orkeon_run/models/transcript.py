@@ -5,7 +5,8 @@ A line is `Message.to_json()` plus `ts`, `agent` (the role's full name) and `dir
 `"sent"` (system, user and tool messages, written when they join the conversation, so
 before the request that carries them) or `"received"` (the model's answers, with `usage`).
 A `"compacted"` line records a compaction (what the model was sent from then on is the
-shortened form; the transcript keeps the full messages). Each line is one `write()` on an
+shortened form, some old exchanges perhaps removed; the transcript keeps every message in
+full, as first sent). Each line is one `write()` on an
 `O_APPEND` descriptor, so a killed run leaves every finished line whole.
 
 The agent loop writes transcripts; `load_conversation` reloads one on resume, and
@@ -76,7 +77,8 @@ def read_lines(path: Path) -> list[dict[str, Any]]:
 
 
 def load_conversation(path: Path) -> list[Message]:
-    """The conversation a transcript recorded, as the model last saw it before compaction."""
+    """The conversation a transcript recorded, every message as first sent (before any
+    compaction: the agent compacts it again as needed)."""
     return [
         Message.from_json(line)
         for line in read_lines(path)
