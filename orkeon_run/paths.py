@@ -48,11 +48,14 @@ def resolve_in_workspace(workspace: Path, raw: str) -> Path:
     except UnicodeError:
         raise PathOutside(raw, "cannot be encoded as a file name") from None
     ws = os.fspath(workspace)
-    if raw.startswith("/"):
-        # realpath(strict=False) follows every symlink that exists and keeps a missing tail.
-        resolved = os.path.realpath(raw)
-    else:
-        resolved = os.path.normpath(join_resolved(ws, raw, {})[0])
+    # An absolute path is walked from `/`, a relative one from the workspace down.
+    resolved, whole = join_resolved(ws, raw, {})
+    # A symlink loop stops the walk and leaves the rest as written, where a `..` would
+    # cancel the loop as text (`loop/../out/x`), though the kernel can never follow it:
+    # nothing past a loop is known to be inside.
+    if not whole:
+        raise PathOutside(raw)
+    resolved = os.path.normpath(resolved)
     if not contains(ws, resolved):
         raise PathOutside(raw)
     return Path(resolved)

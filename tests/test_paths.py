@@ -242,3 +242,14 @@ def test_join_resolved_is_realpath_without_the_prefix(maze: Path, parts: list[st
     base = os.fspath(maze)
     got, _ = join_resolved(base, raw, {})
     assert os.path.normpath(got) == os.path.realpath(os.path.join(base, raw)), raw
+
+
+def test_a_path_through_a_symlink_loop_is_refused(ws: Path) -> None:
+    """Review finding: realpath stops at a loop and keeps the rest as text, so
+    `loop/../out/secret.txt` normalised to `ws/out/secret.txt`, and `out` led outside."""
+    (ws / "loop").symlink_to("loop")
+    (ws / "out").symlink_to("../outside")
+    for raw in ("loop/../out/secret.txt", "loop", "src/../loop/x", str(ws / "loop/../out")):
+        with pytest.raises(PathOutside):
+            resolve_in_workspace(ws, raw)
+    assert resolve_in_workspace(ws, "src/a/x.py") == ws / "src/a/x.py"
