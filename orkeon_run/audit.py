@@ -54,8 +54,9 @@ class Snapshot:
     entries: dict[str, Any] = field(default_factory=dict)
     # no git: path -> stat key, so an unchanged file is not hashed again.
     stats: dict[str, tuple[int, ...]] = field(default_factory=dict)
-    # git: the repository's guard files (path relative to the workspace) -> fingerprint.
-    guards: dict[str, Any] = field(default_factory=dict)
+    # git: the repository's guard files (path relative to the workspace) -> fingerprint;
+    # None in a snapshot saved before orkeon watched them (a resumed older run).
+    guards: dict[str, Any] | None = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         """For state.json: a resumed batch is audited against its first start."""
@@ -81,7 +82,7 @@ class Snapshot:
             head=d.get("head"),
             entries={k: tup(v) for k, v in d.get("entries", {}).items()},
             stats={k: tuple(v) for k, v in d.get("stats", {}).items()},
-            guards={k: tup(v) for k, v in d.get("guards", {}).items()},
+            guards=({k: tup(v) for k, v in d["guards"].items()} if "guards" in d else None),
         )
 
 
@@ -356,7 +357,7 @@ def changed_paths(workspace: Path, before: Snapshot) -> list[str]:
 def tampered(workspace: Path, before: Snapshot) -> list[str]:
     """The repository's guard files that changed since `before` (paths relative to the
     workspace, `.git/config` at the top of a repository), sorted. Blocking."""
-    if not before.git:
+    if not before.git or before.guards is None:
         return []
     repo = _git_repo(workspace)
     if repo is None:  # the repository itself went away

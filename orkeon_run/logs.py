@@ -17,13 +17,14 @@ import sys
 from typing import Any
 
 _configured = False
-_LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warning": logging.WARNING,
-           "error": logging.ERROR}  # fmt: skip
 
 
 def _threshold(level: str | None = None) -> int:
-    name = (level or os.environ.get("ORKEON_LOG_LEVEL") or "info").lower()
-    return _LEVELS.get(name, logging.INFO)
+    """The level's number: any name the logging module knows (`warn` and `critical`
+    too), in any case; info for anything else."""
+    name = (level or os.environ.get("ORKEON_LOG_LEVEL") or "info").upper()
+    number = logging.getLevelName(name)
+    return number if isinstance(number, int) else logging.INFO
 
 
 def _structlog() -> Any:

@@ -304,3 +304,16 @@ def test_repository_guards_of_a_linked_worktree(repo: Path, tmp_path: Path) -> N
     assert record["outside_roots"] == [
         os.path.relpath(repo / ".git/hooks/post-checkout", wt.resolve())
     ]
+
+
+def test_a_snapshot_saved_before_guards_existed_checks_no_guard(repo: Path) -> None:
+    """A run started by an older orkeon saved its snapshot without `guards`: resumed, its
+    audit must not report every guard file as changed."""
+    import json
+
+    saved = audit.snapshot(repo, audit.ignore_list(repo, None)).to_json()
+    del saved["guards"]
+    old = audit.Snapshot.from_json(json.loads(json.dumps(saved)))
+    assert old.guards is None
+    assert audit.tampered(repo, old) == []
+    assert audit_of(repo, ["src/api/"], old)["passed"] is True

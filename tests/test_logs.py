@@ -49,7 +49,8 @@ def test_at_warning_a_quiet_run_never_imports_structlog(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("level", "shown"),
     [("debug", ["d", "i", "w", "e"]), ("info", ["i", "w", "e"]), ("WARNING", ["w", "e"]),
-     ("error", ["e"]), ("nonsense", ["i", "w", "e"])],
+     ("error", ["e"]), ("nonsense", ["i", "w", "e"]), ("warn", ["w", "e"]),
+     ("critical", [])],
 )  # fmt: skip
 def test_level_filters_messages(tmp_path: Path, level: str, shown: list[str]) -> None:
     code = (
