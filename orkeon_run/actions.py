@@ -83,6 +83,8 @@ def guarded(call: Callable[[], int], parser_error: Callable[[Exception], int | N
     except KeyboardInterrupt:
         sys.stderr.write("orkeon: interrupted\n")
         return 130
+    except BrokenPipeError:  # the reader of our output went away (`| head`): say nothing
+        return 1
     except Exception as exc:
         code = parser_error(exc)
         if code is not None:

@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Callable
 from enum import StrEnum
-from typing import Annotated, Any
+from typing import Annotated, Any, NoReturn
 
 import typer
 
 from . import __version__
-from .errors import EXIT_USAGE, InputError
+from .errors import EXIT_USAGE, InputError, Interrupted
 
 app = typer.Typer(
     name="orkeon",
@@ -74,6 +75,17 @@ def _load(src: str) -> Any:
     return load_document(src)
 
 
+def _exit_with(action: Callable[..., int], *args: Any, **kwargs: Any) -> NoReturn:
+    """Run one of `actions`' commands and exit with its code. Ctrl-C inside it becomes
+    `Interrupted`, which `actions.guarded` reports as the fast path does (typer would
+    turn it into a silent exit 130)."""
+    try:
+        code = action(*args, **kwargs)
+    except KeyboardInterrupt:
+        raise Interrupted("interrupted") from None
+    raise typer.Exit(code)
+
+
 @app.command()
 def run(
     step: Annotated[Step, typer.Argument(help="dev-spec | dev-plan | dev-batches | tasks-repair")],
@@ -102,15 +114,14 @@ def run(
     """Run one step with its crew. Exit 0 succeeded, 1 failed, 2 bad input, 3 budget, 130 interrupted."""
     from . import actions
 
-    raise typer.Exit(
-        actions.run(
-            step.value,
-            inputs,
-            workspace=workspace,
-            run_dir=run_dir,
-            output=output.value if output else None,
-            resume=resume,
-        )
+    _exit_with(
+        actions.run,
+        step.value,
+        inputs,
+        workspace=workspace,
+        run_dir=run_dir,
+        output=output.value if output else None,
+        resume=resume,
     )
 
 
@@ -126,9 +137,7 @@ def validate(
     """Parse and check the inputs and every file they name; run nothing."""
     from . import actions
 
-    raise typer.Exit(
-        actions.validate(inputs, step=step.value if step else None, workspace=workspace)
-    )
+    _exit_with(actions.validate, inputs, step=step.value if step else None, workspace=workspace)
 
 
 @hooks_app.command("list")

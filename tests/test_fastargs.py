@@ -3,6 +3,7 @@ call the typer app gives, and hand everything else to typer."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from typing import Any
@@ -136,3 +137,45 @@ def test_validate_does_not_import_typer(tmp_path) -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path)
     assert out.stdout.splitlines()[-1] == "0 False False", out.stderr
+
+
+# The same endings through both parsers: `validate --inputs -` is plain (the fast path);
+# with the option given twice, typer parses it (it takes the last value, as the fast path
+# would, but repeated options are typer's to handle).
+BOTH = {"fast": ["--inputs", "-"], "typer": ["--inputs", "{}", "--inputs", "-"]}
+
+
+@pytest.mark.parametrize("path", ["fast", "typer"])
+def test_ctrl_c_before_the_run_starts_is_exit_130_and_one_line(path: str, tmp_path) -> None:
+    """INTERFACE section 1: 130 interrupted. Ctrl-C while orkeon waits for its inputs on
+    stdin (no run, so no result yet)."""
+    import os
+    import signal
+    import time
+
+    argv = [sys.executable, "-m", "orkeon_run", "validate", *BOTH[path]]
+    proc = subprocess.Popen(
+        argv, stdin=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path
+    )
+    time.sleep(1.0)  # past the imports, blocked reading stdin
+    os.kill(proc.pid, signal.SIGINT)
+    _, err = proc.communicate(timeout=20)
+    assert proc.returncode == 130
+    assert err.splitlines()[-1:] == ["orkeon: interrupted"], err
+
+
+@pytest.mark.parametrize("path", ["fast", "typer"])
+def test_a_reader_that_goes_away_is_exit_1_and_no_internal_error(path: str, tmp_path) -> None:
+    """`orkeon validate ... | head -c 3`: the pipe closes before everything is written."""
+    script = tmp_path / "s.json"
+    script.write_text("{}")
+    doc = json.dumps({"model": {"provider": "scripted", "script": str(script)}})
+    argv = [sys.executable, "-m", "orkeon_run", "validate", *BOTH[path]]
+    proc = subprocess.Popen(
+        argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=tmp_path
+    )
+    assert proc.stdout is not None and proc.stdin is not None
+    proc.stdout.close()  # nobody reads what it prints
+    _, err = proc.communicate(input=doc.encode(), timeout=30)
+    assert proc.returncode == 1
+    assert b"internal error" not in err and b"Traceback" not in err, err
