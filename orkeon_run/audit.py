@@ -17,6 +17,7 @@ failed_command, output_tail}`.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import stat
@@ -290,7 +291,14 @@ def _walk(workspace: Path, ignore: Sequence[str]) -> dict[str, os.stat_result]:
         keep = []
         for d in dirnames:
             rel = rel_dir + d
-            if d == ".git" or (_ignored(rel + "/", ignore) and not _holds_guarded(rel + "/")):
+            if d == ".git":
+                # A repository's insides are not walked (git changes them as it works),
+                # but one appearing or going is a change like any other.
+                if not _ignored(rel, ignore):
+                    with contextlib.suppress(FileNotFoundError):
+                        found[rel] = os.lstat(os.path.join(dirpath, d))
+                continue
+            if _ignored(rel + "/", ignore) and not _holds_guarded(rel + "/"):
                 continue
             full = os.path.join(dirpath, d)
             if os.path.islink(full):  # os.walk lists a symlink to a folder as a folder
@@ -309,10 +317,19 @@ def _walk(workspace: Path, ignore: Sequence[str]) -> dict[str, os.stat_result]:
     return found
 
 
-def snapshot(workspace: Path, ignore: Sequence[str] = ALWAYS_IGNORED) -> Snapshot:
-    """The workspace's state now. Blocking: call it in a worker thread from async code."""
+def snapshot(
+    workspace: Path, ignore: Sequence[str] = ALWAYS_IGNORED, git: bool | None = None
+) -> Snapshot:
+    """The workspace's state now. Blocking: call it in a worker thread from async code.
+
+    `git` is the step's audit mode, decided by its first snapshot (None: decide now) and
+    kept for every later one: a workspace that was no repository when the step began is
+    not audited through git because a role ran `git init` (with a `.git/info/exclude`
+    of its own, git would then hide every later change)."""
     ignore = tuple(ignore)
-    repo = _git_repo(workspace)
+    repo = _git_repo(workspace) if git is not False else None
+    if git and repo is None:
+        raise AuditError("the workspace is no longer a git repository")
     if repo is not None:
         return Snapshot(
             git=True,

@@ -317,3 +317,26 @@ def test_a_snapshot_saved_before_guards_existed_checks_no_guard(repo: Path) -> N
     assert old.guards is None
     assert audit.tampered(repo, old) == []
     assert audit_of(repo, ["src/api/"], old)["passed"] is True
+
+
+def test_a_git_folder_appearing_in_a_plain_workspace_is_a_change(plain: Path) -> None:
+    before = audit.snapshot(plain, audit.ignore_list(plain, None))
+    assert before.git is False
+    git(plain, "init", "-q")
+    (plain / ".git" / "info").mkdir(exist_ok=True)
+    (plain / ".git" / "info" / "exclude").write_text("*\n")
+    (plain / "README.md").write_text("changed\n")
+    assert audit.changed_paths(plain, before) == [".git", "README.md"]
+    # The step keeps its first mode: still hashes, not a git status that ignores `*`.
+    again = audit.snapshot(plain, audit.ignore_list(plain, None), git=False)
+    assert again.git is False
+    (plain / "src" / "web" / "w.py").write_text("changed\n")
+    assert audit.changed_paths(plain, again) == ["src/web/w.py"]
+
+
+def test_a_git_step_whose_repository_went_away_cannot_snapshot(repo: Path) -> None:
+    import shutil
+
+    shutil.rmtree(repo / ".git")
+    with pytest.raises(audit.AuditError):
+        audit.snapshot(repo, git=True)

@@ -217,6 +217,37 @@ def test_a_shell_copy_into_git_config_fails_the_step(tmp_path: Path) -> None:
     assert result["error"] == "the audit of batch b1 failed: changed outside the roots: .git/config"
 
 
+@pytest.mark.parametrize("first_root", ["src/a/", "."])
+def test_git_init_in_a_plain_workspace_cannot_blind_the_audit(
+    tmp_path: Path, first_root: str
+) -> None:
+    """Review finding: in a workspace that is no repository, batch 1 ran `git init` with
+    an info/exclude of `*`; batch 2's audit then went through git and saw nothing. The
+    audit mode is the step's, decided at its first batch; a `.git` that appears is a
+    change like any other."""
+    ws = make_workspace(tmp_path, FILES, git=False)
+    script = {
+        "b1/a": [
+            {"tool_calls": [write("src/a/ex", "*\n"), shell("git init -q"),
+                            shell("mkdir -p .git/info"), shell("cp src/a/ex .git/info/exclude")]},
+            {"text": "done"},
+        ],
+        "b2/b": [{"tool_calls": [shell("cp src/a/ex README.md")]}, {"text": "done"}],
+    }  # fmt: skip
+    doc = scripted(
+        script, plan=plan(("b1", [role("a", [first_root])]), ("b2", [role("b", ["src/b/"])]))
+    )
+    result = run_step("dev-batches", doc, ws, run_dir=tmp_path / "run")
+    assert (result["status"], result["exit_code"]) == ("failed", 1)
+    last = result["audits"][-1]
+    if first_root == ".":  # the whole workspace is batch 1's: its .git too
+        assert [a["passed"] for a in result["audits"]] == [True, False]
+        assert last["outside_roots"] == ["README.md"]
+    else:
+        assert last["batch"] == "b1" and last["outside_roots"] == [".git"]
+    assert state(tmp_path / "run")["audit_git"] is False
+
+
 def test_a_role_that_does_not_succeed_fails_the_step_after_the_audit(tmp_path: Path) -> None:
     """The brief: "A role that fails also fails the step (after the batch's audit)". A
     settings-shape PostToolUse hook answering `continue: false` stops role b1/a."""

@@ -134,6 +134,8 @@ async def run(sr: StepRun) -> StepOutcome:
     done: dict[str, Any] = dict(state.get("batches", {}))
     passed = [b for b in state.get("batches_passed", []) if b in done]
     current = state.get("current") if isinstance(state.get("current"), dict) else None
+    # Through git or by hashes: decided by the step's first snapshot, kept to its end.
+    git_mode = state.get("audit_git") if isinstance(state.get("audit_git"), bool) else None
     roles: list[Any] = []
     audits: list[dict[str, Any]] = []
 
@@ -157,10 +159,11 @@ async def run(sr: StepRun) -> StepOutcome:
             progress = dict(current)
             progress["roles"] = dict(current.get("roles", {}))
         else:
-            before = await anyio.to_thread.run_sync(audit.snapshot, sr.workspace, ignore)
+            before = await anyio.to_thread.run_sync(audit.snapshot, sr.workspace, ignore, git_mode)
             progress = {"batch": batch.name, "snapshot": before.to_json(), "roles": {}}
         current = None
-        sr.save_state(current=progress)
+        git_mode = before.git
+        sr.save_state(current=progress, audit_git=git_mode)
         results = await run_batch(sr, crew, "worker", batch, plan_rel, pipeline, progress)
         roles.extend(results)
         record = await audit.run_audit(

@@ -77,6 +77,14 @@ def _saved_result(run_dir: Path) -> dict[str, Any]:
     return result if isinstance(result, dict) else {}
 
 
+def _saved_state(run_dir: Path) -> dict[str, Any]:
+    try:
+        state = read_json(run_dir / "state.json")
+    except (OSError, ValueError):
+        return {}
+    return state if isinstance(state, dict) else {}
+
+
 def effective_plan(sr: StepRun, saved: dict[str, Any]) -> tuple[Plan, str]:
     if "plan" in sr.inputs.model_fields_set or "plan" not in saved:
         return load_plan(sr, sr.inputs.plan)
@@ -157,7 +165,13 @@ async def run(sr: StepRun) -> StepOutcome:
     pipeline = sr.pipeline(crew.rule_sets_for("repairer", {"plan": variables["plan"]}))
     ctx = role_context(sr, repair.role, batch=batch.name, roots=role.roots)
     ignore = audit.ignore_list(sr.workspace, sr.run_dir)
-    before = await anyio.to_thread.run_sync(audit.snapshot, sr.workspace, ignore)
+    # The failed run's audit mode, so a role that made the workspace a repository there
+    # cannot have this audit read through git.
+    git_mode = _saved_state(run_dir).get("audit_git")
+    before = await anyio.to_thread.run_sync(
+        audit.snapshot, sr.workspace, ignore, git_mode if isinstance(git_mode, bool) else None
+    )
+    sr.save_state(audit_git=before.git)
     sr.events.emit("repair.start", step=sr.step, run=str(run_dir), role=repair.role)
     async with role_agent(
         sr, crew, "repairer", ctx, pipeline, variables, resume=sr.resume
