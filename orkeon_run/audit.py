@@ -38,6 +38,13 @@ ALWAYS_IGNORED = (".orkeon/",)
 # starts with are not: a role that rewrote a hook script, the settings or a crew would
 # disarm the checks of every later batch, so such a change is outside the roots.
 GUARDED = (".orkeon/hooks/", ".orkeon/crews/", ".orkeon/settings.json")
+# Folders that test and build tools create with a `.gitignore` of `*` in them (pytest,
+# mypy, ruff, hypothesis, tox, nox, and venv in Python 3.13+ and uv): a role that runs the
+# tests makes one, and what such a file hides is only that folder's own content.
+SELF_IGNORING_TOOL_DIRS = frozenset(
+    {".pytest_cache", ".mypy_cache", ".ruff_cache", ".hypothesis", ".tox", ".nox", ".venv",
+     "venv"}
+)  # fmt: skip
 # Fingerprint of a path: its content digest, a symlink's target, or a marker.
 Fingerprint = tuple[str, str]
 
@@ -259,8 +266,40 @@ def _git_status(workspace: Path, prefix: str, ignore: Sequence[str]) -> dict[str
     return out
 
 
+def _git_list(workspace: Path, *args: str) -> list[str]:
+    """The entries of `git ls-files -z --full-name ARGS` (paths from the repository root)."""
+    r = _git(workspace, "ls-files", "-z", "--full-name", *args)
+    if r.exit_code != 0 or r.stdout_dropped:
+        why = r.error or r.first_line() or "its output was too long"
+        raise AuditError(f"git ls-files failed: {why}")
+    return _split_z(r.stdout)
+
+
+def _git_unseen(workspace: Path, prefix: str, ignore: Sequence[str]) -> dict[str, str]:
+    """What `git status` cannot show and a role can arrange with the programs it may run:
+    tracked files marked assume-unchanged or skip-worktree (`git update-index`), whose
+    changes status no longer reports, and `.gitignore` files that git ignores (one holding
+    `*` ignores itself and everything beside it). Each is watched like a dirty path."""
+    found: dict[str, str] = {}
+    for item in _git_list(workspace, "-v", "--", "."):
+        tag = item[:1]
+        if tag.islower() or tag == "S":  # h, s, m, r, c, k: assume-unchanged; S: skip-worktree
+            found[item[2:]] = f"{tag} "
+    hidden = ("--others", "--ignored", "--exclude-standard", "--", ":(glob)**/.gitignore")
+    for raw in _git_list(workspace, *hidden):
+        if PurePosixPath(raw).parent.name not in SELF_IGNORING_TOOL_DIRS:
+            found[raw] = "!!"
+    out = {}
+    for raw, xy in found.items():
+        path = _strip(prefix, raw)
+        if path and not _ignored(path, ignore):
+            out[path] = xy
+    return out
+
+
 def _git_dirty(workspace: Path, prefix: str, ignore: Sequence[str]) -> dict[str, Any]:
-    status = _git_status(workspace, prefix, ignore)
+    status = _git_unseen(workspace, prefix, ignore)
+    status.update(_git_status(workspace, prefix, ignore))
     return {p: (xy, _fingerprint(workspace / p)) for p, xy in status.items()}
 
 

@@ -340,3 +340,50 @@ def test_a_git_step_whose_repository_went_away_cannot_snapshot(repo: Path) -> No
     shutil.rmtree(repo / ".git")
     with pytest.raises(audit.AuditError):
         audit.snapshot(repo, git=True)
+
+
+@pytest.mark.parametrize("flag", ["--assume-unchanged", "--skip-worktree"])
+def test_a_file_hidden_from_git_status_by_an_index_flag_is_still_seen(
+    repo: Path, flag: str
+) -> None:
+    """Review finding: `git update-index --assume-unchanged README.md`, then a change to
+    README.md, and git status said nothing."""
+    before = audit.snapshot(repo, audit.ignore_list(repo, None))
+    git(repo, "update-index", flag, "README.md")
+    (repo / "README.md").write_text("changed unseen\n")
+    assert git(repo, "status", "--porcelain") == ""  # what git itself reports
+    record = audit_of(repo, ["src/api/"], before)
+    assert record["outside_roots"] == ["README.md"]
+
+
+def test_a_gitignore_that_ignores_itself_is_seen(repo: Path) -> None:
+    """Review finding: `docs/.gitignore` holding `*` hid itself and every new file beside
+    it from git status."""
+    before = audit.snapshot(repo, audit.ignore_list(repo, None))
+    (repo / "docs").mkdir()
+    (repo / "docs" / ".gitignore").write_text("*\n")
+    (repo / "docs" / "new.md").write_text("hidden\n")
+    assert git(repo, "status", "--porcelain") == ""
+    record = audit_of(repo, ["src/api/"], before)
+    assert record["outside_roots"] == ["docs/.gitignore"]
+
+
+def test_a_gitignore_inside_the_roots_passes(repo: Path) -> None:
+    before = audit.snapshot(repo, audit.ignore_list(repo, None))
+    (repo / "src" / "api" / ".gitignore").write_text("*\n")
+    (repo / "src" / "api" / "build.out").write_text("x\n")
+    assert audit_of(repo, ["src/api/"], before)["passed"] is True
+
+
+def test_the_gitignore_pytest_writes_in_its_cache_is_not_a_change(repo: Path) -> None:
+    """A role that runs pytest at the top of the workspace creates `.pytest_cache/` with a
+    `.gitignore` of `*` in it: that hides only the cache, and must not fail the audit."""
+    before = audit.snapshot(repo, audit.ignore_list(repo, None))
+    cache = repo / ".pytest_cache"
+    (cache / "v" / "cache").mkdir(parents=True)
+    (cache / ".gitignore").write_text("# Created by pytest automatically.\n*\n")  # its text
+    (cache / "v" / "cache" / "nodeids").write_text("[]\n")
+    (repo / ".github").mkdir()
+    assert audit_of(repo, ["src/api/"], before)["passed"] is True
+    (repo / ".github" / ".gitignore").write_text("*\n")  # not a tool's folder
+    assert audit_of(repo, ["src/api/"], before)["outside_roots"] == [".github/.gitignore"]
