@@ -127,16 +127,32 @@ def test_a_bad_command_line_still_gets_typers_one_line(capsys) -> None:
 
 
 def test_validate_does_not_import_typer(tmp_path) -> None:
-    """issue 7: "import lazily what a command does not need (typer, the SDKs)"."""
-    doc = '{"model": {"provider": "scripted", "script": "%s"}}' % (tmp_path / "s.json")
+    """issue 7: "import lazily what a command does not need (typer, the SDKs)"; nor
+    importlib.metadata, which pydantic's plugin loader would import for nothing."""
+    doc = json.dumps({"model": {"provider": "scripted", "script": str(tmp_path / "s.json")}})
     (tmp_path / "s.json").write_text("{}")
     code = (
         "import sys; from orkeon_run.__main__ import main; "
         f"rc = main(['validate', '--inputs', {doc!r}]); "
-        "print(rc, 'typer' in sys.modules, 'click' in sys.modules)"
+        "print(rc, *(m in sys.modules for m in ('typer', 'click', 'importlib.metadata')))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path)
-    assert out.stdout.splitlines()[-1] == "0 False False", out.stderr
+    assert out.stdout.splitlines()[-1] == "0 False False False", out.stderr
+
+
+def test_the_plugin_loader_stand_in_hands_over_to_the_real_one() -> None:
+    """Should pydantic ask its plugin loader for more than `get_plugins`, it gets the real
+    module's answer, and the real module takes its place."""
+    code = (
+        "import sys; from orkeon_run.__main__ import _skip_pydantic_plugin_loader as skip; "
+        "skip(); import pydantic; "
+        "from pydantic.plugin import _loader; "
+        "print(list(_loader.get_plugins()), 'importlib.metadata' in sys.modules, "
+        "_loader.PYDANTIC_ENTRY_POINT_GROUP, 'importlib.metadata' in sys.modules, "
+        "getattr(sys.modules['pydantic.plugin._loader'], '__file__', None) is not None)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.stdout.split() == ["[]", "False", "pydantic", "True", "True"], out.stderr
 
 
 # The same endings through both parsers: `validate --inputs -` is plain (the fast path);
