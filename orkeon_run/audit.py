@@ -39,11 +39,12 @@ ALWAYS_IGNORED = (".orkeon/",)
 # disarm the checks of every later batch, so such a change is outside the roots.
 GUARDED = (".orkeon/hooks/", ".orkeon/crews/", ".orkeon/settings.json")
 # Folders that test and build tools create with a `.gitignore` of `*` in them (pytest,
-# mypy, ruff, hypothesis, tox, nox, and venv in Python 3.13+ and uv): a role that runs the
-# tests makes one, and what such a file hides is only that folder's own content.
+# mypy, ruff, hypothesis, tox, nox, coverage's html, uv build, and venv in Python 3.13+
+# and uv): a role that runs the tests makes one, and what such a file hides is only its
+# own folder's content.
 SELF_IGNORING_TOOL_DIRS = frozenset(
     {".pytest_cache", ".mypy_cache", ".ruff_cache", ".hypothesis", ".tox", ".nox", ".venv",
-     "venv"}
+     "venv", "env", "htmlcov", "dist", "build"}
 )  # fmt: skip
 # Fingerprint of a path: its content digest, a symlink's target, or a marker.
 Fingerprint = tuple[str, str]
@@ -179,7 +180,9 @@ def _git(workspace: Path, *args: str) -> proc.ProcResult:
         cwd=workspace,
         timeout=GIT_TIMEOUT,
         cap=_GIT_CAP,
-        env={**os.environ, "GIT_OPTIONAL_LOCKS": "0", "LC_ALL": "C"},
+        # GIT_NO_REPLACE_OBJECTS: `git replace` (a plain git command a role may run) would
+        # make HEAD's tree read as the changed index, and status report nothing.
+        env={**os.environ, "GIT_OPTIONAL_LOCKS": "0", "LC_ALL": "C", "GIT_NO_REPLACE_OBJECTS": "1"},
     )
 
 
@@ -201,16 +204,42 @@ def _git_repo(workspace: Path) -> _Repo | None:
     lines = r.stdout.split("\n")
     if r.exit_code != 0 or len(lines) < 3:
         return None
-    return _Repo(lines[0].strip(), workspace / lines[1].strip(), workspace / lines[2].strip())
+    # Only the line ends go: a folder name may begin or end with a space.
+    prefix, git_dir, common_dir = (line.rstrip("\r") for line in lines[:3])
+    return _Repo(prefix, workspace / git_dir, workspace / common_dir)
 
 
 # What in a git folder decides which programs git runs (aliases, fsmonitor, hooks,
-# filters) or what it reports (info/exclude hides paths from `git status`).
-_REPO_GUARDS = ("config", "config.worktree", "hooks", "info")
+# filters) or what it reports (info/exclude hides paths from `git status`). Not the rest
+# of info/: git itself writes info/refs (`git gc`, an automatic gc after a commit).
+_REPO_GUARDS = ("config", "config.worktree", "hooks", "info/exclude", "info/attributes",
+                "info/sparse-checkout", "info/grafts")  # fmt: skip
+
+
+def _outside_guards(workspace: Path, prefix: str) -> dict[str, Path]:
+    """Files outside the workspace that decide what its `git status` shows, by the name
+    the audit gives them: the `.gitignore` and `.gitattributes` of the folders between
+    the repository's top and the workspace (`../.gitignore`), and the user's git
+    configuration, global ignore and attributes files (by their absolute paths)."""
+    named: dict[str, Path] = {}
+    folder = workspace
+    for _ in PurePosixPath(prefix).parts:
+        folder = folder.parent
+        for name in (".gitignore", ".gitattributes"):
+            named[os.path.relpath(folder / name, workspace)] = folder / name
+    home = Path(os.environ.get("HOME") or "~").expanduser()
+    xdg = Path(os.environ.get("XDG_CONFIG_HOME") or home / ".config") / "git"
+    for path in (home / ".gitconfig", xdg / "config", xdg / "ignore", xdg / "attributes"):
+        named[str(path)] = path
+    return named
 
 
 def _repo_guards(workspace: Path, repo: _Repo) -> dict[str, Fingerprint]:
     found: dict[str, Fingerprint] = {}
+    for name, path in _outside_guards(workspace, repo.prefix).items():
+        fp = _fingerprint(path)
+        if fp[0] != "missing":
+            found[name] = fp
     for folder in dict.fromkeys((repo.common_dir, repo.git_dir)):
         for name in _REPO_GUARDS:
             top = folder / name
@@ -285,9 +314,13 @@ def _git_unseen(workspace: Path, prefix: str, ignore: Sequence[str]) -> dict[str
         tag = item[:1]
         if tag.islower() or tag == "S":  # h, s, m, r, c, k: assume-unchanged; S: skip-worktree
             found[item[2:]] = f"{tag} "
-    hidden = ("--others", "--ignored", "--exclude-standard", "--", ":(glob)**/.gitignore")
+    # --directory: a folder that is ignored as a whole is one entry, not walked (a
+    # .gitignore inside a folder that was already ignored can hide nothing more).
+    hidden = ("--others", "--ignored", "--exclude-standard", "--directory", "--",
+              ":(glob)**/.gitignore")  # fmt: skip
     for raw in _git_list(workspace, *hidden):
-        if PurePosixPath(raw).parent.name not in SELF_IGNORING_TOOL_DIRS:
+        parts = PurePosixPath(raw).parts
+        if parts[-1] == ".gitignore" and not SELF_IGNORING_TOOL_DIRS.intersection(parts):
             found[raw] = "!!"
     out = {}
     for raw, xy in found.items():

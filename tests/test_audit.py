@@ -387,3 +387,65 @@ def test_the_gitignore_pytest_writes_in_its_cache_is_not_a_change(repo: Path) ->
     assert audit_of(repo, ["src/api/"], before)["passed"] is True
     (repo / ".github" / ".gitignore").write_text("*\n")  # not a tool's folder
     assert audit_of(repo, ["src/api/"], before)["outside_roots"] == [".github/.gitignore"]
+
+
+def test_git_replace_cannot_hide_a_change_to_a_tracked_file(repo: Path) -> None:
+    """Second review: a changed index written as a tree and put in place of HEAD's tree
+    with `git replace`, and git status read clean."""
+    before = audit.snapshot(repo, audit.ignore_list(repo, None))
+    (repo / "README.md").write_text("evil\n")
+    git(repo, "update-index", "README.md")
+    tree = git(repo, "write-tree").strip()
+    git(repo, "replace", git(repo, "rev-parse", "HEAD^{tree}").strip(), tree)
+    assert git(repo, "status", "--porcelain") == ""  # what git itself reports
+    assert audit_of(repo, ["src/api/"], before)["outside_roots"] == ["README.md"]
+
+
+def test_a_workspace_folder_whose_name_starts_with_a_space(repo: Path) -> None:
+    ws = repo / " ws"
+    ws.mkdir()
+    (ws / "a.txt").write_text("a\n")
+    before = audit.snapshot(ws, audit.ignore_list(ws, None))
+    assert before.prefix == " ws/"
+    (ws / "outside.txt").write_text("x\n")
+    assert audit_of(ws, ["src/"], before)["outside_roots"] == ["outside.txt"]
+
+
+def test_an_ignore_file_above_the_workspace_or_in_home_is_a_guard(
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Second review: from a workspace in a subfolder, `../.gitignore` (or the user's
+    global ignore file) could hide every new file."""
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
+    ws = repo / "src"
+    before = audit.snapshot(ws, audit.ignore_list(ws, None))
+    with (repo / ".gitignore").open("a") as f:
+        f.write("*\n!*/\n")
+    (home / ".config" / "git").mkdir(parents=True)
+    (home / ".config" / "git" / "ignore").write_text("*\n")
+    (ws / "web" / "new.py").write_text("hidden\n")
+    record = audit_of(ws, ["api/"], before)
+    assert record["outside_roots"] == ["../.gitignore", str(home / ".config/git/ignore")]
+
+
+def test_git_gc_writing_info_refs_is_not_a_change(repo: Path) -> None:
+    before = audit.snapshot(repo, audit.ignore_list(repo, None))
+    git(repo, "gc", "-q")
+    assert (repo / ".git" / "info" / "refs").exists()
+    assert audit_of(repo, ["src/api/"], before)["passed"] is True
+
+
+def test_a_tool_folder_gitignore_deeper_down_or_in_an_ignored_folder(repo: Path) -> None:
+    """tox writes `.tox/py313/.gitignore`; a venv may be named `env`; a .gitignore inside
+    a folder the repository already ignores hides nothing more."""
+    (repo / ".gitignore").write_text("node_modules/\n")
+    git(repo, "add", ".gitignore")
+    git(repo, "commit", "-q", "-m", "ignore node_modules")
+    before = audit.snapshot(repo, audit.ignore_list(repo, None))
+    for folder in (".tox/py313", "env", "node_modules/pkg"):
+        (repo / folder).mkdir(parents=True)
+        (repo / folder / ".gitignore").write_text("*\n")
+    assert audit_of(repo, ["src/api/"], before)["passed"] is True

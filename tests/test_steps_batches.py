@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -246,6 +247,40 @@ def test_git_init_in_a_plain_workspace_cannot_blind_the_audit(
     else:
         assert last["batch"] == "b1" and last["outside_roots"] == [".git"]
     assert state(tmp_path / "run")["audit_git"] is False
+
+
+def test_a_git_step_resumed_without_its_repository_fails_its_audit(tmp_path: Path) -> None:
+    """Second review: the step's audit mode is git, and on --resume the repository is
+    gone: the batch's audit fails with a line that says so, no crash."""
+    import shutil
+
+    ws = make_workspace(tmp_path, FILES, git=True)
+    script = {
+        "b1/a": [{"tool_calls": [write("src/a/x.py", "")]}, {"text": "done"}],
+        "b2/b": [{"tool_calls": [shell("touch stray.txt")]}, {"text": "done"}],
+    }
+    doc = scripted(
+        script, plan=plan(("b1", [role("a", ["src/a/"])]), ("b2", [role("b", ["src/b/"])]))
+    )
+    rd = tmp_path / "run"
+    first = run_step("dev-batches", doc, ws, run_dir=rd)
+    assert [a["passed"] for a in first["audits"]] == [True, False]
+    shutil.rmtree(ws / ".git")
+    (ws / "stray.txt").unlink()
+    second = run_step("dev-batches", None, ws, resume_dir=rd)
+    assert (second["status"], second["exit_code"]) == ("failed", 1)
+    last = second["audits"][-1]
+    assert last["batch"] == "b2" and last["passed"] is False
+    assert "not a git repository" in last["output_tail"], last  # b2's saved snapshot
+    # Killed between batches: b2 starts afresh and cannot take a git snapshot.
+    saved = json.loads((rd / "state.json").read_text())
+    del saved["current"]
+    (rd / "state.json").write_text(json.dumps(saved))
+    third = run_step("dev-batches", None, ws, resume_dir=rd)
+    assert (third["status"], third["exit_code"]) == ("failed", 1)
+    assert third["error"] == (
+        "the audit of batch b2 failed: the workspace is no longer a git repository"
+    )
 
 
 def test_a_role_that_does_not_succeed_fails_the_step_after_the_audit(tmp_path: Path) -> None:

@@ -159,7 +159,15 @@ async def run(sr: StepRun) -> StepOutcome:
             progress = dict(current)
             progress["roles"] = dict(current.get("roles", {}))
         else:
-            before = await anyio.to_thread.run_sync(audit.snapshot, sr.workspace, ignore, git_mode)
+            try:
+                before = await anyio.to_thread.run_sync(
+                    audit.snapshot, sr.workspace, ignore, git_mode
+                )
+            except audit.AuditError as exc:  # e.g. the repository went away since
+                record = audit.record(batch.name, passed=False, output_tail=str(exc))
+                audits.append(record)
+                sr.events.emit("audit", step=sr.step, **record)
+                return finish(sr, roles, audits=audits, error=step_error(record, []))
             progress = {"batch": batch.name, "snapshot": before.to_json(), "roles": {}}
         current = None
         git_mode = before.git

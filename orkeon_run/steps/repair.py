@@ -168,9 +168,12 @@ async def run(sr: StepRun) -> StepOutcome:
     # The failed run's audit mode, so a role that made the workspace a repository there
     # cannot have this audit read through git.
     git_mode = _saved_state(run_dir).get("audit_git")
-    before = await anyio.to_thread.run_sync(
-        audit.snapshot, sr.workspace, ignore, git_mode if isinstance(git_mode, bool) else None
-    )
+    try:
+        before = await anyio.to_thread.run_sync(
+            audit.snapshot, sr.workspace, ignore, git_mode if isinstance(git_mode, bool) else None
+        )
+    except audit.AuditError as exc:  # e.g. the failed run's repository went away since
+        return error_outcome(StepError(f"the audit cannot start: {exc}"))
     sr.save_state(audit_git=before.git)
     sr.events.emit("repair.start", step=sr.step, run=str(run_dir), role=repair.role)
     async with role_agent(
