@@ -125,3 +125,16 @@ def test_repair_document_takes_plan_audit_and_shell_from_the_run(tmp_path: Path)
     assert merged["plan"] == PLAN
     assert merged["audit"] == {"test": None}  # given again: kept
     assert merged["shell"] == {"allow_interpreters": True}
+
+
+def test_a_resumed_repair_is_audited_from_its_first_start(tmp_path: Path) -> None:
+    """Second review: a resumed tasks-repair took a new snapshot, so what the first
+    attempt changed outside the roots was never audited."""
+    ws, first = failed_batches_run(tmp_path)
+    rd = tmp_path / "repair"
+    script = [{"tool_calls": [shell("touch stray.txt")]}, {"text": "done"}]
+    result = run_step("tasks-repair", repair_doc(first, script), ws, run_dir=rd)
+    assert result["audits"][0]["outside_roots"] == ["stray.txt"]
+    again = run_step("tasks-repair", None, ws, resume_dir=rd)
+    assert again["status"] == "failed"
+    assert again["audits"][-1]["outside_roots"] == ["stray.txt"]

@@ -168,13 +168,22 @@ async def run(sr: StepRun) -> StepOutcome:
     # The failed run's audit mode, so a role that made the workspace a repository there
     # cannot have this audit read through git.
     git_mode = _saved_state(run_dir).get("audit_git")
-    try:
-        before = await anyio.to_thread.run_sync(
-            audit.snapshot, sr.workspace, ignore, git_mode if isinstance(git_mode, bool) else None
-        )
-    except audit.AuditError as exc:  # e.g. the failed run's repository went away since
-        return error_outcome(StepError(f"the audit cannot start: {exc}"))
-    sr.save_state(audit_git=before.git)
+    first_snapshot = sr.state.get("snapshot") if sr.resume else None
+    if isinstance(first_snapshot, dict):
+        # Resumed: audit against the workspace as it was when the repair first began, so
+        # nothing the interrupted attempt did escapes the audit.
+        before = audit.Snapshot.from_json(first_snapshot)
+    else:
+        try:
+            before = await anyio.to_thread.run_sync(
+                audit.snapshot,
+                sr.workspace,
+                ignore,
+                git_mode if isinstance(git_mode, bool) else None,
+            )
+        except audit.AuditError as exc:  # e.g. the failed run's repository went away since
+            return error_outcome(StepError(f"the audit cannot start: {exc}"))
+    sr.save_state(audit_git=before.git, snapshot=before.to_json())
     sr.events.emit("repair.start", step=sr.step, run=str(run_dir), role=repair.role)
     async with role_agent(
         sr, crew, "repairer", ctx, pipeline, variables, resume=sr.resume
