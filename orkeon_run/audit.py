@@ -183,7 +183,15 @@ def _git(workspace: Path, *args: str) -> proc.ProcResult:
         # GIT_NO_REPLACE_OBJECTS: `git replace` (a plain git command a role may run) would
         # make HEAD's tree read as the changed index, and status report nothing.
         env={**os.environ, "GIT_OPTIONAL_LOCKS": "0", "LC_ALL": "C", "GIT_NO_REPLACE_OBJECTS": "1"},
+        # A file name that is not UTF-8 must name the same file when fingerprinted.
+        errors="surrogateescape",
     )
+
+
+def shown(path: str) -> str:
+    """A path as the audit's record names it: bytes that are not UTF-8 as `\\xff`, so
+    the record is plain text wherever it is written."""
+    return os.fsencode(path).decode("utf-8", "backslashreplace")
 
 
 @dataclass(frozen=True)
@@ -513,7 +521,8 @@ async def run_audit(
         guards = await to_thread.run_sync(tampered, workspace, before)
     except AuditError as exc:
         return record(batch, passed=False, output_tail=str(exc))
-    outside = [p for p in changed if not under(p, roots)]
+    outside = [shown(p) for p in changed if not under(p, roots)]
+    guards = [shown(p) for p in guards]
     if outside or guards:
         lines = []
         if outside:

@@ -106,12 +106,16 @@ def run(
     cap: int = 1 << 20,
     kill_grace: float = 2.0,
     cancel_check: Callable[[], None] | None = None,
+    errors: str = "replace",
 ) -> ProcResult:
     """Run `argv` in `cwd` for at most `timeout` seconds. See the module docstring.
 
     `cancel_check`, when given, is called about every CANCEL_POLL seconds while the child
     runs; if it raises, the group is stopped as on a time-out (SIGTERM, then SIGKILL after
-    `kill_grace`) and, once the child is reaped, the exception is raised again."""
+    `kill_grace`) and, once the child is reaped, the exception is raised again.
+
+    `errors` is how bytes that are not UTF-8 are decoded: "surrogateescape" keeps file
+    names exact (`os.fsencode` gives the bytes back)."""
     started = time.monotonic()
     if not argv or not argv[0]:
         return ProcResult(None, "", "", 0, 0, 0.0, False, "the command is empty")
@@ -262,8 +266,8 @@ def run(
 
     return ProcResult(
         exit_code=None if timed_out else _exit_code(status),
-        stdout=bufs[out_fd].decode("utf-8", errors="replace"),
-        stderr=bufs[err_fd].decode("utf-8", errors="replace"),
+        stdout=bufs[out_fd].decode("utf-8", errors=errors),
+        stderr=bufs[err_fd].decode("utf-8", errors=errors),
         stdout_dropped=dropped[out_fd],
         stderr_dropped=dropped[err_fd],
         seconds=time.monotonic() - started,

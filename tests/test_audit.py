@@ -6,6 +6,7 @@ the batch began."
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -16,6 +17,7 @@ import pytest
 from stepkit import GIT_ENV
 
 from orkeon_run import audit
+from orkeon_run.rundir import atomic_write_json, read_json
 
 
 def git(cwd: Path, *args: str) -> str:
@@ -449,3 +451,22 @@ def test_a_tool_folder_gitignore_deeper_down_or_in_an_ignored_folder(repo: Path)
         (repo / folder).mkdir(parents=True)
         (repo / folder / ".gitignore").write_text("*\n")
     assert audit_of(repo, ["src/api/"], before)["passed"] is True
+
+
+@pytest.mark.parametrize("kind", ["repo", "plain"])
+def test_a_file_name_that_is_not_utf8_is_fingerprinted(
+    kind: str, request: pytest.FixtureRequest
+) -> None:
+    """Second review: git's output was read as UTF-8 with replacement, so `bad\\xff.py`
+    was fingerprinted as missing before and after, and a change to it passed."""
+    ws: Path = request.getfixturevalue(kind)
+    bad = os.fsdecode(b"bad\xff.py")
+    (ws / bad).write_text("dirty before\n")
+    before = audit.snapshot(ws, audit.ignore_list(ws, None))
+    # Through state.json and back (a resumed batch), the name still names the file.
+    atomic_write_json(ws.parent / "state.json", before.to_json())
+    before = audit.Snapshot.from_json(read_json(ws.parent / "state.json"))
+    (ws / bad).write_text("changed\n")
+    record = audit_of(ws, ["src/api/"], before)
+    assert record["outside_roots"] == ["bad\\xff.py"]
+    json.dumps(record, ensure_ascii=False).encode("utf-8")  # plain text wherever written
