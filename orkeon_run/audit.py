@@ -242,13 +242,25 @@ def _outside_guards(workspace: Path, prefix: str) -> dict[str, Path]:
     return named
 
 
+def _submodule_dirs(repo: _Repo) -> list[Path]:
+    """The git folders of the repository's submodules (`modules/NAME`, nested ones
+    under theirs): a submodule's `info/exclude` hides files in it as the top one's
+    does."""
+    found = []
+    for top, dirs, files in os.walk(repo.common_dir / "modules"):
+        if "HEAD" in files:  # a git folder: only its own `modules/` may hold more
+            found.append(Path(top))
+            dirs[:] = [d for d in dirs if d == "modules"]
+    return found
+
+
 def _repo_guards(workspace: Path, repo: _Repo) -> dict[str, Fingerprint]:
     found: dict[str, Fingerprint] = {}
     for name, path in _outside_guards(workspace, repo.prefix).items():
         fp = _fingerprint(path)
         if fp[0] != "missing":
             found[name] = fp
-    for folder in dict.fromkeys((repo.common_dir, repo.git_dir)):
+    for folder in dict.fromkeys((repo.common_dir, repo.git_dir, *_submodule_dirs(repo))):
         for name in _REPO_GUARDS:
             top = folder / name
             paths = [top]

@@ -470,3 +470,25 @@ def test_a_file_name_that_is_not_utf8_is_fingerprinted(
     record = audit_of(ws, ["src/api/"], before)
     assert record["outside_roots"] == ["bad\\xff.py"]
     json.dumps(record, ensure_ascii=False).encode("utf-8")  # plain text wherever written
+
+
+def test_a_submodules_own_exclude_file_is_a_guard(repo: Path, tmp_path: Path) -> None:
+    """Second review: `.git/modules/lib/info/exclude` holding `*` hid new files in the
+    submodule `lib`."""
+    lib = tmp_path / "libsrc"
+    lib.mkdir()
+    (lib / "l.py").write_text("l = 1\n")
+    git(lib, "init", "-q")
+    git(lib, "add", "-A")
+    git(lib, "commit", "-q", "-m", "lib")
+    git(repo, "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(lib), "lib")
+    git(repo, "commit", "-q", "-m", "add lib")
+    before = audit.snapshot(repo, audit.ignore_list(repo, None))
+    exclude = repo / ".git" / "modules" / "lib" / "info" / "exclude"
+    assert ".git/modules/lib/config" in before.guards
+    exclude.parent.mkdir(exist_ok=True)
+    with exclude.open("a") as f:
+        f.write("*\n")
+    (repo / "lib" / "evil.py").write_text("hidden\n")
+    record = audit_of(repo, ["src/api/"], before)
+    assert record["outside_roots"] == [".git/modules/lib/info/exclude"]
