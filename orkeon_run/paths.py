@@ -61,13 +61,20 @@ def resolve_in_workspace(workspace: Path, raw: str) -> Path:
     return Path(resolved)
 
 
+# Symlinks one path may pass through: Linux's own limit (MAXSYMLINKS). Each is a level of
+# recursion below, and a chain of a thousand (a model can make one with `git apply`)
+# ended the step with a RecursionError before its audit.
+MAX_LINKS = 40
+
+
 def join_resolved(base: str, rest: str, seen: dict[str, str | None]) -> tuple[str, bool]:
     """`base` (absolute, its symlinks already resolved) joined with `rest`, every symlink
     in `rest` followed: what `os.path.realpath(base + "/" + rest)` gives, without an
     `lstat` for each component of `base` (the workspace's depth, two thirds of the work
     for a short path, on every call). The walk is realpath's own (posixpath in Python
     3.11), and a test holds the two to the same answers on random trees. The flag is
-    False when a symlink loop stopped the walk (the rest is then joined as written)."""
+    False when a symlink loop, or more than MAX_LINKS links, stopped the walk (the rest is
+    then joined as written)."""
     path = base
     if rest.startswith("/"):
         path, rest = "/", rest[1:]
@@ -92,6 +99,8 @@ def join_resolved(base: str, rest: str, seen: dict[str, str | None]) -> tuple[st
                 path = cached
                 continue
             return os.path.join(new, rest), False  # a loop
+        if len(seen) >= MAX_LINKS:  # as the kernel gives up (ELOOP), before the stack does
+            return os.path.join(new, rest), False
         seen[new] = None
         path, ok = join_resolved(path, os.readlink(new), seen)
         if not ok:

@@ -253,3 +253,14 @@ def test_a_path_through_a_symlink_loop_is_refused(ws: Path) -> None:
         with pytest.raises(PathOutside):
             resolve_in_workspace(ws, raw)
     assert resolve_in_workspace(ws, "src/a/x.py") == ws / "src/a/x.py"
+
+
+def test_a_chain_of_symlinks_longer_than_the_kernels_limit_is_refused(ws: Path) -> None:
+    """Adversarial review: 1,000 chained links (`c0 -> c1 -> ...`) made the walk recurse
+    past Python's limit, and the step ended with a RecursionError before its audit."""
+    for i in range(1000):
+        (ws / f"c{i}").symlink_to(f"c{i + 1}")
+    (ws / "c1000").write_text("end\n")
+    with pytest.raises(PathOutside):
+        resolve_in_workspace(ws, "c0")
+    assert resolve_in_workspace(ws, "c980") == ws / "c1000"  # 20 links: as the kernel

@@ -477,3 +477,45 @@ def test_file_read_stops_at_a_line_boundary_when_the_cap_is_reached(tmp_path):
     body, note = text.rsplit("\n", 1)[0], text.rsplit("\n", 1)[1]
     assert body.splitlines() == [line.rstrip("\n")] * n
     assert note == f"[file_read: showed lines 1-{n}; the file goes on: read on with offset={n + 1}]"
+
+
+# --- found in an adversarial review ------------------------------------------------------
+
+CATASTROPHIC = "*a" * 14 + "*b"  # `[^/]*a` fourteen times: backtracks for minutes
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize("tool", ["list_files", "search_files"])
+def test_a_glob_that_backtracks_is_stopped_by_the_calls_time(workspace: Path, tool: str) -> None:
+    """A `*a*a*…*b` glob against a long name of `a`s ran for minutes in Python's `re`,
+    past the budget and SIGTERM; now each match is bounded by the call's time."""
+    (workspace / ("a" * 120)).write_text("a\n")
+    args = (
+        {"pattern": CATASTROPHIC}
+        if tool == "list_files"
+        else {"pattern": "a", "glob": CATASTROPHIC}
+    )
+    started = time.monotonic()
+    out = call(workspace, tool, timeout=1.0, **args)
+    assert time.monotonic() - started < 5
+    # The regex module's matcher finds no match at once; were it to backtrack, the call's
+    # time would stop it with the documented error.
+    assert out == [] or (isinstance(out, str) and "took too long" in out), out
+
+
+def test_braces_nested_past_any_use_are_a_bad_glob(workspace: Path) -> None:
+    out = call(workspace, "list_files", pattern="{" * 2000 + "a" + "}" * 2000)
+    assert isinstance(out, str) and out.startswith("error: bad glob"), str(out)[:200]
+
+
+def test_search_files_over_a_symlink_to_a_folder_inside(workspace: Path) -> None:
+    """A symlink to a folder inside the workspace made every search fail with
+    IsADirectoryError, and leaked a file descriptor each time."""
+    (workspace / "lib").mkdir()
+    (workspace / "lib" / "x.py").write_text("secret = 1\n")
+    (workspace / "lk").symlink_to("lib")
+    fds = len(os.listdir("/proc/self/fd"))
+    for _ in range(5):
+        out = call(workspace, "search_files", pattern="secret")
+        assert out == [{"file": "lib/x.py", "line": 1, "text": "secret = 1"}], out
+    assert len(os.listdir("/proc/self/fd")) <= fds + 1

@@ -5,7 +5,6 @@ neither tool can hang a role. Both run in a worker thread."""
 from __future__ import annotations
 
 import os
-import re
 import stat
 import time
 from collections.abc import Iterator
@@ -13,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ..paths import contains
-from .globs import compile_glob
+from .globs import BadGlob, compile_glob
 from .specs import LIST_CAP, SEARCH_CAP, SEARCH_TEXT_CHARS
 
 SKIP_DIRS = frozenset({".git"})
@@ -68,33 +67,42 @@ def list_files(
     relative to base), sorted, at most LIST_CAP."""
     try:
         rx = compile_glob(pattern) if pattern else None
-    except re.error as exc:
+    except BadGlob as exc:
         return f"error: bad glob {pattern!r}: {exc}"
+    late = f"error: listing {raw} took too long; list a smaller folder or use a pattern"
     if base.is_file():
         rel = base.relative_to(workspace).as_posix()
-        return [rel] if rx is None or rx.match(base.name) else []
+        try:
+            return [rel] if rx is None or _match(rx, base.name, deadline) else []
+        except TimeoutError:
+            return late
     if not base.is_dir():
         return f"error: {raw} does not exist"
     prefix = _prefix(workspace, base)
     found: list[str] = []
     try:
         for _, rel, _ in _walk(os.fspath(base), deadline):
-            if rx is None or rx.match(rel):
+            if rx is None or _match(rx, rel, deadline):
                 found.append(prefix + rel)
-    except _Late:
-        return f"error: listing {raw} took too long; list a smaller folder or use a pattern"
+    except (_Late, TimeoutError):
+        return late
     found.sort()
     return found[:LIST_CAP]
 
 
-def _glob_filter(glob: str | None) -> Any:
+def _match(rx: Any, text: str, deadline: float) -> bool:
+    """Whether glob `rx` matches `text`; TimeoutError once the call's time is spent."""
+    return rx.match(text, timeout=max(deadline - time.monotonic(), 0.001)) is not None
+
+
+def _glob_filter(glob: str | None, deadline: float) -> Any:
     """A test on (path relative to base, file name): a glob without `/` matches the name."""
     if not glob:
         return None
     rx = compile_glob(glob)
     if "/" in glob.strip("/"):
-        return lambda rel, name: rx.match(rel) is not None
-    return lambda rel, name: rx.match(name) is not None
+        return lambda rel, name: _match(rx, rel, deadline)
+    return lambda rel, name: _match(rx, name, deadline)
 
 
 def search_files(
@@ -115,8 +123,8 @@ def search_files(
     except (regex.error, ValueError) as exc:
         return f"error: bad pattern {pattern!r}: {exc}"
     try:
-        keep = _glob_filter(glob)
-    except re.error as exc:
+        keep = _glob_filter(glob, deadline)
+    except BadGlob as exc:
         return f"error: bad glob {glob!r}: {exc}"
 
     if base.is_file():
@@ -163,11 +171,18 @@ def _text_of(path: str) -> str | None:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError:
         return None
+    try:
+        # Before the file object: open() raises for a folder (a symlink to one inside
+        # the workspace), and the descriptor would be left open.
+        st = os.fstat(fd)
+        regular = stat.S_ISREG(st.st_mode) and st.st_size <= SEARCH_MAX_FILE
+    except OSError:
+        regular = False
+    if not regular:
+        os.close(fd)
+        return None
     with open(fd, "rb", closefd=True) as f:
         try:
-            st = os.fstat(fd)
-            if not stat.S_ISREG(st.st_mode) or st.st_size > SEARCH_MAX_FILE:
-                return None
             data = f.read(SEARCH_MAX_FILE + 1)
         except OSError:
             return None

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
+from typing import Any
 
 
 def _translate(pat: str) -> str:
@@ -82,11 +83,22 @@ def _split_top(body: str) -> list[str]:
     return parts
 
 
+class BadGlob(ValueError):
+    """The glob makes no pattern (an unclosed class, braces nested past any use)."""
+
+
 @lru_cache(maxsize=256)
-def compile_glob(pattern: str) -> re.Pattern[str]:
-    """The regex for `pattern` (a leading `./` or `/` is dropped). Raises re.error for a
-    glob that makes no regex."""
+def compile_glob(pattern: str) -> Any:
+    """The compiled pattern for `pattern` (a leading `./` or `/` is dropped), from the
+    `regex` module: its `match` takes a `timeout`, and callers pass what is left of the
+    call's time, since a glob like `*a*a*a*a*b` backtracks for minutes on a long name
+    and Python's `re` cannot be stopped. Raises BadGlob."""
+    import regex
+
     while pattern.startswith("./"):
         pattern = pattern[2:]
     pattern = pattern.lstrip("/")
-    return re.compile(_translate(pattern) + r"\Z", re.DOTALL)
+    try:
+        return regex.compile(_translate(pattern) + r"\Z", regex.DOTALL)
+    except (regex.error, RecursionError) as exc:
+        raise BadGlob(str(exc) or type(exc).__name__) from None
