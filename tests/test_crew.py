@@ -196,3 +196,39 @@ def test_an_untrusted_workspace_crew_is_skipped(tmp_path: Path, capsys) -> None:
     assert load_crew("dev-plan", tmp_path).system_prompt("planner").startswith("Plan quickly.")
     (override.parent / "mine.md").write_text("Plan slowly.")  # a change drops the trust
     assert load_crew("dev-plan", tmp_path).system_prompt("planner").startswith("You are")
+
+
+# Commands an adversarial review ran through the base list's `git` and `sort`: each runs a
+# program of the model's choosing, or hides a change from the audit.
+RUNS_A_PROGRAM = [
+    "git --no-pager -c alias.x=!touch x x",
+    "git -p -c core.pager=sh log",
+    "git --git-dir=.git config alias.w !touch",
+    "git --config-env=core.pager=CMD log",
+    "git --exec-path=src sh -c touch",
+    "git ls-remote --upload-pack=touch .",
+    "git ls-remote -u touch .",
+    "git fetch --upload-pack=touch origin",
+    "git grep --open-files-in-pager=touch hi",
+    "git grep -Otouch hi",
+    "git replace HEAD^{tree} abc",
+    "git update-index --assume-unchanged README.md",
+    "sort --compress-program=sh -S 1k src/cmds",
+]
+
+
+@pytest.mark.parametrize("step, role", [("dev-batches", "worker"), ("tasks-repair", "repairer")])
+@pytest.mark.parametrize("command", RUNS_A_PROGRAM)
+def test_the_batch_crews_deny_git_and_sort_options_that_run_programs(
+    step: str, role: str, command: str
+) -> None:
+    rule_sets = load_crew(step).rule_sets_for(role, {"plan": ".orkeon/plan.json"})
+    assert any(rs.refusal("shell", [command]) is not None for rs in rule_sets), command
+
+
+@pytest.mark.parametrize(
+    "command", ["git status", "git diff --stat", "git grep -c foo", "git log -p", "sort -u a.txt"]
+)
+def test_the_batch_crews_still_allow_everyday_git_and_sort(command: str) -> None:
+    rule_sets = load_crew("dev-batches").rule_sets_for("worker", {"plan": ".orkeon/plan.json"})
+    assert all(rs.refusal("shell", [command]) is None for rs in rule_sets), command
