@@ -290,6 +290,14 @@ def _strip(prefix: str, path: str) -> str | None:
     return path[len(prefix) :]
 
 
+def _must_have_worked(r: proc.ProcResult, what: str) -> None:
+    """AuditError unless `what` exited 0 with all of its output read: a partial list of
+    paths would pass changes unseen."""
+    if r.exit_code != 0 or r.stdout_dropped:
+        why = r.error or r.first_line() or "its output was too long"
+        raise AuditError(f"{what} failed: {why}")
+
+
 def _git_status(workspace: Path, prefix: str, ignore: Sequence[str]) -> dict[str, str]:
     r = _git(
         workspace,
@@ -302,9 +310,7 @@ def _git_status(workspace: Path, prefix: str, ignore: Sequence[str]) -> dict[str
         "--",
         ".",
     )
-    if r.exit_code != 0 or r.stdout_dropped:
-        why = r.error or r.first_line() or "its output was too long"
-        raise AuditError(f"git status failed: {why}")
+    _must_have_worked(r, "git status")
     out: dict[str, str] = {}
     for item in _split_z(r.stdout):
         xy, raw = item[:2], item[3:]
@@ -318,9 +324,7 @@ def _git_status(workspace: Path, prefix: str, ignore: Sequence[str]) -> dict[str
 def _git_list(workspace: Path, *args: str) -> list[str]:
     """The entries of `git ls-files -z --full-name ARGS` (paths from the repository root)."""
     r = _git(workspace, "ls-files", "-z", "--full-name", *args)
-    if r.exit_code != 0 or r.stdout_dropped:
-        why = r.error or r.first_line() or "its output was too long"
-        raise AuditError(f"git ls-files failed: {why}")
+    _must_have_worked(r, "git ls-files")
     return _split_z(r.stdout)
 
 
