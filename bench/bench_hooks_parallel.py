@@ -19,7 +19,7 @@ from typing import Any
 
 from pydantic import TypeAdapter
 
-from orkeon_run.budget import BudgetLimits, Ledger
+from orkeon_run.ledger import BudgetLimits, Ledger
 from orkeon_run.calls import CallContext
 from orkeon_run.events import NullLog
 from orkeon_run.gate import Gate

@@ -18,7 +18,7 @@ import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
-from orkeon_run.budget import BudgetLimits, Ledger
+from orkeon_run.ledger import BudgetLimits, Ledger
 from orkeon_run.calls import CallContext
 from orkeon_run.events import EventLog, NullLog
 from orkeon_run.gate import Gate

@@ -32,21 +32,22 @@ import json
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import anyio
 
 from . import compaction
-from .budget import Ledger
 from .calls import CallContext
 from .compaction import ContextMeter, message_chars
 from .errors import BudgetExhausted, Interrupted, ProviderError
 from .events import EventLog
+from .ledger import Ledger
 from .models.base import Message, Provider, ToolSpec, Turn
 from .models.transcript import TranscriptWriter, load_conversation
 from .pricing import cost
+from .vocabulary import RoleStatus
 
-Status = Literal["succeeded", "failed", "stopped", "budget_exhausted", "interrupted"]
+Status = RoleStatus
 
 UNFINISHED = "[no result: the role stopped before this call finished]"
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-RefusedBy = Literal["gate", "rules", "roots", "workspace", "hook", "budget"]
+from .vocabulary import RefusedBy
 
 
 @dataclass(frozen=True)

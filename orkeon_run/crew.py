@@ -27,12 +27,12 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
 
-from .budget import BudgetLimits
 from .errors import InputError
 from .inputs import NAME_RE, error_lines
+from .ledger import BudgetLimits
+from .vocabulary import StepName
 
 ToolName = Literal["file_read", "file_write", "file_edit", "list_files", "search_files", "shell"]
-StepName = Literal["dev-spec", "dev-plan", "dev-batches", "tasks-repair"]
 
 REQUIRED_ROLES: dict[str, tuple[str, ...]] = {
     "dev-spec": ("analyst", "writer"),

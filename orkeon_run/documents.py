@@ -9,6 +9,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from .vocabulary import BudgetName, RefusedBy, RoleStatus, StepName, StepStatus
+
 
 class _Doc(BaseModel):
     model_config = ConfigDict(extra="forbid")
@@ -24,12 +26,12 @@ class BudgetBlock(_Doc):
     tokens_in: int
     tokens_out: int
     usd: float | None = Field(description="null when a model's price is unknown")
-    exhausted: Literal["seconds", "turns", "tokens", "usd"] | None
+    exhausted: BudgetName | None
 
 
 class RoleRecord(_Doc):
     name: str
-    status: Literal["succeeded", "failed", "stopped", "budget_exhausted", "interrupted"]
+    status: RoleStatus
     turns: int
     calls: int
     refused: int
@@ -48,8 +50,8 @@ class Result(_Doc):
     """The result document: result.json, `--output json`, the last stream-json line."""
 
     run_id: str
-    step: Literal["dev-spec", "dev-plan", "dev-batches", "tasks-repair"]
-    status: Literal["succeeded", "failed", "budget_exhausted", "interrupted", "error"]
+    step: StepName
+    status: StepStatus
     exit_code: Literal[0, 1, 3, 130]
     budget: BudgetBlock
     roles: list[RoleRecord]
@@ -78,7 +80,7 @@ class ToolCallEvent(_Doc):
     tool: str
     input: dict[str, Any]
     outcome: Literal["ran", "refused"]
-    refused_by: Literal["gate", "rules", "roots", "workspace", "hook", "budget"] | None
+    refused_by: RefusedBy | None
     result: Any = Field(description="exactly what the model read")
     hooks: list[HookRecord]
     tool_seconds: float

@@ -51,7 +51,7 @@ class BudgetExhausted(OrkeonError):
     status = "budget_exhausted"
 
     def __init__(self, which: str) -> None:
-        from .budget import spent_text
+        from .vocabulary import spent_text
 
         self.which = which
         super().__init__(spent_text(which))

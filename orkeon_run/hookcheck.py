@@ -124,10 +124,10 @@ async def _check_settings(
     tool: str,
     path: str | None,
 ) -> tuple[list[str], bool]:
-    from .budget import BudgetLimits, Ledger
     from .calls import CallContext
     from .events import NullLog
     from .hooks.settings import SettingsHooks
+    from .ledger import BudgetLimits, Ledger
     from .tools import TOOLS
 
     hooks = SettingsHooks(dict(config), workspace=workspace, events=NullLog())

@@ -25,11 +25,10 @@ from pydantic import (
     model_validator,
 )
 
-from .budget import BudgetLimits
 from .commands import CommandRefused, split_command
 from .errors import InputError
+from .ledger import BudgetLimits
 
-STEPS = ("dev-spec", "dev-plan", "dev-batches", "tasks-repair")
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
 

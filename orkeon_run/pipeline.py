@@ -45,7 +45,6 @@ from pathlib import Path
 from typing import Any
 
 from . import tools as tools_mod
-from .budget import Ledger, spent_text
 from .calls import CallContext, CallOutcome, HookRun, RefusedBy, result_text
 from .events import EventLog
 from .gate import Gate
@@ -59,8 +58,10 @@ from .hooks.native import (
     number,
     run_hook,
 )
+from .ledger import Ledger
 from .paths import PathOutside, resolve_in_workspace, within_roots
 from .rules import RuleSet, call_subjects
+from .vocabulary import spent_text
 
 
 def budget_text(which: str) -> str:

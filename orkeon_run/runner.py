@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import IO, Any
 
 from . import logs
-from .budget import Ledger
 from .errors import STATUS_EXIT, InputError, UsageError
 from .events import EventLog
+from .ledger import Ledger
 from .prepare import Prepared, prepare, stdin_tty
 from .rundir import atomic_write_json, new_run_id, read_json, redact
 from .steprun import StepOutcome, StepRun

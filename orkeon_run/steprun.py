@@ -11,11 +11,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
-from .budget import Ledger
 from .events import EventLog
 from .inputs import Inputs
+from .ledger import Ledger
+from .vocabulary import StepStatus
 
 if TYPE_CHECKING:
     from .agent import RoleResult
@@ -25,8 +26,6 @@ if TYPE_CHECKING:
     from .pipeline import Pipeline
     from .rules import RuleSet
     from .shellrules import ShellRules
-
-StepStatus = Literal["succeeded", "failed", "budget_exhausted", "interrupted", "error"]
 
 
 @dataclass

@@ -20,9 +20,9 @@ from fakes.rig import Rig, answer_cmd
 from fakes.server import Reply
 
 from orkeon_run.agent import UNFINISHED, Agent, RoleResult
-from orkeon_run.budget import BudgetLimits
 from orkeon_run.compaction import CHARS_PER_TOKEN, NOTE, TARGET, TRIGGER, stub
 from orkeon_run.inputs import ScriptedModel
+from orkeon_run.ledger import BudgetLimits
 from orkeon_run.models.scripted import FINAL_TEXT, ScriptedProvider
 
 WRITE_A = {"tool": "file_write", "input": {"file_path": "src/a.py", "content": "a = 1\n"}}

@@ -15,8 +15,8 @@ from orkeon_run import crew as crew_mod
 from orkeon_run.crew import REQUIRED_ROLES, Crew, load_crew
 from orkeon_run.errors import InputError
 from orkeon_run.trust import record_crews_trust
+from orkeon_run.vocabulary import STEPS
 
-STEPS = ("dev-spec", "dev-plan", "dev-batches", "tasks-repair")
 REPO = Path(__file__).resolve().parent.parent
 
 

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from orkeon_run import actions, cli, fastargs
 from orkeon_run.__main__ import main
-from orkeon_run.inputs import STEPS
+from orkeon_run.vocabulary import STEPS
 
 
 def typer_call(

@@ -25,7 +25,6 @@ from hypothesis import HealthCheck, assume, event, given, settings
 from hypothesis import strategies as st
 
 from orkeon_run.__main__ import main
-from orkeon_run.budget import BudgetLimits, Ledger
 from orkeon_run.calls import CallContext
 from orkeon_run.commands import OPERATORS, split_command
 from orkeon_run.events import EventLog
@@ -33,6 +32,7 @@ from orkeon_run.gate import Gate
 from orkeon_run.hooks.matchers import Matcher
 from orkeon_run.hooks.native import NativeHook, argv_for, run_hook
 from orkeon_run.inputs import MatcherGroup
+from orkeon_run.ledger import BudgetLimits, Ledger
 from orkeon_run.pipeline import Pipeline
 from orkeon_run.rules import RuleSet
 from orkeon_run.shellrules import ShellRules

@@ -17,9 +17,9 @@ from fakes.protocols import OPENAI, PROTOCOLS, Protocol
 from fakes.rig import Rig
 from fakes.server import Reply
 
-from orkeon_run.budget import BudgetLimits
 from orkeon_run.calls import result_text
 from orkeon_run.errors import ProviderError
+from orkeon_run.ledger import BudgetLimits
 from orkeon_run.models.base import Message, ToolSpec
 
 SPEC = ToolSpec(

@@ -14,12 +14,12 @@ from typing import Any
 
 import pytest
 
-from orkeon_run.budget import BudgetLimits, Ledger
 from orkeon_run.calls import CallContext, CallOutcome, HookRun
 from orkeon_run.events import EventLog
 from orkeon_run.gate import Gate
 from orkeon_run.hooks import PostToolVerdict, PreToolVerdict
 from orkeon_run.inputs import NativeHook
+from orkeon_run.ledger import BudgetLimits, Ledger
 from orkeon_run.pipeline import Pipeline
 from orkeon_run.rules import RuleSet
 from orkeon_run.shellrules import ShellRules

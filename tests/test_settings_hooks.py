@@ -19,11 +19,11 @@ import anyio
 import pytest
 from pydantic import TypeAdapter
 
-from orkeon_run.budget import BudgetLimits, Ledger
 from orkeon_run.calls import CallContext, HookRun
 from orkeon_run.events import NullLog
 from orkeon_run.hooks.settings import SettingsHooks
 from orkeon_run.inputs import MatcherGroup
+from orkeon_run.ledger import BudgetLimits, Ledger
 
 ANSWER = Path(__file__).parent / "data" / "cc_hooks" / "answer.py"
 _CONFIG = TypeAdapter(dict[str, list[MatcherGroup]])

@@ -21,11 +21,11 @@ from typing import Any
 import anyio
 import pytest
 
-from orkeon_run.budget import BudgetLimits, Ledger
 from orkeon_run.calls import CallContext
 from orkeon_run.events import NullLog
 from orkeon_run.hooks.settings import SettingsHooks, load_settings_hooks
 from orkeon_run.inputs import parse_inputs
+from orkeon_run.ledger import BudgetLimits, Ledger
 
 SCRIPTS = Path(__file__).parent / "data" / "cc_hooks" / "claude"
 

@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    from ..budget import Ledger
     from ..calls import CallContext, HookRun
+    from ..ledger import Ledger
 
 
 @dataclass

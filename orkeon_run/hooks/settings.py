@@ -43,9 +43,9 @@ from .texts import (
 )
 
 if TYPE_CHECKING:
-    from ..budget import Ledger
     from ..calls import CallContext, HookRun
     from ..events import EventLog
+    from ..ledger import Ledger
 
 SESSION_END_CAP = 3.0  # the page: "Capped at 3s on quit so it never wedges exit"
 _OUTPUT_IN_LOG = 4000

@@ -20,9 +20,9 @@ from pathlib import Path
 import anyio
 
 from .. import proc
-from ..budget import Ledger
 from ..calls import HookRun
 from ..environ import scrubbed
+from ..ledger import Ledger
 
 DEFAULT_TIMEOUT = 10.0
 KILL_GRACE = 2.0

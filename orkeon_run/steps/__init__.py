@@ -14,11 +14,11 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..budget import spent_text
 from ..calls import CallContext
 from ..crew import Crew, load_crew
 from ..errors import InputError
 from ..steprun import StepOutcome, StepRun, StepStatus
+from ..vocabulary import spent_text
 
 if TYPE_CHECKING:
     from ..agent import Agent, RoleResult

@@ -17,11 +17,11 @@ import anyio
 from pydantic import TypeAdapter
 
 from orkeon_run.agent import Agent, RoleResult, RoleSpec
-from orkeon_run.budget import BudgetLimits, Ledger
 from orkeon_run.calls import CallContext
 from orkeon_run.events import EventLog
 from orkeon_run.gate import Gate
 from orkeon_run.inputs import MatcherGroup
+from orkeon_run.ledger import BudgetLimits, Ledger
 from orkeon_run.models.base import Provider
 from orkeon_run.pipeline import Pipeline
 from orkeon_run.shellrules import ShellRules

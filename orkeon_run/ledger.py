@@ -1,4 +1,4 @@
-"""The step's ledger (INTERFACE section 8).
+"""The step's ledger: what a step has spent of its budget (docs/inputs.md, "Budgets").
 
 Every model turn, tool run and hook run is charged here, at the moment it ends. When the
 ledger reaches a limit no new turn or call starts: callers ask `check()` (raises) or
@@ -19,6 +19,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from .errors import BudgetExhausted
+from .vocabulary import BudgetName
 
 Kind = Literal["model", "tool", "hook"]
 
@@ -34,15 +35,6 @@ class BudgetLimits(BaseModel):
     usd: float | None = Field(default=None, gt=0)
 
 
-# How each budget is named in the texts people and models read.
-BUDGET_WORDS = {"seconds": "time", "turns": "turn", "tokens": "token", "usd": "cost"}
-
-
-def spent_text(which: str) -> str:
-    """`the step's time budget is spent` (for `seconds`)."""
-    return f"the step's {BUDGET_WORDS.get(which, which)} budget is spent"
-
-
 class Ledger:
     def __init__(self, limits: BudgetLimits) -> None:
         self.limits = limits
@@ -55,8 +47,8 @@ class Ledger:
         self.tokens_out = 0
         self.usd = 0.0
         self.usd_known = True
-        self.reached: str | None = None  # a limit was reached: nothing new may start
-        self.exhausted: str | None = None  # ... and something that wanted to was stopped
+        self.reached: BudgetName | None = None  # a limit was reached: nothing new may start
+        self.exhausted: BudgetName | None = None  # ... and something that wanted to was stopped
 
     @property
     def used_seconds(self) -> float:
@@ -97,11 +89,11 @@ class Ledger:
         elif lim.usd is not None and self.usd >= lim.usd:
             self.reached = "usd"
 
-    def spent(self) -> str | None:
+    def spent(self) -> BudgetName | None:
         """Which budget has reached its limit, or None. Asks; records nothing."""
         return self.reached
 
-    def refuse(self) -> str | None:
+    def refuse(self) -> BudgetName | None:
         """Which budget stops the work about to start (recorded as exhausted), or None."""
         with self._lock:
             if self.reached and not self.exhausted:
@@ -114,7 +106,7 @@ class Ledger:
         if which:
             raise BudgetExhausted(which)
 
-    def exhaust(self, which: str) -> None:
+    def exhaust(self, which: BudgetName) -> None:
         """Work was cut at a limit (a model turn stopped at the time budget): record it
         and raise BudgetExhausted."""
         with self._lock:

@@ -6,8 +6,8 @@ import threading
 
 import pytest
 
-from orkeon_run.budget import BudgetLimits, Ledger
 from orkeon_run.errors import BudgetExhausted
+from orkeon_run.ledger import BudgetLimits, Ledger
 
 
 def test_charges_add_up_by_kind():
