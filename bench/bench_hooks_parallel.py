@@ -19,12 +19,12 @@ from typing import Any
 
 from pydantic import TypeAdapter
 
-from orkeon_run.ledger import BudgetLimits, Ledger
 from orkeon_run.calls import CallContext
 from orkeon_run.events import NullLog
 from orkeon_run.gate import Gate
 from orkeon_run.hooks.settings import SettingsHooks
 from orkeon_run.inputs import MatcherGroup
+from orkeon_run.ledger import BudgetLimits, Ledger
 from orkeon_run.pipeline import Pipeline
 from orkeon_run.shellrules import ShellRules
 from orkeon_run.tools import ToolEnv
@@ -55,8 +55,7 @@ def pipeline(ws: Path, n: int) -> Pipeline:
         tool_env=ToolEnv(workspace=ws, shell_rules=ShellRules()),
         gate=Gate(),
         rule_sets=[],
-        native_hooks=[],
-        tool_hooks=hooks,
+        hooks=hooks,
     )
 
 

@@ -1,7 +1,7 @@
 """The tool-call pipeline's own cost (issue 3):
 
 - overhead per call with no hooks: the median of `Pipeline.call` minus the median of calling
-  the tool directly (`run_tool`), for a cheap tool (file_read of a small file); target under
+  the tool directly (`run_tool` on a call checked once beforehand), for a cheap tool (file_read of a small file); target under
   100 µs. Measured bare (empty gate, no rule sets, no event file) and as a step runs it
   (gate and rule-set rules, roots, events appended to a real events.jsonl).
 - one native hook `true`: what it adds to a call, against a bare `subprocess.run(["true"])`
@@ -18,12 +18,13 @@ import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
-from orkeon_run.ledger import BudgetLimits, Ledger
-from orkeon_run.calls import CallContext
+from orkeon_run.calls import CallContext, CheckedCall
 from orkeon_run.events import EventLog, NullLog
 from orkeon_run.gate import Gate
-from orkeon_run.hooks.native import NativeHook, run_hook
-from orkeon_run.pipeline import Pipeline
+from orkeon_run.hooks import NO_HOOKS
+from orkeon_run.hooks.native import NativeHook, NativeHooks, run_hook
+from orkeon_run.ledger import BudgetLimits, Ledger
+from orkeon_run.pipeline import Pipeline, check_call
 from orkeon_run.rules import RuleSet
 from orkeon_run.shellrules import ShellRules
 from orkeon_run.tools import ToolEnv, run_tool
@@ -62,7 +63,7 @@ def pipeline(ws: Path, *, realistic: bool, hooks: list[NativeHook] | None = None
         rule_sets=[RuleSet.parse("crew", allow=["Read", "Write(src/**)", "Bash(git *)"])]
         if realistic
         else [],
-        native_hooks=hooks or [],
+        hooks=NativeHooks(hooks, workspace=ws, program_rules=rules) if hooks else NO_HOOKS,
     )
 
 
@@ -73,8 +74,11 @@ async def measure(ws: Path) -> None:
     bare = pipeline(ws, realistic=False)
     real = pipeline(ws, realistic=True)
 
+    checked = check_call(ws, "file_read", READ)
+    assert isinstance(checked, CheckedCall)
+
     async def direct() -> object:
-        return await run_tool("file_read", READ, env, 600.0)
+        return await run_tool(checked, env, 600.0)
 
     hook = NativeHook(1, "pre-tool", "true")
     hooked = pipeline(ws, realistic=False, hooks=[hook])

@@ -32,7 +32,7 @@ import json
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import anyio
 
@@ -41,6 +41,7 @@ from .calls import CallContext
 from .compaction import ContextMeter, message_chars
 from .errors import BudgetExhausted, Interrupted, ProviderError
 from .events import EventLog
+from .hooks import NO_HOOKS, Hooks
 from .ledger import Ledger
 from .models.base import Message, Provider, ToolSpec, Turn
 from .models.transcript import TranscriptWriter, load_conversation
@@ -56,7 +57,7 @@ UNFINISHED = "[no result: the role stopped before this call finished]"
 class RoleSpec:
     name: str  # full name: "analyst", "writer", "planner", "b1/api"
     system_prompt: str
-    tools: tuple[str, ...]  # tool names offered to the model (orkeon_run.tools.TOOLS)
+    tools: tuple[str, ...]  # tool names offered to the model (catalog.TOOLS)
     ctx: CallContext
 
 
@@ -85,7 +86,7 @@ class RoleResult:
 
 
 def specs_for(names: tuple[str, ...]) -> list[ToolSpec]:
-    from .tools import TOOLS
+    from .catalog import TOOLS
 
     unknown = [n for n in names if n not in TOOLS]
     if unknown:
@@ -108,7 +109,7 @@ class Agent:
         *,
         provider: Provider,
         pipeline: Any,
-        hooks: Any,
+        hooks: Hooks = NO_HOOKS,
         ledger: Ledger,
         events: EventLog,
         transcript_path: Path,
@@ -116,8 +117,8 @@ class Agent:
         tool_specs: list[ToolSpec] | None = None,
     ) -> None:
         """`pipeline` has `async call(ctx, tool, input, call_id) -> CallOutcome`; `hooks`
-        is a SettingsHooks or None. `tool_specs` overrides the specs looked up by name in
-        `orkeon_run.tools.TOOLS`."""
+        are the step's (their session events fire here, their tool events in the
+        pipeline). `tool_specs` overrides the specs looked up by name in the catalog."""
         self.spec = spec
         self.ctx = spec.ctx
         self.pipeline = pipeline
@@ -189,7 +190,7 @@ class Agent:
             return
         self._closed = True
         try:
-            if self._started and self.hooks is not None:
+            if self._started:
                 await self.hooks.session_end(self.ctx, reason, self.ledger)
         finally:
             self.transcript.close()
@@ -200,20 +201,14 @@ class Agent:
         if not self._started:
             self._started = True
             self._start_conversation()
-            if self.hooks is not None:
-                source = "resume" if self.resumed else "startup"
-                self._session_context = await self.hooks.session_start(
-                    self.ctx, source, self.ledger
-                )
-        prompt_context: str | None = None
-        if self.hooks is not None:
-            verdict = await self.hooks.user_prompt(self.ctx, prompt, self.ledger)
-            if verdict.blocked_reason is not None:
-                return "stopped", verdict.blocked_reason
-            if verdict.stop:
-                return "stopped", verdict.stop_reason or "a UserPromptSubmit hook stopped the role"
-            prompt_context = verdict.context
-        text = with_context(prompt, [self._session_context, prompt_context])
+            source: Literal["startup", "resume"] = "resume" if self.resumed else "startup"
+            self._session_context = await self.hooks.session_start(self.ctx, source, self.ledger)
+        verdict = await self.hooks.user_prompt(self.ctx, prompt, self.ledger)
+        if verdict.blocked_reason is not None:
+            return "stopped", verdict.blocked_reason
+        if verdict.stop:
+            return "stopped", verdict.stop_reason or "a UserPromptSubmit hook stopped the role"
+        text = with_context(prompt, [self._session_context, verdict.context])
         self._session_context = None
         self._pair_open_calls()
         self._add(Message("user", text))
@@ -226,12 +221,11 @@ class Agent:
             turn = await self._ask()
             if not turn.tool_calls:
                 self.final_text = turn.text
-                if self.hooks is not None:
-                    keep = await self.hooks.stop(self.ctx, stop_continued, self.ledger)
-                    if keep and not stop_continued:
-                        stop_continued = True
-                        self._add(Message("user", keep))
-                        continue
+                keep = await self.hooks.stop(self.ctx, stop_continued, self.ledger)
+                if keep and not stop_continued:
+                    stop_continued = True
+                    self._add(Message("user", keep))
+                    continue
                 return "succeeded", None
             for call in turn.tool_calls:
                 outcome = await self.pipeline.call(self.ctx, call.name, call.input, call.id)
@@ -306,8 +300,7 @@ class Agent:
         if not edits and removal is None:
             self._scanned = scanned
             return
-        if self.hooks is not None:
-            await self.hooks.pre_compact(self.ctx, self.ledger, trigger="auto")
+        await self.hooks.pre_compact(self.ctx, self.ledger, trigger="auto")
         before = self.meter.estimate(chars)
         # Indexes in the conversation as first sent (the transcript's messages in order).
         indexes = [self._removed.original(e.index) for e in edits]

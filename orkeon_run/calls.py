@@ -1,4 +1,5 @@
-"""The data that crosses the pipeline: one call's context, its hook runs, its outcome.
+"""The data that crosses the pipeline: one call's context, the call once checked, its hook
+runs, its outcome.
 
 Shared by the pipeline (pipeline.py), native hooks (hooks/native.py) and settings-shape
 hooks (hooks/settings.py), so none of them imports another's internals.
@@ -8,9 +9,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from .vocabulary import RefusedBy
+from .catalog import Tool, ToolInput
+from .vocabulary import RefusedBy, spent_text
+
+if TYPE_CHECKING:
+    from .ledger import Ledger
 
 
 @dataclass(frozen=True)
@@ -25,6 +30,44 @@ class CallContext:
     roots: tuple[str, ...] | None = None
     session_id: str = ""
     transcript_path: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Refusal:
+    """A stage's refusal: who refused (None when the call was not one the pipeline could
+    run: an unknown tool, a bad input) and the text the model reads."""
+
+    by: RefusedBy | None
+    text: str
+
+
+def budget_refusal(ledger: Ledger) -> Refusal:
+    """The budget stops this call: recorded in the ledger as the exhausted budget;
+    `[refused: the step's time budget is spent]` (turn, token, cost likewise)."""
+    return Refusal("budget", f"[refused: {spent_text(ledger.refuse() or 'seconds')}]")
+
+
+@dataclass(frozen=True, slots=True)
+class CheckedCall:
+    """A call whose input passed its tool's check (`catalog.Tool.parse`), with its path
+    resolved once: the gate, the rule sets, the roots and the tool itself all use this
+    one resolution, so what was checked is what gets touched.
+
+    `raw_path` is the path argument as written (None when the tool has none or the call
+    leaves it out). `path` is where it resolved inside the workspace (the workspace itself
+    when an optional path is left out), None for a tool without a path and for a path
+    that resolves outside the workspace (`outside`), which a later stage refuses."""
+
+    tool: Tool
+    input: dict[str, Any]  # as the model (or a hook's rewrite) wrote it
+    args: ToolInput
+    raw_path: str | None = None
+    path: Path | None = None
+    outside: bool = False
+
+    @property
+    def name(self) -> str:
+        return self.tool.name
 
 
 @dataclass

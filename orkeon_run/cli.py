@@ -163,12 +163,11 @@ def hooks_check(
     """Run each hook once on a sample call and print what the model would read."""
     import anyio
 
+    from .catalog import TOOLS, canonical
     from .hookcheck import check
     from .prepare import prepare, stdin_tty
-    from .rules import canonical_tool
-    from .tools import TOOLS
 
-    if canonical_tool(tool) not in TOOLS:
+    if canonical(tool) not in TOOLS:
         raise InputError(f"--tool: unknown tool {tool!r} (one of: {', '.join(TOOLS)})")
     prep = prepare(_load(inputs), step=None, workspace=workspace, stdin_is_tty=stdin_tty())
     lines, code = anyio.run(

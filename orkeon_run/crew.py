@@ -23,16 +23,35 @@ import tomllib
 from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
 from string import Template
-from typing import Any, Literal
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    WithJsonSchema,
+    model_validator,
+)
 
+from .catalog import TOOLS
 from .errors import InputError
 from .inputs import NAME_RE, error_lines
 from .ledger import BudgetLimits
 from .vocabulary import StepName
 
-ToolName = Literal["file_read", "file_write", "file_edit", "list_files", "search_files", "shell"]
+
+def _known_tool(name: str) -> str:
+    if name not in TOOLS:
+        raise ValueError(f"unknown tool {name!r} (tools: {', '.join(TOOLS)})")
+    return name
+
+
+ToolName = Annotated[
+    str, AfterValidator(_known_tool), WithJsonSchema({"type": "string", "enum": list(TOOLS)})
+]
 
 REQUIRED_ROLES: dict[str, tuple[str, ...]] = {
     "dev-spec": ("analyst", "writer"),

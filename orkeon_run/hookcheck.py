@@ -14,8 +14,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .catalog import TOOLS, canonical
 from .hooks.native import HOOK_LIMIT, RUN_EVENTS, HookSpec, ProgramRules, number, run_hook
-from .rules import canonical_tool
 
 if TYPE_CHECKING:
     from .calls import HookRun
@@ -75,11 +75,9 @@ async def check(
     Settings-shape hooks: one line per hook that ran, then what the model would read.
     `env` is the native hooks' environment (the shell tool's; None: orkeon's own).
     """
-    name = canonical_tool(tool)
+    name = canonical(tool)
     if name is None:
         raise ValueError(f"unknown tool {tool!r}")
-    from .tools import TOOLS
-
     if TOOLS[name].path_field is None:
         # A call of a tool with no path argument (shell) has none, so `{path}` reads `-`
         # there (INTERFACE 4); the sample must not show a path the real call never has.
@@ -124,17 +122,19 @@ async def _check_settings(
     tool: str,
     path: str | None,
 ) -> tuple[list[str], bool]:
-    from .calls import CallContext
+    from .calls import CallContext, CheckedCall
     from .events import NullLog
     from .hooks.settings import SettingsHooks
     from .ledger import BudgetLimits, Ledger
-    from .tools import TOOLS
 
     hooks = SettingsHooks(dict(config), workspace=workspace, events=NullLog())
     ctx = CallContext(step=SAMPLE_ROLE, role=SAMPLE_ROLE, workspace=workspace)
     ledger = Ledger(BudgetLimits(seconds=None))
-    field = TOOLS[tool].path_field
+    entry = TOOLS[tool]
+    field = entry.path_field
     input: dict[str, Any] = {field: path} if field and path else {}
+    # A sample, not a call the model made: its input is shown to the hooks as it is.
+    call = CheckedCall(entry, input, entry.input.model_construct(**input), path)
     lines: list[str] = []
     failed = False
 
@@ -146,14 +146,14 @@ async def _check_settings(
         if runs:
             lines.extend(READS + r for r in reads or [quiet])
 
-    pre = await hooks.pre_tool(ctx, tool, input, "hooks-check", ledger)
-    reads = pre.refusal_lines or pre.context_lines
+    pre = await hooks.pre_tool(ctx, call, "hooks-check", ledger)
+    reads = pre.refusal.text.split("\n") if pre.refusal else pre.context_lines
     if pre.stop:
         reads = [*reads, f"(continue: false: the role would stop: {pre.stop_reason})"]
     if pre.updated_input is not None:
         reads = [*reads, f"(the input would become {pre.updated_input})"]
     show(pre.runs, reads, "nothing from these hooks; the call runs")
-    post = await hooks.post_tool(ctx, tool, input, "", "hooks-check", ledger)
+    post = await hooks.post_tool(ctx, call, "", "hooks-check", ledger, pre)
     reads = list(post.lines)
     if post.stop:
         reads.append(f"(continue: false: the role would stop: {post.stop_reason})")

@@ -1,37 +1,32 @@
 """The tool-call pipeline: the one place that decides whether a tool runs.
 
 Every call the model makes passes `Pipeline.call`, in this order; the first stage that
-refuses ends the call, and what the model reads is fixed in INTERFACE section 4:
+refuses ends the call, and what the model reads is fixed (docs/hooks.md, docs/tools.md):
 
  1. budget       a spent budget starts no call: `[refused: the step's time budget is spent]`
                  (turns/tokens/cost: `… the step's turn|token|cost budget is spent`)
  2. the call     unknown tool or bad input: a text result `error: …`; outcome "refused",
-                 refused_by null (no stage refused it: it was not a call it could run)
+                 refused_by null (no stage refused it: it was not a call it could run).
+                 The path argument is resolved here, once: every later stage and the tool
+                 act on that resolution.
  3. gate         the session's rules: `[refused by the gate: RULE]`
  4. workspace    the path resolves outside: `[refused: PATH is outside the workspace]`
  5. rule sets    the step's: `[refused by rule set NAME: RULE]`
  6. roots        writing tools of a role with roots, on the resolved path:
                  `[refused: PATH is outside this role's roots (ROOTS)]`
- 7. native pre-tool hooks, in order (first failing one refuses, later ones do not run)
- 8. settings-shape PreToolUse hooks (`ToolHooks.pre_tool`); an `updated_input` goes through
-    stages 2-6 again before the tool runs (an invalid one is refused, refused_by "hook").
-    Native pre-tool hooks saw the model's input; post-tool hooks see the input that ran.
-    `continue: false` refuses the call (refused_by "hook") and sets `stop_role`; the model
-    reads the refusal lines, or `[refused: a PreToolUse hook stopped the role: REASON]`.
- 9. the tool     a tool that raises becomes `error: TOOL failed: …`, never a crash
-10. native post-tool hooks, all in order; then settings-shape PostToolUse hooks
+ 7. pre-tool hooks (`hooks.Hooks.pre_tool`: native ones, then settings-shape ones); an
+    `updated_input` goes through stages 2-6 again before the tool runs (an invalid one is
+    refused, refused_by "hook"). A refusal may also stop the role (`stop_role`).
+ 8. the tool     a tool that raises becomes `error: TOOL failed: …`, never a crash
+ 9. post-tool hooks (`hooks.Hooks.post_tool`), on the input that ran.
 
-Lines added after the result, in this order: native post-tool lines, PreToolUse contexts,
-PostToolUse lines. With any line, the result becomes text (`RESULT.rstrip("\\n")` + a
-newline + the lines; a non-text result first as compact one-line JSON); with none it is
-left exactly as the tool returned it.
+With any line the hooks add, the result becomes text (`RESULT.rstrip("\\n")` + a newline +
+the lines; a non-text result first as compact one-line JSON); with none it is left exactly
+as the tool returned it.
 
-Each tool run is charged to the ledger as "tool" and each native hook run as "hook", the
-moment it ends; a native hook's limit is `ledger.cap(60)`, the tool's `ledger.cap(timeout)`.
-Once the time budget is spent in the middle of a call, nothing more starts: a pre-tool
-stage refuses with the budget text, a post-tool hook adds its `could not run` line.
-Exactly one `tool.call` event is emitted per call (INTERFACE section 7); `seq` counts the
-calls of each role through this pipeline, from 1.
+The tool's run is charged to the ledger as "tool" the moment it ends (hooks charge their
+own); its limit is `ledger.cap(tool_timeout)`. Exactly one `tool.call` event is emitted per
+call (docs/output.md); `seq` counts the calls of each role through this pipeline, from 1.
 """
 
 from __future__ import annotations
@@ -40,38 +35,51 @@ import itertools
 import os
 import time
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import tools as tools_mod
-from .calls import CallContext, CallOutcome, HookRun, RefusedBy, result_text
+from . import catalog
+from .calls import (
+    CallContext,
+    CallOutcome,
+    CheckedCall,
+    HookRun,
+    Refusal,
+    budget_refusal,
+    result_text,
+)
 from .events import EventLog
 from .gate import Gate
-from .hooks import ToolHooks
-from .hooks.native import (
-    HOOK_LIMIT,
-    HookSpec,
-    NativeHook,
-    NativeRun,
-    budget_spent,
-    number,
-    run_hook,
-)
+from .hooks import NO_HOOKS, Hooks
 from .ledger import Ledger
 from .paths import PathOutside, resolve_in_workspace, within_roots
 from .rules import RuleSet, call_subjects
-from .vocabulary import spent_text
+from .tools import ToolEnv, run_tool
 
 
-def budget_text(which: str) -> str:
-    return f"[refused: {spent_text(which)}]"
-
-
-@dataclass
-class _Refusal:
-    by: RefusedBy | None
-    text: str
+def check_call(workspace: Path, tool: str, input: Any) -> CheckedCall | Refusal:
+    """Stage 2, the call itself: a tool the catalog knows, an input its model accepts, and
+    the path argument resolved once inside `workspace` (resolved). A path that resolves
+    outside is marked, not refused: the gate comes first."""
+    entry = catalog.TOOLS.get(tool)
+    if entry is None:
+        return Refusal(None, f"error: there is no tool named {tool!r}")
+    args = entry.parse(input)
+    if isinstance(args, str):
+        return Refusal(None, f"error: {args}")
+    raw = getattr(args, entry.path_field) if entry.path_field else None
+    if raw == "":
+        return Refusal(None, f"error: {tool}: the field {entry.path_field!r} is empty")
+    path: Path | None = None
+    outside = False
+    if raw is not None:
+        try:
+            path = resolve_in_workspace(workspace, raw)
+        except PathOutside:
+            outside = True
+    elif entry.path_field is not None:
+        path = workspace  # an optional path left out: the whole workspace
+    return CheckedCall(entry, input, args, raw, path, outside)
 
 
 class Pipeline:
@@ -82,15 +90,13 @@ class Pipeline:
         step: str,
         ledger: Ledger,
         events: EventLog,
-        tool_env: tools_mod.ToolEnv,
+        tool_env: ToolEnv,
         gate: Gate,
-        rule_sets: Sequence[RuleSet],
-        native_hooks: Sequence[HookSpec],
-        tool_hooks: ToolHooks | None = None,
+        rule_sets: Sequence[RuleSet] = (),
+        hooks: Hooks = NO_HOOKS,
         tool_timeout: float = 600.0,
     ) -> None:
-        """`workspace` must be resolved. `native_hooks` in input order (`inputs.NativeHook`
-        or `hooks.native.NativeHook`); they are numbered here, from 1, across all events."""
+        """`workspace` must be resolved."""
         self.workspace = workspace
         ws = os.fspath(workspace)
         self._cut = len(ws) if ws.endswith("/") else len(ws) + 1  # of "WS/" in a resolved path
@@ -100,24 +106,15 @@ class Pipeline:
         self.tool_env = tool_env
         self.gate = gate
         self.rule_sets = tuple(rule_sets)
-        self.native_hooks = number(native_hooks)
-        self._pre = tuple(h for h in self.native_hooks if h.event == "pre-tool")
-        self._post = tuple(h for h in self.native_hooks if h.event == "post-tool")
-        self.tool_hooks = tool_hooks
+        self.hooks = hooks
         self.tool_timeout = tool_timeout
         self._seq: dict[str, Iterator[int]] = {}
-
-    # --- the one entry point ---------------------------------------------------------
-
-    def _budget_refusal(self) -> _Refusal:
-        """The budget stops this call: recorded in the ledger as the exhausted budget."""
-        return _Refusal("budget", budget_text(self.ledger.refuse() or "seconds"))
 
     async def call(
         self, ctx: CallContext, tool: str, input: dict[str, Any], call_id: str
     ) -> CallOutcome:
         """Run one tool call through every stage; never raises for anything a tool or a
-        native hook does. Emits the call's `tool.call` event."""
+        hook does. Emits the call's `tool.call` event."""
         counter = self._seq.get(ctx.role)
         if counter is None:
             counter = self._seq[ctx.role] = itertools.count(1)
@@ -145,98 +142,47 @@ class Pipeline:
     ) -> CallOutcome:
         runs: list[HookRun] = []
 
-        def refused(r: _Refusal, **extra: Any) -> CallOutcome:
+        def refused(r: Refusal, **extra: Any) -> CallOutcome:
             hook_seconds = sum(x.seconds for x in runs)
             return CallOutcome(
                 tool, input, "refused", r.by, r.text, runs, hook_seconds=hook_seconds, **extra
             )
 
         if self.ledger.spent():
-            return refused(self._budget_refusal())
+            return refused(budget_refusal(self.ledger))
+        call = self._check(ctx, tool, input)
+        if isinstance(call, Refusal):
+            return refused(call)
 
-        r = self._check(ctx, tool, input)
-        if r is not None:
-            return refused(r)
+        pre = await self.hooks.pre_tool(ctx, call, call_id, self.ledger)
+        runs.extend(pre.runs)
+        if pre.refusal is not None:
+            return refused(pre.refusal, stop_role=pre.stop, stop_reason=pre.stop_reason)
+        if pre.updated_input is not None:
+            rewritten = self._check(ctx, tool, pre.updated_input)
+            if isinstance(rewritten, Refusal):
+                if rewritten.by is None:  # the rewrite is not a valid call
+                    rewritten = Refusal(
+                        "hook", f"error: a PreToolUse hook's updatedInput: {rewritten.text}"
+                    )
+                return refused(rewritten)
+            call = rewritten
 
-        # Native pre-tool hooks: in order, the first that fails refuses.
-        path = tools_mod.path_arg(tool, input) if self._pre or self._post else None
-        for hook in self._pre:
-            limit = self.ledger.cap(HOOK_LIMIT)
-            if limit <= 0:
-                return refused(self._budget_refusal())
-            nr = await self._run_native(hook, tool, path, limit)
-            runs.append(nr.run)
-            if nr.line is not None:
-                if nr.run.timed_out and limit < HOOK_LIMIT:
-                    # The budget, not the hook's own 60 s, stopped it: the model reads the
-                    # documented budget text, not a time-out the contract does not name.
-                    return refused(self._budget_refusal())
-                return refused(_Refusal("hook", nr.line))
-
-        # Settings-shape PreToolUse hooks.
-        context_lines: list[str] = []
-        run_input = input
-        if self.tool_hooks is not None:
-            verdict = await self.tool_hooks.pre_tool(ctx, tool, input, call_id, self.ledger)
-            runs.extend(verdict.runs)
-            if verdict.stop or verdict.refusal_lines:
-                text = "\n".join(verdict.refusal_lines) or (
-                    "[refused: a PreToolUse hook stopped the role: "
-                    f"{verdict.stop_reason or 'no reason given'}]"
-                )
-                return refused(
-                    _Refusal("hook", text), stop_role=verdict.stop, stop_reason=verdict.stop_reason
-                )
-            if verdict.updated_input is not None:
-                run_input = verdict.updated_input
-                r = self._check(ctx, tool, run_input)
-                if r is not None:
-                    if r.by is None:  # the rewrite is not a valid call
-                        r = _Refusal("hook", f"error: a PreToolUse hook's updatedInput: {r.text}")
-                    return refused(r)
-            context_lines = verdict.context_lines
-
-        # The tool.
         timeout = self.ledger.cap(self.tool_timeout)
         if timeout <= 0:
-            return refused(self._budget_refusal())
+            return refused(budget_refusal(self.ledger))
         started = time.monotonic()
         try:
-            result = await tools_mod.run_tool(tool, run_input, self.tool_env, timeout)
+            result = await run_tool(call, self.tool_env, timeout)
         except Exception as exc:  # a tool's bug must not end the step
             result = f"error: {tool} failed: {type(exc).__name__}: {exc}"
         tool_seconds = time.monotonic() - started
         self.ledger.charge("tool", tool_seconds)
 
-        # Post-tool hooks: native ones, all in order, then settings-shape ones.
-        lines: list[str] = []
-        if self._post:
-            if run_input is not input:
-                path = tools_mod.path_arg(tool, run_input)
-            for hook in self._post:
-                limit = self.ledger.cap(HOOK_LIMIT)
-                if limit <= 0:
-                    nr = budget_spent(hook, tool=tool, path=path)
-                else:
-                    nr = await self._run_native(hook, tool, path, limit)
-                    if nr.run.timed_out and limit < HOOK_LIMIT:  # cut short by the budget
-                        self.ledger.refuse()
-                        nr = NativeRun(nr.run, budget_spent(hook, tool=tool, path=path).line)
-                runs.append(nr.run)
-                if nr.line is not None:
-                    lines.append(nr.line)
-        lines.extend(context_lines)
-        stop, stop_reason = False, None
-        if self.tool_hooks is not None:
-            post = await self.tool_hooks.post_tool(
-                ctx, tool, run_input, result, call_id, self.ledger
-            )
-            runs.extend(post.runs)
-            lines.extend(post.lines)
-            stop, stop_reason = post.stop, post.stop_reason
-
-        if lines:
-            result = result_text(result).rstrip("\n") + "\n" + "\n".join(lines)
+        post = await self.hooks.post_tool(ctx, call, result, call_id, self.ledger, pre)
+        runs.extend(post.runs)
+        if post.lines:
+            result = result_text(result).rstrip("\n") + "\n" + "\n".join(post.lines)
         return CallOutcome(
             tool,
             input,
@@ -246,75 +192,53 @@ class Pipeline:
             runs,
             tool_seconds=tool_seconds,
             hook_seconds=sum(x.seconds for x in runs),
-            stop_role=stop,
-            stop_reason=stop_reason,
+            stop_role=post.stop,
+            stop_reason=post.stop_reason,
         )
 
-    # --- stages ------------------------------------------------------------------------
+    # --- stages 2-6 ----------------------------------------------------------------------
 
-    def _check(self, ctx: CallContext, tool: str, input: dict[str, Any]) -> _Refusal | None:
-        """Stages 2-6: the call itself, gate, workspace, rule sets, roots."""
-        problem = tools_mod.check_input(tool, input)
-        if problem is not None:
-            return _Refusal(None, problem if problem.startswith("error:") else f"error: {problem}")
-
-        raw = tools_mod.path_arg(tool, input)
-        resolved: Path | None = None
-        outside = False
-        if raw == "":
-            return _Refusal(
-                None, f"error: {tool}: the field {tools_mod.TOOLS[tool].path_field!r} is empty"
-            )
-        if raw is not None:
-            try:
-                resolved = resolve_in_workspace(self.workspace, raw)
-            except PathOutside:
-                outside = True
-        elif tools_mod.TOOLS[tool].path_field is not None:
-            resolved = self.workspace  # an optional path left out: the whole workspace
-
-        needs_subjects = not self.gate.empty or self.rule_sets
+    def _police(self, ctx: CallContext, call: CheckedCall) -> Refusal | None:
+        """Stages 3-6: gate, workspace, rule sets, roots, on the call as checked."""
+        tool, resolved = call.name, call.path
         subjects: tuple[str, ...] = ()
-        if needs_subjects:
+        if not self.gate.empty or self.rule_sets:
             rel = None
             if resolved is not None:  # inside the workspace: a slice is `paths.relative`
                 rel = os.fspath(resolved)[self._cut :] or "."
-            is_dir = resolved is not None and tool in ("list_files", "search_files")
             # os.path.isdir, not Path.is_dir: that raises for a name too long to exist
             # (ENAMETOOLONG), which ended the step on a model's list_files call.
-            is_dir = is_dir and os.path.isdir(resolved)  # type: ignore[arg-type]
-            subjects = call_subjects(tool, input, rel, is_dir)
+            is_dir = (
+                resolved is not None
+                and tool in ("list_files", "search_files")
+                and os.path.isdir(resolved)
+            )
+            subjects = call_subjects(tool, call.input, rel, is_dir)
 
         rule = self.gate.refusal(tool, subjects)
         if rule is not None:
-            return _Refusal("gate", f"[refused by the gate: {rule}]")
-        if outside:
-            return _Refusal("workspace", f"[refused: {raw} is outside the workspace]")
+            return Refusal("gate", f"[refused by the gate: {rule}]")
+        if call.outside:
+            return Refusal("workspace", f"[refused: {call.raw_path} is outside the workspace]")
         for rs in self.rule_sets:
             rule = rs.refusal(tool, subjects)
             if rule is not None:
-                return _Refusal("rules", f"[refused by rule set {rs.name}: {rule}]")
+                return Refusal("rules", f"[refused by rule set {rs.name}: {rule}]")
         if (
             ctx.roots is not None
             and resolved is not None
-            and tools_mod.TOOLS[tool].writes
+            and call.tool.writes
             and not within_roots(self.workspace, resolved, ctx.roots)
         ):
             roots = ", ".join(ctx.roots)
-            return _Refusal("roots", f"[refused: {raw} is outside this role's roots ({roots})]")
+            return Refusal(
+                "roots", f"[refused: {call.raw_path} is outside this role's roots ({roots})]"
+            )
         return None
 
-    async def _run_native(
-        self, hook: NativeHook, tool: str, path: str | None, limit: float
-    ) -> NativeRun:
-        nr = await run_hook(
-            hook,
-            tool=tool,
-            path=path,
-            workspace=self.workspace,
-            program_rules=self.tool_env.shell_rules,
-            limit=limit,
-            env=self.tool_env.environ,
-        )
-        self.ledger.charge("hook", nr.run.seconds)
-        return nr
+    def _check(self, ctx: CallContext, tool: str, input: Any) -> CheckedCall | Refusal:
+        """Stages 2-6 on one input: the call itself, then `_police`."""
+        call = check_call(self.workspace, tool, input)
+        if isinstance(call, Refusal):
+            return call
+        return self._police(ctx, call) or call

@@ -34,18 +34,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from .catalog import TOOLS, canonical
 from .commands import CommandRefused, split_command
-
-TOOL_NAMES = ("file_read", "file_write", "file_edit", "list_files", "search_files", "shell")
-FILE_TOOLS = frozenset(TOOL_NAMES) - {"shell"}
-ALIASES = {
-    "Bash": "shell",
-    "Write": "file_write",
-    "Edit": "file_edit",
-    "Read": "file_read",
-    "Glob": "list_files",
-    "Grep": "search_files",
-}
 
 _RULE_RE = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)(?:\((.*)\))?$", re.DOTALL)
 MATCH_SECONDS = 0.05  # per subject, for a pattern that can backtrack (see the docstring)
@@ -90,13 +80,6 @@ def _git_pattern() -> type:
         from pathspec.patterns.gitwildmatch import GitWildMatchPattern
 
         return GitWildMatchPattern
-
-
-def canonical_tool(name: str) -> str | None:
-    """The orkeon tool name for `name` (an orkeon name or a Claude Code alias), or None."""
-    if name in TOOL_NAMES:
-        return name
-    return ALIASES.get(name)
 
 
 def _path_regex(pattern: str) -> re.Pattern[str] | _Bounded:
@@ -179,10 +162,10 @@ def parse_rule(text: str) -> Rule:
     if m is None:
         raise ValueError(f"{text!r} is not a rule: write TOOL or TOOL(PATTERN)")
     name, pattern = m.group(1), m.group(2)
-    tool = canonical_tool(name)
+    tool = canonical(name)
     if tool is None:
-        names = ", ".join(TOOL_NAMES)
-        aliases = ", ".join(ALIASES)
+        names = ", ".join(TOOLS)
+        aliases = ", ".join(t.claude_name for t in TOOLS.values())
         raise ValueError(f"unknown tool {name!r} in rule {text!r} (tools: {names}; {aliases})")
     if pattern is None:
         return Rule(text=text, tool=tool)

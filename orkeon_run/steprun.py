@@ -21,6 +21,7 @@ from .vocabulary import StepStatus
 if TYPE_CHECKING:
     from .agent import RoleResult
     from .gate import Gate
+    from .hooks import Hooks
     from .hooks.settings import SettingsHooks
     from .models.base import Provider
     from .pipeline import Pipeline
@@ -52,6 +53,26 @@ class StepRun:
         """`b1/api` -> RUN_DIR/transcripts/b1/api.jsonl."""
         return self.run_dir / "transcripts" / f"{role}.jsonl"
 
+    def hooks(self) -> Hooks:
+        """The step's hooks, native first, then settings-shape ones."""
+        from .hooks import NO_HOOKS, chain
+        from .hooks.native import NativeHooks
+
+        native = self.inputs.native_hooks
+        return chain(
+            [
+                NativeHooks(
+                    native,
+                    workspace=self.workspace,
+                    program_rules=self.shell_rules,
+                    env=self.child_environ(credentials=True),
+                )
+                if native
+                else NO_HOOKS,
+                self.settings_hooks or NO_HOOKS,
+            ]
+        )
+
     def pipeline(self, rule_sets: Sequence[RuleSet]) -> Pipeline:
         from .pipeline import Pipeline
         from .tools import ToolEnv
@@ -68,8 +89,7 @@ class StepRun:
             ),
             gate=self.gate,
             rule_sets=rule_sets,
-            native_hooks=self.inputs.native_hooks,
-            tool_hooks=self.settings_hooks,
+            hooks=self.hooks(),
         )
 
     def child_environ(self, *, credentials: bool) -> dict[str, str]:

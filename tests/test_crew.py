@@ -123,7 +123,7 @@ def test_workspace_override_with_its_own_prompt(tmp_path: Path) -> None:
 BAD = [
     ('step = "dev-plan"\nextra = 1\n', "extra: unknown key"),
     ('step = "dev-plan"\n[[roles]]\nname = "planner"\nprompt = "p.md"\ntools = ["rm"]\n',
-     "roles[0].tools[0]: Input should be"),
+     "roles[0].tools[0]: unknown tool 'rm'"),
     ('step = "dev-plan"\n[[roles]]\nname = "other"\nprompt = "prompts/planner.md"\n'
      'tools = ["file_read"]\n', "roles: the dev-plan crew needs a role named planner"),
     (PLANNER.format(prompt="prompts/planner.md")

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import kit
 import pytest
 from hypothesis import HealthCheck, assume, event, given, settings
 from hypothesis import strategies as st
@@ -29,14 +30,13 @@ from orkeon_run.calls import CallContext
 from orkeon_run.commands import OPERATORS, split_command
 from orkeon_run.events import EventLog
 from orkeon_run.gate import Gate
+from orkeon_run.hooks import NO_HOOKS
 from orkeon_run.hooks.matchers import Matcher
 from orkeon_run.hooks.native import NativeHook, argv_for, run_hook
 from orkeon_run.inputs import MatcherGroup
-from orkeon_run.ledger import BudgetLimits, Ledger
 from orkeon_run.pipeline import Pipeline
 from orkeon_run.rules import RuleSet
 from orkeon_run.shellrules import ShellRules
-from orkeon_run.tools import ToolEnv
 
 SETTINGS = settings(
     max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True
@@ -259,16 +259,8 @@ def make_pipeline(
     tool_hooks: Any = None,
 ) -> Pipeline:
     """The real Pipeline over `ws`: no budget limit, the base program list, no native hooks."""
-    return Pipeline(
-        workspace=ws,
-        step="dev-batches",
-        ledger=Ledger(BudgetLimits(seconds=None)),
-        events=log or EventLog(None),
-        tool_env=ToolEnv(workspace=ws, shell_rules=ShellRules()),
-        gate=gate or Gate(),
-        rule_sets=rule_sets,
-        native_hooks=(),
-        tool_hooks=tool_hooks,
+    return kit.make_pipeline(
+        ws, gate=gate, rule_sets=rule_sets, events=log, hooks=tool_hooks or NO_HOOKS
     )
 
 

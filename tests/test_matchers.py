@@ -10,12 +10,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import TypeAdapter
 
+from orkeon_run.catalog import TOOLS as CATALOG
+from orkeon_run.catalog import claude_name
 from orkeon_run.events import NullLog
-from orkeon_run.hooks.matchers import TOOL_ALIASES, Matcher, claude_name, tool_names
+from orkeon_run.hooks.matchers import Matcher, tool_names
 from orkeon_run.hooks.settings import SettingsHooks
 from orkeon_run.inputs import MatcherGroup
 
-TOOLS = tuple(TOOL_ALIASES)
+TOOLS = tuple(CATALOG)
 
 
 def hits(pattern: str | None) -> set[str]:
@@ -71,7 +73,10 @@ def test_claude_code_names_match_orkeon_tools(pattern: str, expected: set[str]) 
 
 
 def test_claude_names() -> None:
-    assert [claude_name(t) for t in TOOLS] == ["Bash", "Write", "Edit", "Read", "Glob", "Grep"]
+    assert {t: claude_name(t) for t in TOOLS} == {
+        "shell": "Bash", "file_write": "Write", "file_edit": "Edit", "file_read": "Read",
+        "list_files": "Glob", "search_files": "Grep",
+    }  # fmt: skip
     assert claude_name("web_fetch") == "web_fetch"
     assert tool_names("shell") == ("shell", "Bash", "execute_command")
 

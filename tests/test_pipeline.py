@@ -13,14 +13,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from kit import make_pipeline
 
-from orkeon_run.calls import CallContext, CallOutcome, HookRun
+from orkeon_run.calls import CallContext, CallOutcome, CheckedCall, HookRun, Refusal
 from orkeon_run.events import EventLog
 from orkeon_run.gate import Gate
-from orkeon_run.hooks import PostToolVerdict, PreToolVerdict
-from orkeon_run.inputs import NativeHook
+from orkeon_run.hooks import NO_HOOKS, Hooks, PostToolVerdict, PreToolVerdict
 from orkeon_run.ledger import BudgetLimits, Ledger
-from orkeon_run.pipeline import Pipeline
 from orkeon_run.rules import RuleSet
 from orkeon_run.shellrules import ShellRules
 from orkeon_run.tools import ToolEnv
@@ -56,16 +55,15 @@ class Harness:
         self.workspace = workspace
         self.events_path = workspace.parent / "events.jsonl"
         self.ledger = Ledger(limits or BudgetLimits(seconds=None))
-        self.pipeline = Pipeline(
-            workspace=workspace,
-            step="dev-batches",
+        self.pipeline = make_pipeline(
+            workspace,
+            native=hooks,
+            hooks=tool_hooks or NO_HOOKS,
+            gate=gate,
+            rule_sets=rule_sets,
+            rules=rules,
             ledger=self.ledger,
             events=EventLog(self.events_path),
-            tool_env=ToolEnv(workspace=workspace, shell_rules=rules or ShellRules()),
-            gate=gate or Gate(),
-            rule_sets=rule_sets,
-            native_hooks=[NativeHook(event=e, command=c) for e, c in hooks],  # type: ignore[arg-type]
-            tool_hooks=tool_hooks,
         )
 
     async def call(self, tool: str, input: dict[str, Any], ctx: CallContext = ROLE) -> CallOutcome:
@@ -528,23 +526,26 @@ async def test_a_post_tool_hook_after_the_budget_is_spent_does_not_run(
 # --- settings-shape hooks through the ToolHooks protocol -----------------------------------
 
 
-class ScriptedToolHooks:
-    """A ToolHooks that answers with given verdicts and records what it was asked."""
+class ScriptedToolHooks(Hooks):
+    """A hook set that answers with given verdicts and records what it was asked."""
 
     def __init__(self, pre: PreToolVerdict | None = None, post: PostToolVerdict | None = None):
         self.pre = pre or PreToolVerdict()
         self.post = post or PostToolVerdict()
         self.seen: list[tuple[str, str, dict[str, Any], Any]] = []
 
-    async def pre_tool(self, ctx: CallContext, tool: str, input: dict[str, Any], call_id: str,
+    async def pre_tool(self, ctx: CallContext, call: CheckedCall, call_id: str,
                        ledger: Ledger) -> PreToolVerdict:  # fmt: skip
-        self.seen.append(("pre", tool, input, None))
+        self.seen.append(("pre", call.name, call.input, None))
         return self.pre
 
-    async def post_tool(self, ctx: CallContext, tool: str, input: dict[str, Any], result: Any,
-                        call_id: str, ledger: Ledger) -> PostToolVerdict:  # fmt: skip
-        self.seen.append(("post", tool, input, result))
-        return self.post
+    async def post_tool(self, ctx: CallContext, call: CheckedCall, result: Any,
+                        call_id: str, ledger: Ledger, pre: PreToolVerdict) -> PostToolVerdict:  # fmt: skip
+        self.seen.append(("post", call.name, call.input, result))
+        return PostToolVerdict(
+            [*pre.context_lines, *self.post.lines], self.post.runs, self.post.stop,
+            self.post.stop_reason,
+        )  # fmt: skip
 
 
 def _run(cmd: str, event: str) -> HookRun:
@@ -565,7 +566,9 @@ async def test_settings_refusal_lines_refuse_the_call(ws: Path) -> None:
         "[PreToolUse hook (a) blocked the call: no]",
         "[PreToolUse hook (b) denied the call: x]",
     ]
-    th = ScriptedToolHooks(PreToolVerdict(refusal_lines=lines, runs=[_run("a", "PreToolUse")]))
+    th = ScriptedToolHooks(
+        PreToolVerdict(refusal=Refusal("hook", "\n".join(lines)), runs=[_run("a", "PreToolUse")])
+    )
     h = Harness(ws, tool_hooks=th)
     out = await h.call("file_write", write("src/api/y.py"))
     assert (out.outcome, out.refused_by) == ("refused", "hook")
@@ -624,7 +627,8 @@ async def test_updated_input_runs_and_lines_come_in_order(
 
 
 async def test_continue_false_in_pre_tool_stops_the_role_without_running(ws: Path) -> None:
-    th = ScriptedToolHooks(PreToolVerdict(stop=True, stop_reason="freeze"))
+    text = "[refused: a PreToolUse hook stopped the role: freeze]"
+    th = ScriptedToolHooks(PreToolVerdict(Refusal("hook", text), stop=True, stop_reason="freeze"))
     h = Harness(ws, tool_hooks=th)
     out = await h.call("file_write", write("src/api/y.py"))
     assert out.stop_role and out.refused_by == "hook"

@@ -17,10 +17,12 @@ from typing import Any, Literal
 
 import anyio
 import pytest
+from kit import refusal_lines, sample_call
 from pydantic import TypeAdapter
 
 from orkeon_run.calls import CallContext, HookRun
 from orkeon_run.events import NullLog
+from orkeon_run.hooks import PreToolVerdict
 from orkeon_run.hooks.settings import SettingsHooks
 from orkeon_run.inputs import MatcherGroup
 from orkeon_run.ledger import BudgetLimits, Ledger
@@ -86,13 +88,17 @@ class Rig:
 
     def pre(self, tool: str = "file_write", input: dict[str, Any] | None = None):
         data = input if input is not None else {"file_path": "src/x.py", "content": "x = 1\n"}
-        return anyio.run(self.hooks.pre_tool, self.ctx, tool, data, "call-1", self.ledger)
+        call = sample_call(self.ws, tool, data)
+        return anyio.run(self.hooks.pre_tool, self.ctx, call, "call-1", self.ledger)
 
     def post(
         self, tool: str = "file_write", input: dict[str, Any] | None = None, result: Any = "ok"
     ):
         data = input if input is not None else {"file_path": "src/x.py", "content": "x = 1\n"}
-        return anyio.run(self.hooks.post_tool, self.ctx, tool, data, result, "call-1", self.ledger)
+        call = sample_call(self.ws, tool, data)
+        return anyio.run(
+            self.hooks.post_tool, self.ctx, call, result, "call-1", self.ledger, PreToolVerdict()
+        )
 
     def prompt(self, text: str = "build the thing"):
         return anyio.run(self.hooks.user_prompt, self.ctx, text, self.ledger)
@@ -134,7 +140,7 @@ def test_pre_exit0_runs_and_ignores_stdout(workspace: Path) -> None:
     cmd = ans(stdout="some text the model must not see")
     rig = Rig(workspace, {"PreToolUse": [group(cmd)]})
     v = rig.pre()
-    assert v.refusal_lines == [] and v.context_lines == [] and v.updated_input is None
+    assert refusal_lines(v) == [] and v.context_lines == [] and v.updated_input is None
     assert not v.stop
     assert v.runs == [
         HookRun(None, "PreToolUse", cmd, 0, v.runs[0].seconds, False, v.runs[0].first_line)
@@ -145,7 +151,7 @@ def test_pre_exit2_blocks_with_stderr(workspace: Path) -> None:
     """'PreToolUse: The tool is not run; stderr is sent to the model as the block reason.'"""
     cmd = ans(exit=2, stderr="  generated/ is rebuilt, not edited\n", stdout="ignored")
     v = Rig(workspace, {"PreToolUse": [group(cmd)]}).pre()
-    assert v.refusal_lines == [
+    assert refusal_lines(v) == [
         f"[PreToolUse hook ({cmd}) blocked the call: generated/ is rebuilt, not edited]"
     ]
     assert v.runs[0].exit_code == 2
@@ -155,7 +161,7 @@ def test_pre_exit2_blocks_with_stderr(workspace: Path) -> None:
 def test_pre_exit2_without_stderr_says_no_reason(workspace: Path) -> None:
     """INTERFACE: 'when there is none, `no reason given`'."""
     v = Rig(workspace, {"PreToolUse": [group("exit 2")]}).pre()
-    assert v.refusal_lines == ["[PreToolUse hook (exit 2) blocked the call: no reason given]"]
+    assert refusal_lines(v) == ["[PreToolUse hook (exit 2) blocked the call: no reason given]"]
 
 
 def test_pre_exit2_ignores_allow_json(workspace: Path) -> None:
@@ -163,7 +169,7 @@ def test_pre_exit2_ignores_allow_json(workspace: Path) -> None:
     allow = {"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "allow"}}
     cmd = ans(exit=2, stderr="no", stdout=allow)
     v = Rig(workspace, {"PreToolUse": [group(cmd)]}).pre()
-    assert v.refusal_lines == [f"[PreToolUse hook ({cmd}) blocked the call: no]"]
+    assert refusal_lines(v) == [f"[PreToolUse hook ({cmd}) blocked the call: no]"]
 
 
 @pytest.mark.parametrize("code", [1, 3, 127])
@@ -172,7 +178,7 @@ def test_pre_other_exit_is_non_blocking(workspace: Path, code: int) -> None:
     to you as a warning.'"""
     cmd = ans(exit=code, stderr="lint crashed")
     v = Rig(workspace, {"PreToolUse": [group(cmd)]}).pre()
-    assert v.refusal_lines == []
+    assert refusal_lines(v) == []
     assert (v.runs[0].exit_code, v.runs[0].first_line) == (code, "lint crashed")
 
 
@@ -187,14 +193,14 @@ def test_pre_other_exit_still_honours_deny_json(workspace: Path) -> None:
     }
     cmd = ans(exit=1, stdout=deny)
     v = Rig(workspace, {"PreToolUse": [group(cmd)]}).pre()
-    assert v.refusal_lines == [f"[PreToolUse hook ({cmd}) denied the call: not on Fridays]"]
+    assert refusal_lines(v) == [f"[PreToolUse hook ({cmd}) denied the call: not on Fridays]"]
 
 
 def test_missing_command_is_non_blocking(workspace: Path) -> None:
     """'A hook that fails to start, errors, or times out is surfaced as a non-blocking
     message; it never crashes OrbCode.'"""
     v = Rig(workspace, {"PreToolUse": [group("/nonexistent/anchor-hook")]}).pre()
-    assert v.refusal_lines == []
+    assert refusal_lines(v) == []
     assert v.runs[0].exit_code == 127
     assert "anchor-hook" in v.runs[0].first_line
 
@@ -206,7 +212,7 @@ def test_hook_that_cannot_start_is_non_blocking(tmp_path: Path) -> None:
     rig = Rig(gone, {"PreToolUse": [group("exit 2")]})
     gone.rmdir()
     v = rig.pre()
-    assert v.refusal_lines == []
+    assert refusal_lines(v) == []
     assert v.runs[0].exit_code is None and "working directory" in v.runs[0].first_line
 
 
@@ -331,20 +337,20 @@ def test_json_deny_with_reason(workspace: Path) -> None:
     """'Deny a tool with a reason': `[PreToolUse hook (CMD) denied the call: REASON]`."""
     cmd = ans(stdout=_pre(permissionDecision="deny", permissionDecisionReason=" protected "))
     v = Rig(workspace, {"PreToolUse": [group(cmd)]}).pre()
-    assert v.refusal_lines == [f"[PreToolUse hook ({cmd}) denied the call: protected]"]
+    assert refusal_lines(v) == [f"[PreToolUse hook ({cmd}) denied the call: protected]"]
 
 
 def test_json_deny_without_reason(workspace: Path) -> None:
     cmd = ans(stdout=_pre(permissionDecision="deny"))
     v = Rig(workspace, {"PreToolUse": [group(cmd)]}).pre()
-    assert v.refusal_lines == [f"[PreToolUse hook ({cmd}) denied the call: no reason given]"]
+    assert refusal_lines(v) == [f"[PreToolUse hook ({cmd}) denied the call: no reason given]"]
 
 
 def test_json_allow_adds_nothing(workspace: Path) -> None:
     """'Skip the approval prompt (auto-allow a tool)': a headless run has no prompt to skip,
     and the gate, rule sets and roots have already run, so allow changes nothing."""
     v = Rig(workspace, {"PreToolUse": [group(ans(stdout=_pre(permissionDecision="allow")))]}).pre()
-    assert v.refusal_lines == [] and v.updated_input is None
+    assert refusal_lines(v) == [] and v.updated_input is None
 
 
 def test_json_ask_is_refused_and_notifies(workspace: Path, tmp_path: Path) -> None:
@@ -357,7 +363,7 @@ def test_json_ask_is_refused_and_notifies(workspace: Path, tmp_path: Path) -> No
         {"PreToolUse": [group(cmd)], "Notification": [group(ans(record=rec))]},
     )
     v = rig.pre(tool="shell", input={"command": "git push"})
-    assert v.refusal_lines == [
+    assert refusal_lines(v) == [
         f"[PreToolUse hook ({cmd}) asked for approval, which a headless run cannot give: "
         "web access]"
     ]
@@ -371,12 +377,12 @@ def test_json_decision_block_is_a_block(workspace: Path) -> None:
     """`"decision": "block"` — 'block = deny the action, with this reason'."""
     cmd = ans(stdout={"decision": "block", "reason": "use the API client"})
     v = Rig(workspace, {"PreToolUse": [group(cmd)]}).pre()
-    assert v.refusal_lines == [f"[PreToolUse hook ({cmd}) blocked the call: use the API client]"]
+    assert refusal_lines(v) == [f"[PreToolUse hook ({cmd}) blocked the call: use the API client]"]
 
 
 def test_json_decision_approve_adds_nothing(workspace: Path) -> None:
     v = Rig(workspace, {"PreToolUse": [group(ans(stdout={"decision": "approve"}))]}).pre()
-    assert v.refusal_lines == []
+    assert refusal_lines(v) == []
 
 
 def test_json_updated_input_replaces_input(workspace: Path) -> None:
@@ -386,7 +392,7 @@ def test_json_updated_input_replaces_input(workspace: Path) -> None:
         tool="shell", input={"command": "ls", "description": "list"}
     )
     assert v.updated_input == {"command": "ls -la"}
-    assert v.refusal_lines == []
+    assert refusal_lines(v) == []
 
 
 def test_json_additional_context_pre_and_post(workspace: Path) -> None:
@@ -454,6 +460,9 @@ def test_json_continue_false_stops(workspace: Path) -> None:
     )
     for v in (rig.pre(), rig.post(), rig.prompt()):
         assert (v.stop, v.stop_reason) == (True, "quota reached")
+    assert refusal_lines(rig.pre()) == [
+        "[refused: a PreToolUse hook stopped the role: quota reached]"
+    ]
 
 
 def test_json_continue_false_on_stop_lets_the_role_finish(workspace: Path) -> None:
@@ -498,20 +507,20 @@ def test_json_with_wrong_event_name_is_ignored(workspace: Path) -> None:
             "hookSpecificOutput": {"hookEventName": "PostToolUse", "permissionDecision": "deny"}
         }
     )
-    assert Rig(workspace, {"PreToolUse": [group(cmd)]}).pre().refusal_lines == []
+    assert refusal_lines(Rig(workspace, {"PreToolUse": [group(cmd)]}).pre()) == []
 
 
 def test_json_padded_with_blank_space_is_parsed(workspace: Path) -> None:
     """'If a hook prints a JSON object (output starting with `{`)' — after blank space."""
     cmd = 'printf \'\\n\\n   {"decision": "block", "reason": "padded"}  \\n\''
     v = Rig(workspace, {"PreToolUse": [group(cmd)]}).pre()
-    assert v.refusal_lines == [f"[PreToolUse hook ({cmd}) blocked the call: padded]"]
+    assert refusal_lines(v) == [f"[PreToolUse hook ({cmd}) blocked the call: padded]"]
 
 
 def test_text_before_json_is_not_json(workspace: Path) -> None:
     """Output that does not start with `{` is not a control object (Claude Code c5)."""
     cmd = 'echo note; echo \'{"decision": "block"}\''
-    assert Rig(workspace, {"PreToolUse": [group(cmd)]}).pre().refusal_lines == []
+    assert refusal_lines(Rig(workspace, {"PreToolUse": [group(cmd)]}).pre()) == []
 
 
 def test_plain_stdout_that_starts_with_brace_but_is_not_json(workspace: Path) -> None:
@@ -535,11 +544,11 @@ def test_deny_beats_ask_beats_allow(workspace: Path, tmp_path: Path) -> None:
         workspace,
         {"PreToolUse": [group(allow, ask, deny)], "Notification": [group(ans(record=rec))]},
     )
-    assert rig.pre().refusal_lines == [f"[PreToolUse hook ({deny}) denied the call: no]"]
+    assert refusal_lines(rig.pre()) == [f"[PreToolUse hook ({deny}) denied the call: no]"]
     assert payloads(rec) == []
 
     rig2 = Rig(workspace, {"PreToolUse": [group(allow, ask)]})
-    assert rig2.pre().refusal_lines == [
+    assert refusal_lines(rig2.pre()) == [
         f"[PreToolUse hook ({ask}) asked for approval, which a headless run cannot give: why]"
     ]
 
@@ -550,7 +559,7 @@ def test_block_reasons_join_in_configuration_order(workspace: Path) -> None:
     slow = ans(exit=2, stderr="slow one", sleep=0.3)
     fast = ans(stdout=_pre(permissionDecision="deny", permissionDecisionReason="fast one"))
     v = Rig(workspace, {"PreToolUse": [group(slow), group(fast, matcher="Write")]}).pre()
-    assert v.refusal_lines == [
+    assert refusal_lines(v) == [
         f"[PreToolUse hook ({slow}) blocked the call: slow one]",
         f"[PreToolUse hook ({fast}) denied the call: fast one]",
     ]
@@ -806,7 +815,7 @@ def test_timeout_kills_and_does_not_block(workspace: Path) -> None:
     t0 = time.monotonic()
     v = rig.pre()
     assert time.monotonic() - t0 < 2.0
-    assert v.refusal_lines == []
+    assert refusal_lines(v) == []
     [run] = v.runs
     assert run.timed_out and run.exit_code is None
 

@@ -20,9 +20,11 @@ from typing import Any
 
 import anyio
 import pytest
+from kit import refusal_lines, sample_call
 
 from orkeon_run.calls import CallContext
 from orkeon_run.events import NullLog
+from orkeon_run.hooks import PreToolVerdict
 from orkeon_run.hooks.settings import SettingsHooks, load_settings_hooks
 from orkeon_run.inputs import parse_inputs
 from orkeon_run.ledger import BudgetLimits, Ledger
@@ -88,10 +90,14 @@ class Claude:
         self.ctx = CallContext(step="dev-batches", role="b1/api", workspace=ws, session_id="s1")
 
     def pre(self, tool: str, **input: Any):
-        return anyio.run(self.hooks.pre_tool, self.ctx, tool, input, "c1", self.ledger)
+        call = sample_call(self.ctx.workspace, tool, input)
+        return anyio.run(self.hooks.pre_tool, self.ctx, call, "c1", self.ledger)
 
     def post(self, tool: str, result: Any, **input: Any):
-        return anyio.run(self.hooks.post_tool, self.ctx, tool, input, result, "c1", self.ledger)
+        call = sample_call(self.ctx.workspace, tool, input)
+        return anyio.run(
+            self.hooks.post_tool, self.ctx, call, result, "c1", self.ledger, PreToolVerdict()
+        )
 
     def cmd(self, name: str) -> str:
         return hook(name)["command"]
@@ -108,27 +114,27 @@ def claude(workspace: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> 
 
 def test_rm_rf_guard_blocks_with_its_stderr(claude: Claude) -> None:
     v = claude.pre("shell", command="rm -rf /")
-    assert v.refusal_lines == [
+    assert refusal_lines(v) == [
         f"[PreToolUse hook ({claude.cmd('block_rm_rf.sh')}) blocked the call: "
         "Refusing to run a destructive command: rm -rf /]"
     ]
-    assert claude.pre("shell", command="rm -rf ./build").refusal_lines == []
+    assert refusal_lines(claude.pre("shell", command="rm -rf ./build")) == []
 
 
 def test_official_bash_validator_sees_tool_name_bash(claude: Claude) -> None:
     """The Claude Code example exits 0 unless `tool_name == "Bash"`: orkeon sends Claude
     Code's tool name, so the guard is not skipped."""
     v = claude.pre("shell", command="grep -r TODO src")
-    assert v.refusal_lines == [
+    assert refusal_lines(v) == [
         f"[PreToolUse hook ({claude.cmd('bash_command_validator.py')}) blocked the call: "
         "• Use 'rg' (ripgrep) instead of 'grep' for better performance and features]"
     ]
-    assert claude.pre("shell", command="git status").refusal_lines == []
+    assert refusal_lines(claude.pre("shell", command="git status")) == []
 
 
 def test_command_log_and_rewrite(claude: Claude) -> None:
     v = claude.pre("shell", command="ls")
-    assert v.refusal_lines == [] and v.updated_input == {"command": "ls -la"}
+    assert refusal_lines(v) == [] and v.updated_input == {"command": "ls -la"}
     claude.pre("shell", command="git status", description="show the tree")
     log = (claude.ws / ".claude" / "bash-command-log.txt").read_text()
     assert log == "ls - No description\ngit status - show the tree\n"
@@ -136,21 +142,21 @@ def test_command_log_and_rewrite(claude: Claude) -> None:
 
 def test_protected_files(claude: Claude) -> None:
     v = claude.pre("file_write", file_path=".env", content="X=1")
-    assert v.refusal_lines == [
+    assert refusal_lines(v) == [
         f"[PreToolUse hook ({claude.cmd('protect_files.sh')}) blocked the call: "
         "Blocked: .env matches protected pattern '.env']"
     ]
     v = claude.pre("file_edit", file_path="config/secrets/key.txt", old_string="a", new_string="b")
-    assert v.refusal_lines == [
+    assert refusal_lines(v) == [
         f"[PreToolUse hook ({claude.cmd('deny_secrets.py')}) denied the call: "
         "config/secrets/key.txt is under secrets/; edit it by hand]"
     ]
-    assert claude.pre("file_write", file_path="src/app.py", content="x").refusal_lines == []
+    assert refusal_lines(claude.pre("file_write", file_path="src/app.py", content="x")) == []
 
 
 def test_read_context(claude: Claude) -> None:
     v = claude.pre("file_read", file_path="generated/api.py")
-    assert v.refusal_lines == []
+    assert refusal_lines(v) == []
     assert v.context_lines == [
         "<hook_context>generated/api.py is generated; change its source instead.</hook_context>"
     ]

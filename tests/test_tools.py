@@ -12,9 +12,11 @@ from typing import Any
 import anyio
 import pytest
 
+from orkeon_run.calls import CheckedCall, Refusal
+from orkeon_run.catalog import LIST_CAP, SEARCH_CAP, TOOLS
+from orkeon_run.pipeline import check_call
 from orkeon_run.shellrules import ShellRules
-from orkeon_run.tools import TOOLS, ToolEnv, check_input, path_arg, run_tool
-from orkeon_run.tools.specs import LIST_CAP, SEARCH_CAP
+from orkeon_run.tools import ToolEnv, run_tool
 
 PROCS = Path(__file__).parent / "data" / "procs"
 
@@ -26,8 +28,27 @@ def call(
     timeout: float = 10,
     **input: Any,
 ) -> Any:
+    """The tool's result on a call checked as the pipeline checks it (a bad call: the
+    text the model would read)."""
     env = ToolEnv(workspace=ws, shell_rules=rules or ShellRules())
-    return anyio.run(run_tool, tool, input, env, timeout)
+    checked = check_call(ws, tool, input)
+    if isinstance(checked, Refusal):
+        return checked.text
+    if checked.outside:
+        return f"[refused: {checked.raw_path} is outside the workspace]"
+    return anyio.run(run_tool, checked, env, timeout)
+
+
+def check_input(tool: str, input: Any) -> str | None:
+    """None for a call the tool accepts, else the problem line."""
+    checked = check_call(Path("/"), tool, input)
+    return checked.text.removeprefix("error: ") if isinstance(checked, Refusal) else None
+
+
+def path_arg(tool: str, input: dict[str, Any]) -> str | None:
+    checked = check_call(Path("/"), tool, input)
+    assert isinstance(checked, CheckedCall)
+    return checked.raw_path
 
 
 # --- registry, input checks, path argument ---------------------------------------------
@@ -101,7 +122,7 @@ def test_path_arg() -> None:
     assert path_arg("list_files", {}) is None
     assert path_arg("search_files", {"pattern": "x"}) is None
     assert path_arg("shell", {"command": "cat README.md"}) is None
-    assert path_arg("file_read", {"file_path": 3}) is None
+    assert check_input("file_read", {"file_path": 3}) is not None
 
 
 def test_bad_input_is_an_error_text(workspace: Path) -> None:
@@ -165,21 +186,29 @@ def test_file_read_fifo_does_not_block(workspace: Path) -> None:
     assert call(workspace, "file_read", file_path="pipe") == "error: pipe is not a regular file"
 
 
-def test_file_tools_check_their_own_paths(workspace: Path) -> None:
-    """Seed: "the inner calls of a tool Orkeon Code defines, which check their own paths" """
+def test_a_tool_acts_on_the_path_that_was_checked(workspace: Path) -> None:
+    """The pipeline resolves a call's path once; the tool writes where that resolution
+    points, not where the text would lead if read again (a symlink swapped in since)."""
+    (workspace / "src").mkdir()
+    checked = check_call(workspace, "file_write", {"file_path": "src/x.txt", "content": "new"})
+    assert isinstance(checked, CheckedCall) and checked.path == workspace / "src" / "x.txt"
+    (workspace / "src").rename(workspace / "old")
+    (workspace / "src").symlink_to(workspace.parent)  # src now leads outside
+    env = ToolEnv(workspace=workspace, shell_rules=ShellRules())
+    anyio.run(run_tool, checked, env, 10)
+    assert not (workspace.parent / "x.txt").exists()
+
+
+def test_paths_outside_the_workspace_are_marked_for_refusal(workspace: Path) -> None:
     (workspace.parent / "secret.txt").write_text("secret\n")
     (workspace / "out").symlink_to(workspace.parent / "secret.txt")
     for raw in ["../secret.txt", str(workspace.parent / "secret.txt"), "out"]:
-        assert (
-            call(workspace, "file_read", file_path=raw) == f"error: {raw} is outside the workspace"
-        )
-        got = call(workspace, "file_write", file_path=raw, content="x")
-        assert got == f"error: {raw} is outside the workspace"
-    assert (workspace.parent / "secret.txt").read_text() == "secret\n"
-    assert call(workspace, "list_files", path="..") == "error: .. is outside the workspace"
-    assert call(workspace, "search_files", pattern="s", path="..") == (
-        "error: .. is outside the workspace"
-    )
+        for tool, input in (("file_read", {}), ("file_write", {"content": "x"})):
+            checked = check_call(workspace, tool, {"file_path": raw, **input})
+            assert isinstance(checked, CheckedCall) and checked.outside and checked.path is None
+    for tool, input in (("list_files", {}), ("search_files", {"pattern": "s"})):
+        checked = check_call(workspace, tool, {"path": "..", **input})
+        assert isinstance(checked, CheckedCall) and checked.outside
 
 
 def test_absolute_path_inside_is_fine(workspace: Path) -> None:
@@ -442,12 +471,11 @@ def test_a_hard_link_to_a_file_outside_is_not_written_through(tmp_path, tool):
     (ws / "src").mkdir(parents=True)
     os.link(outside, ws / "src" / "x.txt")
     (ws / "src" / "x.txt").chmod(0o640)
-    env = ToolEnv(workspace=ws.resolve(), shell_rules=ShellRules())
     if tool == "file_write":
         inp = {"file_path": "src/x.txt", "content": "changed\n"}
     else:
         inp = {"file_path": "src/x.txt", "old_string": "keep", "new_string": "changed"}
-    result = anyio.run(run_tool, tool, inp, env, 10)
+    result = call(ws.resolve(), tool, **inp)
     assert not result.startswith("error"), result
     assert outside.read_text() == "keep me\n"
     assert "changed" in (ws / "src" / "x.txt").read_text()
@@ -457,7 +485,7 @@ def test_a_hard_link_to_a_file_outside_is_not_written_through(tmp_path, tool):
 
 def test_file_read_of_one_huge_line_is_cut(tmp_path):
     """A minified file is one line: a read returns at most READ_RESULT_CHARS and says so."""
-    from orkeon_run.tools.specs import READ_RESULT_CHARS
+    from orkeon_run.catalog import READ_RESULT_CHARS
 
     (tmp_path / "min.js").write_text("x" * (3 * READ_RESULT_CHARS) + "\nsecond\n")
     text = call(tmp_path, "file_read", file_path="min.js")
@@ -468,7 +496,7 @@ def test_file_read_of_one_huge_line_is_cut(tmp_path):
 
 
 def test_file_read_stops_at_a_line_boundary_when_the_cap_is_reached(tmp_path):
-    from orkeon_run.tools.specs import READ_RESULT_CHARS
+    from orkeon_run.catalog import READ_RESULT_CHARS
 
     line = "y" * 999 + "\n"
     n = READ_RESULT_CHARS // len(line)

@@ -20,15 +20,7 @@ from __future__ import annotations
 
 from typing import Any
 
-# orkeon tool -> its names as other runners spell them, Claude Code's first.
-TOOL_ALIASES: dict[str, tuple[str, ...]] = {
-    "shell": ("Bash", "execute_command"),
-    "file_write": ("Write",),
-    "file_edit": ("Edit",),
-    "file_read": ("Read", "read_file"),
-    "list_files": ("Glob",),
-    "search_files": ("Grep",),
-}
+from ..catalog import TOOLS
 
 # Events whose matcher is tested against a field, and that field's name.
 MATCH_FIELDS: dict[str, str] = {
@@ -43,14 +35,10 @@ MATCH_SECONDS = 0.05
 
 
 def tool_names(tool: str) -> tuple[str, ...]:
-    """The orkeon name first, then its aliases."""
-    return (tool, *TOOL_ALIASES.get(tool, ()))
-
-
-def claude_name(tool: str) -> str:
-    """Claude Code's name of an orkeon tool (`shell` -> `Bash`), else the tool's own."""
-    aliases = TOOL_ALIASES.get(tool)
-    return aliases[0] if aliases else tool
+    """The names a matcher is tested against: the catalog's (orkeon's first), or the
+    tool's own name for a tool the catalog does not hold."""
+    entry = TOOLS.get(tool)
+    return entry.names if entry else (tool,)
 
 
 def matches_all(pattern: str | None) -> bool:
@@ -138,4 +126,4 @@ class Matcher:
             return True
 
 
-__all__ = ["MATCH_FIELDS", "TOOL_ALIASES", "Matcher", "claude_name", "matches_all", "tool_names"]
+__all__ = ["MATCH_FIELDS", "Matcher", "matches_all", "tool_names"]

@@ -27,11 +27,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from .. import proc
-from ..calls import HookRun
+from ..calls import CallContext, CheckedCall, HookRun, Refusal, budget_refusal
 from ..commands import CommandRefused, split_command
+from ..ledger import Ledger
+from .protocol import Hooks, PostToolVerdict, PreToolVerdict
 
 HOOK_LIMIT = 60.0  # seconds; a hook's limit is the smaller of this and the budget left
 LINE_CHARS = 1000  # of the first line a hook printed, in the text the model reads
@@ -181,3 +183,88 @@ def budget_spent(hook: NativeHook, *, tool: str, path: object) -> NativeRun:
     reason = "the step's time budget is spent"
     run = HookRun(hook.n, hook.event, cmd, None, 0.0, False, reason)
     return NativeRun(run, f"[{hook.event} hook #{hook.n} ({cmd}) could not run: {reason}]")
+
+
+class NativeHooks(Hooks):
+    """The native hooks of a step as one hook set: pre-tool hooks in order, the first that
+    fails refuses the call and later ones do not run; post-tool hooks all run, in order,
+    each failing one adding its line. Both see `{path}` as the model wrote it."""
+
+    def __init__(
+        self,
+        hooks: Sequence[HookSpec],
+        *,
+        workspace: Path,
+        program_rules: ProgramRules,
+        env: Mapping[str, str] | None = None,
+    ) -> None:
+        """`hooks` in input order (`inputs.NativeHook`); numbered here from 1, across all
+        events. `env` is the shell tool's environment: a hook runs "with the shell tool"."""
+        self.hooks = number(hooks)
+        self.pre = tuple(h for h in self.hooks if h.event == "pre-tool")
+        self.post = tuple(h for h in self.hooks if h.event == "post-tool")
+        self.workspace = workspace
+        self.program_rules = program_rules
+        self.env = env
+
+    async def _run(
+        self, hook: NativeHook, call: CheckedCall, limit: float, ledger: Ledger
+    ) -> NativeRun:
+        nr = await run_hook(
+            hook,
+            tool=call.name,
+            path=call.raw_path,
+            workspace=self.workspace,
+            program_rules=self.program_rules,
+            limit=limit,
+            env=self.env,
+        )
+        ledger.charge("hook", nr.run.seconds)
+        return nr
+
+    async def pre_tool(
+        self, ctx: CallContext, call: CheckedCall, call_id: str, ledger: Ledger
+    ) -> PreToolVerdict:
+        out = PreToolVerdict()
+        for hook in self.pre:
+            limit = ledger.cap(HOOK_LIMIT)
+            if limit <= 0:
+                out.refusal = budget_refusal(ledger)
+                return out
+            nr = await self._run(hook, call, limit, ledger)
+            out.runs.append(nr.run)
+            if nr.line is not None:
+                if nr.run.timed_out and limit < HOOK_LIMIT:
+                    # The budget, not the hook's own 60 s, stopped it: the model reads the
+                    # documented budget text, not a time-out the contract does not name.
+                    out.refusal = budget_refusal(ledger)
+                else:
+                    out.refusal = Refusal("hook", nr.line)
+                return out
+        return out
+
+    async def post_tool(
+        self,
+        ctx: CallContext,
+        call: CheckedCall,
+        result: Any,
+        call_id: str,
+        ledger: Ledger,
+        pre: PreToolVerdict,
+    ) -> PostToolVerdict:
+        out = PostToolVerdict(lines=list(pre.context_lines))
+        for hook in self.post:
+            limit = ledger.cap(HOOK_LIMIT)
+            if limit <= 0:
+                nr = budget_spent(hook, tool=call.name, path=call.raw_path)
+            else:
+                nr = await self._run(hook, call, limit, ledger)
+                if nr.run.timed_out and limit < HOOK_LIMIT:  # cut short by the budget
+                    ledger.refuse()
+                    nr = NativeRun(
+                        nr.run, budget_spent(hook, tool=call.name, path=call.raw_path).line
+                    )
+            out.runs.append(nr.run)
+            if nr.line is not None:
+                out.lines.append(nr.line)
+        return out

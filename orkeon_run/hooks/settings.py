@@ -21,16 +21,16 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from .. import logs
+from ..calls import Refusal
 from ..inputs import SETTINGS_EVENTS, MatcherGroup, SettingsCommand
-from . import PostToolVerdict, PreToolVerdict
 from .answers import Answer, read_answer
 from .matchers import MATCH_FIELDS, Matcher
 from .payloads import base, encode, tool_fields, tool_response
+from .protocol import Hooks, PostToolVerdict, PreToolVerdict, PromptVerdict
 from .sh_run import DEFAULT_TIMEOUT, CommandRunner, hook_environment, user_shell
 from .sources import load_settings_hooks
 from .texts import (
@@ -43,28 +43,12 @@ from .texts import (
 )
 
 if TYPE_CHECKING:
-    from ..calls import CallContext, HookRun
+    from ..calls import CallContext, CheckedCall, HookRun
     from ..events import EventLog
     from ..ledger import Ledger
 
 SESSION_END_CAP = 3.0  # the page: "Capped at 3s on quit so it never wedges exit"
 _OUTPUT_IN_LOG = 4000
-
-
-@dataclass
-class PromptVerdict:
-    """What the UserPromptSubmit hooks made of one prompt.
-
-    - `blocked_reason`: not None = the prompt must not be sent; one line per blocking
-      hook, `[UserPromptSubmit hook (CMD) blocked the prompt: REASON]` (already logged).
-    - `context`: a `<hook_context>…</hook_context>` block to append to the prompt.
-    - `stop`: `continue: false`; the role stops (`stop_reason` from `stopReason`).
-    """
-
-    blocked_reason: str | None = None
-    context: str | None = None
-    stop: bool = False
-    stop_reason: str | None = None
 
 
 def _join(reasons: list[str | None]) -> str | None:
@@ -80,7 +64,7 @@ class _Group:
         self.hooks = group.hooks
 
 
-class SettingsHooks:
+class SettingsHooks(Hooks):
     """The settings-shape hooks of one run (config already merged from every source by
     `load_settings_hooks`). One instance serves every role of the step."""
 
@@ -218,13 +202,14 @@ class SettingsHooks:
     # --- tool events (ToolHooks) ------------------------------------------------------
 
     async def pre_tool(
-        self, ctx: CallContext, tool: str, input: dict[str, Any], call_id: str, ledger: Ledger
+        self, ctx: CallContext, call: CheckedCall, call_id: str, ledger: Ledger
     ) -> PreToolVerdict:
         """PreToolUse. Refusal lines: every hook that blocked or denied, in configuration
         order; else every hook that asked (and Notification fires: a headless run cannot
         give the approval). `allow` adds nothing: the gate, rule sets and roots ran first."""
         if "PreToolUse" not in self._groups:
             return PreToolVerdict()
+        tool, input = call.name, call.input
         fields = {**tool_fields(tool, input), "tool_use_id": call_id}
         answers = await self._run("PreToolUse", ctx, tool, fields, ledger)
         if not answers:
@@ -248,14 +233,20 @@ class SettingsHooks:
                 updated, updated_by = a.updated_input, a.command
             if a.stop:
                 stop_reasons.append(a.stop_reason)
+        refusal_lines = hard or asked
+        stop_reason = _join(stop_reasons)
         verdict = PreToolVerdict(
-            refusal_lines=hard or asked,
             context_lines=[b] if (b := context_block(contexts)) else [],
             runs=self._runs("PreToolUse", answers),
             stop=bool(stop_reasons),
-            stop_reason=_join(stop_reasons),
+            stop_reason=stop_reason,
         )
-        if not verdict.refusal_lines and updated is not None:
+        if refusal_lines or stop_reasons:
+            text = "\n".join(refusal_lines) or (
+                f"[refused: a PreToolUse hook stopped the role: {stop_reason or 'no reason given'}]"
+            )
+            verdict.refusal = Refusal("hook", text)
+        elif updated is not None:
             verdict.updated_input = updated
             self._log.warning(
                 "a PreToolUse hook rewrote the tool input",
@@ -278,25 +269,25 @@ class SettingsHooks:
     async def post_tool(
         self,
         ctx: CallContext,
-        tool: str,
-        input: dict[str, Any],
+        call: CheckedCall,
         result: Any,
         call_id: str,
         ledger: Ledger,
+        pre: PreToolVerdict,
     ) -> PostToolVerdict:
-        """PostToolUse. Lines: one feedback line per hook that exited 2 or answered
-        `decision: block`, in configuration order, then one `<hook_context>` block."""
+        """PostToolUse. Lines: the PreToolUse context of this call, then one feedback line
+        per hook that exited 2 or answered `decision: block`, in configuration order, then
+        one `<hook_context>` block."""
         if "PostToolUse" not in self._groups:
-            return PostToolVerdict()
+            return PostToolVerdict(lines=list(pre.context_lines))
+        tool, input = call.name, call.input
         fields = {
             **tool_fields(tool, input),
             "tool_response": tool_response(tool, input, result),
             "tool_use_id": call_id,
         }
         answers = await self._run("PostToolUse", ctx, tool, fields, ledger)
-        if not answers:
-            return PostToolVerdict()
-        lines: list[str] = []
+        lines: list[str] = list(pre.context_lines)
         contexts: list[str] = []
         stop_reasons: list[str | None] = []
         for a in answers:
@@ -426,4 +417,4 @@ def _notification(message: str) -> dict[str, Any]:
     return {"message": message, "notification_type": "permission_prompt"}
 
 
-__all__ = ["PromptVerdict", "SettingsHooks", "context_block", "load_settings_hooks"]
+__all__ = ["SettingsHooks", "context_block", "load_settings_hooks"]

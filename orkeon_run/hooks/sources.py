@@ -23,6 +23,7 @@ from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 
+from ..catalog import TOOLS
 from ..errors import InputError
 from ..inputs import SETTINGS_EVENTS, Inputs, MatcherGroup, error_lines
 from ..trust import (
@@ -33,7 +34,7 @@ from ..trust import (
     project_settings_path,
     read_settings_doc,
 )
-from .matchers import MATCH_FIELDS, TOOL_ALIASES, Matcher, matches_all, tool_names
+from .matchers import MATCH_FIELDS, Matcher, matches_all, tool_names
 
 Config = dict[str, list[MatcherGroup]]
 
@@ -64,8 +65,8 @@ def _matcher_warnings(origin: str, event: str, groups: list[MatcherGroup]) -> li
             out.append(f"{where}: {event} has no match field, so this group never runs")
         elif MATCH_FIELDS[event] == "tool_name":
             m = Matcher(group.matcher)
-            if not any(m.matches_tool(t) for t in TOOL_ALIASES):
-                names = ", ".join(n for t in TOOL_ALIASES for n in tool_names(t))
+            if not any(m.matches_tool(t) for t in TOOLS):
+                names = ", ".join(n for t in TOOLS for n in tool_names(t))
                 out.append(f"{where} matches no tool ({names})")
     return out
 

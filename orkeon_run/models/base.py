@@ -10,6 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
+from ..catalog import ToolSpec
+
+__all__ = ["Message", "Model", "Provider", "ToolCall", "ToolSpec", "Turn"]
+
 # ToolCall and Message have `slots=True`: a conversation holds one of each per tool call for
 # the whole session, and without an instance dict each is some 40-50 bytes smaller.
 
@@ -69,15 +73,6 @@ class Message:
             is_error=bool(d.get("is_error", False)),
             removed_answers=int(d.get("removed_answers", 0)),
         )
-
-
-@dataclass(frozen=True)
-class ToolSpec:
-    """A tool as offered to the model: name, description, JSON Schema of its input."""
-
-    name: str
-    description: str
-    input_schema: dict[str, Any]
 
 
 @dataclass

@@ -94,7 +94,7 @@ async def role_agent(
         spec,
         provider=sr.provider,
         pipeline=pipeline,
-        hooks=sr.settings_hooks,
+        hooks=pipeline.hooks,
         ledger=sr.ledger,
         events=sr.events,
         transcript_path=sr.transcript_path(ctx.role),

@@ -9,11 +9,15 @@ import stat
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+if TYPE_CHECKING:
+    from . import ToolEnv
+
+from ..calls import CheckedCall
+from ..catalog import LIST_CAP, SEARCH_CAP, SEARCH_TEXT_CHARS, ListFilesInput, SearchFilesInput
 from ..paths import contains
 from .globs import BadGlob, compile_glob
-from .specs import LIST_CAP, SEARCH_CAP, SEARCH_TEXT_CHARS
 
 SKIP_DIRS = frozenset({".git"})
 SEARCH_MAX_FILE = 4 << 20  # bytes; larger files are skipped by search_files
@@ -189,3 +193,34 @@ def _text_of(path: str) -> str | None:
     if len(data) > SEARCH_MAX_FILE or b"\x00" in data[:_BINARY_PROBE]:
         return None
     return data.decode("utf-8", errors="replace")
+
+
+# --- the catalog's entry points ------------------------------------------------------------
+
+
+def _base(call: CheckedCall, env: ToolEnv) -> tuple[Path, str]:
+    """The folder (or file) to work on, as checked, and its name as the model wrote it
+    (`.` when left out: the whole workspace)."""
+    return call.path or env.workspace, call.raw_path or "."
+
+
+async def run_list(call: CheckedCall, env: ToolEnv, timeout: float) -> list[str] | str:
+    from anyio import to_thread
+
+    args = call.args
+    assert isinstance(args, ListFilesInput)
+    base, shown = _base(call, env)
+    deadline = time.monotonic() + timeout
+    return await to_thread.run_sync(list_files, env.workspace, base, shown, args.pattern, deadline)
+
+
+async def run_search(call: CheckedCall, env: ToolEnv, timeout: float) -> list[dict[str, Any]] | str:
+    from anyio import to_thread
+
+    args = call.args
+    assert isinstance(args, SearchFilesInput)
+    base, shown = _base(call, env)
+    deadline = time.monotonic() + timeout
+    return await to_thread.run_sync(
+        search_files, env.workspace, base, shown, args.pattern, args.glob, deadline
+    )

@@ -5,12 +5,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .. import proc
+from ..calls import CheckedCall
+from ..catalog import SHELL_CAP, ShellInput
 from ..commands import CommandRefused, split_command
 from ..shellrules import ShellRules
-from .specs import SHELL_CAP
+
+if TYPE_CHECKING:
+    from . import ToolEnv
 
 REFUSED_EXIT = 126  # what a shell answers for a command it will not run
 NOT_FOUND_EXIT = 127
@@ -55,3 +59,15 @@ async def shell(
         "stdout": _dropped(res.stdout, res.stdout_dropped),
         "stderr": stderr,
     }
+
+
+async def run_shell(call: CheckedCall, env: ToolEnv, timeout: float) -> dict[str, Any]:
+    args = call.args
+    assert isinstance(args, ShellInput)
+    return await shell(
+        args.command,
+        workspace=env.workspace,
+        rules=env.shell_rules,
+        timeout=timeout,
+        environ=env.environ,
+    )

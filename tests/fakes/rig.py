@@ -14,18 +14,17 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+from kit import make_pipeline
 from pydantic import TypeAdapter
 
 from orkeon_run.agent import Agent, RoleResult, RoleSpec
 from orkeon_run.calls import CallContext
 from orkeon_run.events import EventLog
 from orkeon_run.gate import Gate
+from orkeon_run.hooks import NO_HOOKS, Hooks
 from orkeon_run.inputs import MatcherGroup
 from orkeon_run.ledger import BudgetLimits, Ledger
 from orkeon_run.models.base import Provider
-from orkeon_run.pipeline import Pipeline
-from orkeon_run.shellrules import ShellRules
-from orkeon_run.tools import ToolEnv
 
 ANSWER = Path(__file__).parent.parent / "data" / "cc_hooks" / "answer.py"
 ALL_TOOLS = ("file_read", "file_write", "file_edit", "list_files", "search_files", "shell")
@@ -60,23 +59,19 @@ class Rig:
         self.tools = tools
         self.ledger = Ledger(limits or BudgetLimits(seconds=None))
         self.events = EventLog(self.events_path)
-        self.hooks = None
+        self.hooks: Hooks = NO_HOOKS
         if hooks is not None:
             from orkeon_run.hooks.settings import SettingsHooks
 
             self.hooks = SettingsHooks(
                 _CONFIG.validate_python(hooks), workspace=self.workspace, events=self.events
             )
-        self.pipeline = Pipeline(
-            workspace=self.workspace,
-            step="dev-batches",
+        self.pipeline = make_pipeline(
+            self.workspace,
+            hooks=self.hooks,
+            gate=Gate(deny=deny),
             ledger=self.ledger,
             events=self.events,
-            tool_env=ToolEnv(workspace=self.workspace, shell_rules=ShellRules()),
-            gate=Gate(deny=deny),
-            rule_sets=(),
-            native_hooks=(),
-            tool_hooks=self.hooks,  # as the step runner wires them (steprun.py)
         )
         batch = role.split("/")[0] if "/" in role else None
         self.transcript_path = self.run_dir / "transcripts" / f"{role}.jsonl"
