@@ -149,7 +149,7 @@ def hooks_list(inputs: InputsOpt, workspace: WorkspaceOpt = None) -> None:
     prep = prepare(_load(inputs), step=None, workspace=workspace, stdin_is_tty=stdin_tty())
     for line in prep.warnings:
         typer.echo(f"warning: {line}", err=True)
-    for line in list_lines(prep.inputs.native_hooks) + settings_lines(prep.settings_config):
+    for line in list_lines(prep.inputs.native_hooks) + settings_lines(prep.settings_hooks):
         typer.echo(line)
 
 
@@ -177,7 +177,7 @@ def hooks_check(
             shell_rules=prep.shell_rules,
             tool=tool,
             path=path,
-            settings_config=prep.settings_config,
+            settings_config=prep.settings_hooks,
         )
     )
     for line in lines:

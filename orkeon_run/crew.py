@@ -11,16 +11,16 @@ Placeholders: `${name}` in a prompt is replaced by the step's value (`${spec}`, 
 path, so its value is written as a glob that matches exactly that path (anchored at the
 workspace root, glob characters escaped).
 
-Each step needs its own role names (INTERFACE section 2): dev-spec `analyst` and `writer`,
-dev-plan `planner`, dev-batches `worker` (the template of every plan role), tasks-repair
-`repairer` (the template of the repaired role).
+Each step names the roles it runs (`ROLES` in its module under `steps/`): dev-spec
+`analyst` and `writer`, dev-plan `planner`, dev-batches `worker` (the template of every plan
+role), tasks-repair `repairer` (the template of the repaired role).
 """
 
 from __future__ import annotations
 
 import re
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path, PurePosixPath
 from string import Template
 from typing import Annotated, Any
@@ -53,19 +53,6 @@ ToolName = Annotated[
     str, AfterValidator(_known_tool), WithJsonSchema({"type": "string", "enum": list(TOOLS)})
 ]
 
-REQUIRED_ROLES: dict[str, tuple[str, ...]] = {
-    "dev-spec": ("analyst", "writer"),
-    "dev-plan": ("planner",),
-    "dev-batches": ("worker",),
-    "tasks-repair": ("repairer",),
-}
-# Placeholders a step fills in; rule patterns are checked with these sample values.
-RULE_VARIABLES: dict[str, tuple[str, ...]] = {
-    "dev-spec": ("spec",),
-    "dev-plan": ("spec", "plan"),
-    "dev-batches": ("plan",),
-    "tasks-repair": ("plan",),
-}
 OVERRIDE_DIR = PurePosixPath(".orkeon/crews")
 
 
@@ -117,9 +104,6 @@ class Crew(_Frozen):
         dup = sorted({n for n in names if names.count(n) > 1})
         if dup:
             raise ValueError(f"roles: role names repeat: {', '.join(dup)}")
-        missing = [n for n in REQUIRED_ROLES[self.step] if n not in names]
-        if missing:
-            raise ValueError(f"roles: the {self.step} crew needs a role named {', '.join(missing)}")
         set_names = [s.name for s in self.rule_sets]
         dup = sorted({n for n in set_names if set_names.count(n) > 1})
         if dup:
@@ -128,14 +112,15 @@ class Crew(_Frozen):
             for name in role.rule_sets or ():
                 if name not in set_names:
                     raise ValueError(f"roles[{i}].rule_sets: no rule set named {name!r}")
-        samples = {v: f"/sample-{v}.txt" for v in RULE_VARIABLES[self.step]}
         from .rules import parse_rule
 
         for i, rs in enumerate(self.rule_sets):
             for kind in ("allow", "deny"):
                 for j, rule in enumerate(getattr(rs, kind)):
+                    # A placeholder names a path the step fills in: check with a sample.
+                    sample = _PLACEHOLDER.sub(lambda m: f"/sample-{m.group(1)}.txt", rule)
                     try:
-                        parse_rule(Template(rule).safe_substitute(samples))
+                        parse_rule(sample)
                     except ValueError as exc:
                         raise ValueError(f"rule_sets[{i}].{kind}[{j}]: {exc}") from None
         return self
@@ -187,6 +172,7 @@ HOOK_CONTEXT_NOTE = (
 )
 
 _GLOB_SPECIAL = re.compile(r"([\\*?\[\]])")
+_PLACEHOLDER = re.compile(r"\$\{(\w+)\}")
 
 
 def path_glob(path: str) -> str:
@@ -236,9 +222,10 @@ def _warn_untrusted(workspace: Path, override: Path) -> None:
     )
 
 
-def load_crew(step: str, workspace: Path | None = None) -> Crew:
-    """The crew for `step`: the workspace's override if it has one, else the built-in one.
-    Any problem raises InputError, one line per problem, each naming the file and field."""
+def load_crew(step: str, workspace: Path | None = None, *, roles: Sequence[str] = ()) -> Crew:
+    """The crew for `step`: the workspace's override if it has one, else the built-in one;
+    it must have the `roles` the step runs. Any problem raises InputError, one line per
+    problem, each naming the file and field."""
     path = crew_file(step, workspace)
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
@@ -256,6 +243,10 @@ def load_crew(step: str, workspace: Path | None = None) -> Crew:
         raise InputError([f"{path}: {line}" for line in lines]) from None
     if crew.step != step:
         raise InputError(f"{path}: step: is {crew.step!r}, expected {step!r}")
+    names = [r.name for r in crew.roles]
+    missing = [n for n in roles if n not in names]
+    if missing:
+        raise InputError(f"{path}: roles: the {step} crew needs a role named {', '.join(missing)}")
     prompts: dict[str, str] = {}
     problems: list[str] = []
     for i, role in enumerate(crew.roles):

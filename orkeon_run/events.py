@@ -8,7 +8,6 @@ keeps lines whole.
 
 from __future__ import annotations
 
-import json
 import os
 import threading
 import time
@@ -16,21 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
 
-
-def dumps(obj: Any) -> str:
-    return json.dumps(obj, ensure_ascii=False, separators=(",", ":"), default=str)
-
-
-def utf8_line(line: str) -> bytes:
-    """`line` (JSON text) as UTF-8. A lone surrogate (JSON's `"\\ud800"`, which a model or
-    an inputs document can send and `json.loads` keeps) has no UTF-8 form: it is written
-    as that same JSON escape, so the line stays whole and parses back to the same value
-    instead of the write raising and ending the run. Surrogates only occur inside JSON
-    strings, where the escape is valid."""
-    try:
-        return line.encode("utf-8")
-    except UnicodeEncodeError:
-        return line.encode("utf-8", "backslashreplace")
+from .jsonio import dumps, utf8_line
 
 
 class EventLog:

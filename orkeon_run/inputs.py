@@ -8,7 +8,6 @@ variables) live in `prepare.py`, which `orkeon validate` and `orkeon run` both c
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import sys
@@ -27,6 +26,7 @@ from pydantic import (
 
 from .commands import CommandRefused, split_command
 from .errors import InputError
+from .jsonio import loads_strict
 from .ledger import BudgetLimits
 
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
@@ -317,24 +317,6 @@ def load_document(src: str, what: str = "inputs") -> Any:
         return loads_strict(text)
     except ValueError as exc:  # JSONDecodeError, or a number JSON does not have
         raise InputError(f"{origin}: not JSON: {exc}") from None
-
-
-def _no_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not a JSON number")
-
-
-def _finite(text: str) -> float:
-    value = float(text)
-    if value in (float("inf"), float("-inf")):
-        raise ValueError(f"{text} is too large for a number")
-    return value
-
-
-def loads_strict(text: str) -> Any:
-    """`json.loads` without what Python adds to JSON: `NaN`, `Infinity` and numbers too large
-    for a float (`1e400`) are refused. They would reach result.json and events.jsonl (a
-    budget of NaN seconds) as `NaN`, which no strict JSON reader accepts."""
-    return json.loads(text, parse_constant=_no_constant, parse_float=_finite)
 
 
 def parse_inputs(doc: Any) -> Inputs:

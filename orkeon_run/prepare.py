@@ -1,6 +1,13 @@
-"""Every check on the inputs, in one place: `orkeon validate` runs exactly this, and
-`orkeon run` runs it before anything else. Problems are collected, not stopped at the
-first, and reported together as one line each (exit 2).
+"""Everything `--inputs` names, resolved, loaded and checked once, into one frozen
+`RunConfig` the run then uses: the workspace, the model check, the gate, the shell's
+program rules, the settings-shape hooks, the step's crew and budget, the plan a batch
+step runs, the failed run a repair starts from. `orkeon validate` runs exactly this, and
+`orkeon run` runs it before anything is written. Problems are collected, not stopped at
+the first, and reported together as one line each (exit 2).
+
+A tasks-repair run takes what it does not give again from the failed run's saved inputs
+(`INHERITED`), merged into the document here, once, so the run directory records the
+inputs the repair really ran with.
 """
 
 from __future__ import annotations
@@ -10,21 +17,120 @@ import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .errors import InputError
-from .inputs import Inputs, MatcherGroup, Plan, parse_inputs, parse_plan
+from .inputs import Inputs, MatcherGroup, Plan, load_document, parse_inputs, parse_plan
+from .jsonio import read_json
+from .ledger import BudgetLimits
+
+if TYPE_CHECKING:
+    from .crew import Crew
+    from .gate import Gate
+    from .shellrules import ShellRules
+
+# What a repair takes from the failed run unless given again: its workspace and model, what
+# the role was asked to do and checked by, and the guards it ran under (the hooks registry
+# is handed to the agent started again).
+INHERITED = ("workspace", "model", "plan", "audit", "shell", "hooks", "settings", "gate")
+DEFAULT_PLAN = ".orkeon/plan.json"
 
 
-@dataclass
-class Prepared:
+@dataclass(frozen=True)
+class FailedRun:
+    """The run a tasks-repair starts from: its directory and what it recorded."""
+
+    run_dir: Path
+    result: dict[str, Any]  # {} when it was killed before its result
+    state: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """One run's configuration, checked. `step` is None for commands that run no step
+    (`hooks list`, `hooks check`, `validate` without --step): then `crew` is None too."""
+
+    step: str | None
     inputs: Inputs
-    doc: dict[str, Any]
-    workspace: Path
-    shell_rules: Any  # shellrules.ShellRules
-    settings_config: dict[str, list[MatcherGroup]]
+    doc: dict[str, Any]  # the effective inputs document, the workspace filled in
+    workspace: Path  # resolved
+    shell_rules: ShellRules
+    gate: Gate
+    settings_hooks: dict[str, list[MatcherGroup]]
+    crew: Crew | None = None
+    budget: BudgetLimits = field(default_factory=BudgetLimits)
     plan: Plan | None = None
-    warnings: list[str] = field(default_factory=list)
+    plan_rel: str = ""  # the plan's path in the workspace; "" for a plan given inline
+    repair: FailedRun | None = None
+    warnings: tuple[str, ...] = ()
+
+    @property
+    def key_env(self) -> str | None:
+        """The variable holding the model's key (never handed to a program the run starts)."""
+        return getattr(self.inputs.model, "api_key_env", None)
+
+
+def prepare(
+    doc: Any,
+    *,
+    step: str | None,
+    workspace: str | None = None,
+    environ: Mapping[str, str] | None = None,
+    stdin_is_tty: bool | None = None,
+) -> RunConfig:
+    env = os.environ if environ is None else environ
+    if step == "tasks-repair" and isinstance(doc, dict):
+        doc = repair_document(doc)
+    warnings: list[str] = []
+    inputs = parse_inputs(doc)
+    ws = resolve_workspace(inputs, workspace)
+    problems: list[str] = []
+
+    def collect(fn: Callable[[], Any]) -> Any:
+        try:
+            return fn()
+        except InputError as exc:
+            problems.extend(exc.problems)
+            return None
+
+    gate = collect(lambda: _gate(inputs))
+    collect(lambda: _check_model(inputs, env))
+    settings = collect(lambda: _settings_hooks(inputs, ws, env, stdin_is_tty, warnings.append))
+    shell_rules = collect(lambda: _shell_rules(inputs, ws, env, stdin_is_tty))
+    crew = plan = None
+    plan_rel = ""
+    repair = None
+    if step is not None:
+        from .steps import step_module
+
+        module = step_module(step)
+        crew = collect(lambda: _crew(step, ws, module.ROLES))
+        checked = collect(lambda: module.check(inputs, ws))
+        if isinstance(checked, tuple):
+            plan, plan_rel = checked
+        if step == "tasks-repair" and inputs.repair is not None:
+            repair = collect(lambda: failed_run(inputs.repair.run))  # type: ignore[union-attr]
+    if problems:
+        raise InputError(sorted(set(problems)))
+    # The crew's budget is the default; a budget in --inputs replaces it whole.
+    budget = inputs.budget if "budget" in inputs.model_fields_set or crew is None else crew.budget
+    return RunConfig(
+        step=step,
+        inputs=inputs,
+        # The saved inputs name the workspace the run used, so --resume and tasks-repair
+        # act on the same tree whatever folder they are started from.
+        doc={**doc, "workspace": str(ws)},
+        workspace=ws,
+        shell_rules=shell_rules,
+        gate=gate,
+        settings_hooks=settings or {},
+        crew=crew,
+        budget=budget,
+        plan=plan,
+        plan_rel=plan_rel,
+        repair=repair,
+        warnings=tuple(warnings),
+    )
 
 
 def resolve_workspace(inputs: Inputs, override: str | None) -> Path:
@@ -38,48 +144,8 @@ def resolve_workspace(inputs: Inputs, override: str | None) -> Path:
     return path.resolve()
 
 
-def prepare(
-    doc: Any,
-    *,
-    step: str | None,
-    workspace: str | None = None,
-    environ: Mapping[str, str] | None = None,
-    stdin_is_tty: bool | None = None,
-    warn: Callable[[str], None] | None = None,
-) -> Prepared:
-    env = os.environ if environ is None else environ
-    warnings: list[str] = []
-    warn_fn = warn or warnings.append
-    inputs = parse_inputs(doc)
-    ws = resolve_workspace(inputs, workspace)
-    problems: list[str] = []
-
-    def collect(fn: Callable[[], Any]) -> Any:
-        try:
-            return fn()
-        except InputError as exc:
-            problems.extend(exc.problems)
-            return None
-
-    collect(lambda: _check_gate(inputs))
-    collect(lambda: _check_model(inputs, env))
-    settings_config = collect(lambda: _load_settings_hooks(inputs, ws, env, stdin_is_tty, warn_fn))
-    shell_rules = collect(lambda: _shell_rules(inputs, ws, env, stdin_is_tty))
-    plan = collect(lambda: _check_step(inputs, step, ws))
-    if problems:
-        raise InputError(sorted(set(problems)))
-    return Prepared(
-        inputs=inputs,
-        doc=doc,
-        workspace=ws,
-        shell_rules=shell_rules,
-        settings_config=settings_config or {},
-        plan=plan,
-        warnings=warnings,
-    )
-
-
-def _check_gate(inputs: Inputs) -> None:
+def _gate(inputs: Inputs) -> Gate:
+    from .gate import Gate
     from .rules import parse_rule
 
     problems = []
@@ -91,6 +157,7 @@ def _check_gate(inputs: Inputs) -> None:
                 problems.append(f"gate.{kind}[{i}]: {exc}")
     if problems:
         raise InputError(problems)
+    return Gate.from_inputs(inputs.gate)
 
 
 def _check_model(inputs: Inputs, env: Mapping[str, str]) -> None:
@@ -99,7 +166,7 @@ def _check_model(inputs: Inputs, env: Mapping[str, str]) -> None:
     check_model(inputs.model, env)
 
 
-def _load_settings_hooks(
+def _settings_hooks(
     inputs: Inputs,
     ws: Path,
     env: Mapping[str, str],
@@ -115,7 +182,7 @@ def _load_settings_hooks(
 
 def _shell_rules(
     inputs: Inputs, ws: Path, env: Mapping[str, str], stdin_is_tty: bool | None
-) -> Any:
+) -> ShellRules:
     from .shellrules import resolve_shell_rules
     from .trust import is_trusted
 
@@ -123,42 +190,71 @@ def _shell_rules(
     return resolve_shell_rules(inputs.shell, workspace=ws, workspace_trusted=trusted, environ=env)
 
 
-def _check_step(inputs: Inputs, step: str | None, ws: Path) -> Plan | None:
-    if step is not None:
-        from .crew import load_crew
+def _crew(step: str, ws: Path, roles: tuple[str, ...]) -> Crew:
+    from .crew import load_crew
 
-        load_crew(step, ws)  # the built-in crew, or the workspace's .orkeon/crews/STEP.toml
-    if step == "dev-plan" and not (ws / inputs.spec).is_file():
-        raise InputError(f"spec: no such file in the workspace: {inputs.spec} (run dev-spec first)")
-    if step == "dev-spec" and not (inputs.request or "").strip():
-        raise InputError("request: dev-spec needs a request (what to build, as text)")
-    if step == "tasks-repair" and inputs.repair is None:
-        raise InputError('repair: tasks-repair needs {"run": RUN_DIR, "role": "BATCH/ROLE"}')
-    if step == "tasks-repair" and inputs.repair is not None:
-        run = Path(os.path.expanduser(inputs.repair.run))
-        if not (run / "inputs.json").is_file():
-            raise InputError(f"repair.run: not a run directory (no inputs.json): {run}")
-        plan = inputs.plan if isinstance(inputs.plan, Plan) else load_plan_file(ws, inputs.plan)
-        names = [f"{b.name}/{r.name}" for b in plan.batches for r in b.roles]
-        if inputs.repair.role not in names:
-            raise InputError(
-                f"repair.role: the plan has no role {inputs.repair.role} ({', '.join(names)})"
-            )
-        return plan
-    if isinstance(inputs.plan, Plan):
-        return inputs.plan
-    if step == "dev-batches":
-        return load_plan_file(ws, inputs.plan)
-    return None
+    return load_crew(step, ws, roles=roles)  # the built-in crew, or .orkeon/crews/STEP.toml
 
 
-def load_plan_file(ws: Path, rel: str) -> Plan:
-    from .inputs import load_document
-
-    path = ws / rel
+def load_plan(ws: Path, plan: str | Plan) -> tuple[Plan, str]:
+    """The plan the inputs give (inline, or the path of a file in the workspace) and the
+    path it came from ("" for an inline plan)."""
+    if isinstance(plan, Plan):
+        return plan, ""
+    path = ws / plan
     if not path.is_file():
-        raise InputError(f"plan: no such file in the workspace: {rel}")
-    return parse_plan(load_document(f"@{path}", what="plan"), origin="plan")
+        raise InputError(f"plan: no such file in the workspace: {plan}")
+    return parse_plan(load_document(f"@{path}", what="plan"), origin="plan"), plan
+
+
+# --- tasks-repair: the failed run --------------------------------------------------------
+
+
+def run_dir_path(raw: str) -> Path:
+    # os.path.expanduser: Path.expanduser raises RuntimeError for an unknown ~user.
+    return Path(os.path.expanduser(raw)).resolve()
+
+
+def repair_document(doc: dict[str, Any]) -> dict[str, Any]:
+    """The tasks-repair inputs document with the INHERITED keys taken from the failed
+    run's saved inputs where `doc` does not give them."""
+    repair = doc.get("repair")
+    if not isinstance(repair, dict) or not isinstance(repair.get("run"), str):
+        return doc
+    try:
+        saved = read_json(run_dir_path(repair["run"]) / "inputs.json")
+    except (OSError, ValueError):
+        return doc  # failed_run reports the missing or broken run directory
+    if not isinstance(saved, dict):
+        return doc
+    merged = dict(doc)
+    for key in INHERITED:
+        if key not in merged and key in saved:
+            merged[key] = saved[key]
+    return merged
+
+
+def failed_run(raw: str) -> FailedRun:
+    """The records of the run a repair starts from. Its result and state may be missing
+    (a run killed before them): the repair then works from the task alone."""
+    rd = run_dir_path(raw)
+    saved = rd / "inputs.json"
+    if not saved.is_file():
+        raise InputError(f"repair.run: not a run directory (no inputs.json): {rd}")
+    try:
+        if not isinstance(read_json(saved), dict):
+            raise ValueError("not a JSON object")
+    except (OSError, ValueError) as exc:
+        raise InputError(f"repair.run: cannot read {saved}: {exc}") from None
+    return FailedRun(rd, _optional_record(rd / "result.json"), _optional_record(rd / "state.json"))
+
+
+def _optional_record(path: Path) -> dict[str, Any]:
+    try:
+        value = read_json(path)
+    except (OSError, ValueError):
+        return {}
+    return value if isinstance(value, dict) else {}
 
 
 def stdin_tty() -> bool:

@@ -1,4 +1,4 @@
-"""The run directory (INTERFACE section 7): ids, redacted inputs, atomic writes, state.
+"""The run directory (docs/output.md, "The run directory"): ids, redacted inputs, state.
 
 RUN_DIR/inputs.json        the inputs as given, secrets redacted
 RUN_DIR/events.jsonl       appended and flushed line by line (events.EventLog)
@@ -9,14 +9,15 @@ RUN_DIR/transcripts/ROLE.jsonl
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import secrets
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
+
+from .errors import InputError, UsageError
+from .jsonio import atomic_write_json, read_json
 
 REDACTED = "[redacted]"
 # Key names that hold credentials. `*_env` keys name a variable, they hold no secret.
@@ -46,23 +47,51 @@ def redact(value: Any, key: str = "") -> Any:
     return value
 
 
-def atomic_write_json(path: Path, obj: Any) -> None:
-    """Write JSON so a reader sees the old file or the new one, never a torn one."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+def resolve(raw: str) -> Path:
+    # os.path.expanduser: Path.expanduser raises RuntimeError for an unknown ~user (an
+    # internal error, exit 1); the shell's way is to keep the text as it is.
+    return Path(os.path.expanduser(raw)).resolve()
+
+
+def resume_document(rd: Path, overrides: Any | None) -> dict[str, Any]:
+    """The saved inputs of run directory `rd`, with top-level keys of `overrides` replacing
+    theirs."""
+    saved = rd / "inputs.json"
+    if not saved.is_file():
+        raise InputError(f"--resume: not a run directory (no inputs.json): {rd}")
     try:
-        # backslashreplace: a lone surrogate (from a JSON "\\ud800" escape) is written as
-        # that escape, valid JSON, instead of raising and leaving no file.
-        with os.fdopen(fd, "w", encoding="utf-8", errors="backslashreplace") as f:
-            json.dump(obj, f, ensure_ascii=False, indent=2)
-            f.write("\n")
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+        doc = read_json(saved)
+    except (OSError, ValueError) as exc:
+        raise InputError(f"--resume: cannot read {saved}: {exc}") from None
+    if not isinstance(doc, dict):
+        raise InputError(f"--resume: {saved} is not an inputs document")
+    if overrides is not None:
+        if not isinstance(overrides, dict):
+            raise InputError("inputs: must be a JSON object")
+        doc.update(overrides)
+    return doc
 
 
-def read_json(path: Path) -> Any:
-    return json.loads(path.read_text(encoding="utf-8"))
+def read_state(rd: Path) -> dict[str, Any]:
+    path = rd / "state.json"
+    if not path.is_file():
+        return {}
+    try:
+        state = read_json(path)
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"--resume: cannot read {path}: {exc}") from None
+    return state if isinstance(state, dict) else {}
+
+
+def save_inputs(rd: Path, doc: dict[str, Any], resume: bool) -> None:
+    """RUN_DIR/inputs.json, secrets redacted. A resumed run given other inputs keeps the
+    earlier ones beside (`inputs.1.json`, ...): nothing a user wrote is lost."""
+    target = rd / "inputs.json"
+    if resume and target.exists():
+        if read_json(target) == redact(doc):
+            return
+        n = 1
+        while (rd / f"inputs.{n}.json").exists():
+            n += 1
+        target.rename(rd / f"inputs.{n}.json")
+    atomic_write_json(target, redact(doc))

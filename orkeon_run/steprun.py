@@ -1,7 +1,7 @@
 """What a step runner receives and returns.
 
-`runner.py` builds a `StepRun` from validated inputs (run directory, ledger, events,
-provider, gate, shell rules, settings-shape hooks) and calls the step's
+`runner.py` builds a `StepRun` from the run's configuration (prepare.py) and its run
+directory, ledger, events, provider and hooks, and calls the step's
 `async run(sr: StepRun) -> StepOutcome`. The runner turns the outcome into the result
 document and the exit code; a step runner never writes result.json itself.
 """
@@ -16,32 +16,26 @@ from typing import TYPE_CHECKING, Any
 from .events import EventLog
 from .inputs import Inputs
 from .ledger import Ledger
+from .prepare import RunConfig
 from .vocabulary import StepStatus
 
 if TYPE_CHECKING:
     from .agent import RoleResult
-    from .gate import Gate
     from .hooks import Hooks
-    from .hooks.settings import SettingsHooks
     from .models.base import Provider
     from .pipeline import Pipeline
     from .rules import RuleSet
-    from .shellrules import ShellRules
 
 
 @dataclass
 class StepRun:
-    step: str
-    inputs: Inputs
-    workspace: Path  # resolved
+    config: RunConfig
     run_dir: Path
     run_id: str
     ledger: Ledger
     events: EventLog
     provider: Provider
-    gate: Gate
-    shell_rules: ShellRules
-    settings_hooks: SettingsHooks | None
+    hooks: Hooks
     resume: bool = False
     # Saved state of an earlier attempt of this run (--resume): see rundir.RunDir.state.
     state: dict[str, Any] = field(default_factory=dict)
@@ -49,29 +43,22 @@ class StepRun:
     # reports each role's status and counts from here.
     agents: dict[str, Any] = field(default_factory=dict)
 
+    @property
+    def step(self) -> str:
+        assert self.config.step is not None
+        return self.config.step
+
+    @property
+    def inputs(self) -> Inputs:
+        return self.config.inputs
+
+    @property
+    def workspace(self) -> Path:
+        return self.config.workspace
+
     def transcript_path(self, role: str) -> Path:
         """`b1/api` -> RUN_DIR/transcripts/b1/api.jsonl."""
         return self.run_dir / "transcripts" / f"{role}.jsonl"
-
-    def hooks(self) -> Hooks:
-        """The step's hooks, native first, then settings-shape ones."""
-        from .hooks import NO_HOOKS, chain
-        from .hooks.native import NativeHooks
-
-        native = self.inputs.native_hooks
-        return chain(
-            [
-                NativeHooks(
-                    native,
-                    workspace=self.workspace,
-                    program_rules=self.shell_rules,
-                    env=self.child_environ(credentials=True),
-                )
-                if native
-                else NO_HOOKS,
-                self.settings_hooks or NO_HOOKS,
-            ]
-        )
 
     def pipeline(self, rule_sets: Sequence[RuleSet]) -> Pipeline:
         from .pipeline import Pipeline
@@ -84,29 +71,55 @@ class StepRun:
             events=self.events,
             tool_env=ToolEnv(
                 workspace=self.workspace,
-                shell_rules=self.shell_rules,
-                environ=self.child_environ(credentials=True),
+                shell_rules=self.config.shell_rules,
+                environ=child_environ(self.config, credentials=True),
             ),
-            gate=self.gate,
+            gate=self.config.gate,
             rule_sets=rule_sets,
-            hooks=self.hooks(),
+            hooks=self.hooks,
         )
-
-    def child_environ(self, *, credentials: bool) -> dict[str, str]:
-        """The environment of a program the step starts: never the model's key; with
-        `credentials`, no credential-like variable either (the shell tool and native hooks,
-        which the model steers). The audit's build and tests keep the others."""
-        from .environ import scrubbed
-
-        key = getattr(self.inputs.model, "api_key_env", None)
-        return scrubbed([key] if key else [], credentials=credentials)
 
     def save_state(self, **changes: Any) -> None:
         """Record progress (e.g. batches that passed) so --resume can continue."""
-        from .rundir import atomic_write_json
+        from .jsonio import atomic_write_json
 
         self.state.update(changes)
         atomic_write_json(self.run_dir / "state.json", self.state)
+
+
+def child_environ(config: RunConfig, *, credentials: bool) -> dict[str, str]:
+    """The environment of a program the step starts: never the model's key; with
+    `credentials`, no credential-like variable either (the shell tool and native hooks,
+    which the model steers). The audit's build and tests keep the others."""
+    from .environ import scrubbed
+
+    return scrubbed([config.key_env] if config.key_env else [], credentials=credentials)
+
+
+def step_hooks(config: RunConfig, events: EventLog) -> Hooks:
+    """The step's hooks: native ones first, then settings-shape ones."""
+    from .hooks import NO_HOOKS, chain
+    from .hooks.native import NativeHooks
+
+    native: Hooks = NO_HOOKS
+    if config.inputs.native_hooks:
+        native = NativeHooks(
+            config.inputs.native_hooks,
+            workspace=config.workspace,
+            program_rules=config.shell_rules,
+            env=child_environ(config, credentials=True),
+        )
+    settings: Hooks = NO_HOOKS
+    if config.settings_hooks:
+        from .hooks.settings import SettingsHooks
+
+        settings = SettingsHooks(
+            config.settings_hooks,
+            workspace=config.workspace,
+            events=events,
+            extra_env_remove=[config.key_env] if config.key_env else [],
+        )
+    return chain([native, settings])
 
 
 @dataclass

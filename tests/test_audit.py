@@ -17,7 +17,7 @@ import pytest
 from stepkit import GIT_ENV
 
 from orkeon_run import audit
-from orkeon_run.rundir import atomic_write_json, read_json
+from orkeon_run.jsonio import atomic_write_json, read_json
 
 
 def git(cwd: Path, *args: str) -> str:

@@ -12,12 +12,23 @@ from pathlib import Path
 import pytest
 
 from orkeon_run import crew as crew_mod
-from orkeon_run.crew import REQUIRED_ROLES, Crew, load_crew
+from orkeon_run.crew import Crew, load_crew
 from orkeon_run.errors import InputError
+from orkeon_run.steps import STEPS as REGISTRY
+from orkeon_run.steps import step_module
 from orkeon_run.trust import record_crews_trust
 from orkeon_run.vocabulary import STEPS
 
 REPO = Path(__file__).resolve().parent.parent
+
+
+def test_the_step_registry_names_every_step_once() -> None:
+    """Adding a step is one module and one registry line: every name of the vocabulary has
+    its module, and each module has what a step needs."""
+    assert tuple(REGISTRY) == STEPS
+    for step in STEPS:
+        module = step_module(step)
+        assert module.ROLES and callable(module.check) and callable(module.run)
 
 
 @pytest.mark.parametrize("step", STEPS)
@@ -25,7 +36,7 @@ def test_builtin_crews_load(step: str) -> None:
     crew = load_crew(step)
     assert crew.step == step
     assert crew.source == REPO / "crews" / f"{step}.toml"
-    for name in REQUIRED_ROLES[step]:
+    for name in step_module(step).ROLES:
         assert crew.role(name).tools
         assert len(crew.system_prompt(name)) > 200
 
@@ -130,7 +141,7 @@ BAD = [
      + '[[rule_sets]]\nname = "r"\ndeny = ["rm(x)"]\n', "rule_sets[0].deny[0]: unknown tool 'rm'"),
     (PLANNER.format(prompt="nowhere.md"), "roles[0].prompt: no such file: nowhere.md"),
     (PLANNER.format(prompt="prompts/planner.md").replace("dev-plan", "dev-spec"),
-     "roles: the dev-spec crew needs a role named analyst, writer"),
+     "step: is 'dev-spec', expected 'dev-plan'"),
     ('step = "dev-plan"\nroles = [', "not TOML"),
     (PLANNER.format(prompt="prompts/planner.md") + "[budget2]\n", "budget2: unknown key"),
 ]  # fmt: skip
@@ -140,7 +151,7 @@ BAD = [
 def test_bad_crew_file_names_the_file_and_field(tmp_path: Path, text: str, expected: str) -> None:
     path = write_override(tmp_path, "dev-plan", text)
     with pytest.raises(InputError) as info:
-        load_crew("dev-plan", tmp_path)
+        load_crew("dev-plan", tmp_path, roles=step_module("dev-plan").ROLES)
     message = str(info.value)
     assert message.startswith(f"{path}: ")
     assert expected in message

@@ -13,7 +13,8 @@ import textwrap
 import time
 
 from orkeon_run.events import EventLog
-from orkeon_run.rundir import REDACTED, atomic_write_json, new_run_id, redact
+from orkeon_run.jsonio import atomic_write_json
+from orkeon_run.rundir import REDACTED, new_run_id, redact
 
 
 def test_redact_credential_keys_and_values():
@@ -68,7 +69,7 @@ WRITER = textwrap.dedent(
     import sys, threading
     from pathlib import Path
     from orkeon_run.events import EventLog
-    from orkeon_run.rundir import atomic_write_json
+    from orkeon_run.jsonio import atomic_write_json
     d = Path(sys.argv[1])
     log = EventLog(d / "events.jsonl")
     def spam(tag):

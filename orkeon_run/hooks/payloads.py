@@ -17,7 +17,7 @@ import json
 from typing import Any
 
 from ..catalog import TOOLS, claude_name
-from ..events import utf8_line
+from ..jsonio import utf8_line
 
 
 def base(session_id: str, transcript_path: str, cwd: str, event: str) -> dict[str, Any]:

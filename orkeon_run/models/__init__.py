@@ -1,12 +1,15 @@
-"""Model providers. No provider imports an SDK (models/http.py says why).
+"""Model providers, and the registry that names them. No provider imports an SDK
+(models/http.py says why).
 
-`build_provider` imports `models/openai.py` or `models/anthropic.py` (and with it the HTTP
-client library, httpx2) only for that provider; importing this package, validating inputs
-and running the scripted provider load neither.
+`PROVIDERS` maps `model.provider` to the class that serves it, imported only when that
+provider runs: validating inputs and running the scripted provider load no HTTP client.
+Adding a provider is one module here, its configuration model in `inputs.py` (the `model`
+union) and one line in `PROVIDERS` (docs/architecture.md).
 """
 
 from __future__ import annotations
 
+import importlib
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -28,6 +31,13 @@ __all__ = [
 ]
 
 ModelConfig = ScriptedModel | OpenAIModel | AnthropicModel
+
+# model.provider -> "module:Class" of this package.
+PROVIDERS = {
+    "scripted": "scripted:ScriptedProvider",
+    "openai": "openai:OpenAIProvider",
+    "anthropic": "anthropic:AnthropicProvider",
+}
 
 
 def missing_key_env(model_config: ModelConfig, environ: Mapping[str, str]) -> str | None:
@@ -66,19 +76,12 @@ def build_provider(
     only. `base_dir` resolves a relative scripted `script` path (default: the current
     directory). Raises InputError for a missing key or a bad script.
     """
+    module, _, name = PROVIDERS[model_config.provider].partition(":")
+    cls = getattr(importlib.import_module(f".{module}", __package__), name)
     if isinstance(model_config, ScriptedModel):
-        from .scripted import ScriptedProvider
-
-        return ScriptedProvider(model_config, base_dir=base_dir)
+        return cls(model_config, base_dir=base_dir)
     env = os.environ if environ is None else environ
     missing = missing_key_env(model_config, env)
     if missing:
         raise InputError(f"model.api_key_env: the variable {missing} is not set")
-    key = env[model_config.api_key_env]
-    if isinstance(model_config, OpenAIModel):
-        from .openai import OpenAIProvider
-
-        return OpenAIProvider(model_config, key)
-    from .anthropic import AnthropicProvider
-
-    return AnthropicProvider(model_config, key)
+    return cls(model_config, env[model_config.api_key_env])

@@ -24,7 +24,7 @@ from typing import Any
 import anyio.lowlevel
 
 from ..errors import ProviderError
-from ..events import utf8_line
+from ..jsonio import utf8_line
 from ..pricing import context_for, price_for
 from .base import Message, ToolSpec, Turn
 from .retry import StatusError, http_classifier, one_line, with_retries

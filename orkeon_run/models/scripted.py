@@ -38,7 +38,8 @@ from pydantic import TypeAdapter, ValidationError
 from pydantic_core import from_json
 
 from ..errors import InputError
-from ..inputs import ScriptedModel, ScriptEntry, error_lines, loads_strict
+from ..inputs import ScriptedModel, ScriptEntry, error_lines
+from ..jsonio import loads_strict
 from ..pricing import DEFAULT_CONTEXT_TOKENS
 from .base import Message, ToolCall, ToolSpec, Turn
 from .transcript import replay_script

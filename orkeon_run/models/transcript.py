@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 from typing import Any, Literal
 
-from ..events import utf8_line
+from ..jsonio import utf8_line
 from .base import Message
 
 Direction = Literal["sent", "received"]

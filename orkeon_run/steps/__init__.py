@@ -1,177 +1,49 @@
-"""One runner per step: `async def run(sr: StepRun) -> StepOutcome` in spec.py (dev-spec),
-plan.py (dev-plan), batches.py (dev-batches) and repair.py (tasks-repair).
+"""The step registry: each step's name and the module that runs it.
 
-Shared here: starting a role's agent from the crew, and turning role results and the
-ledger into the step's status. Cancellation (SIGINT/SIGTERM) is never caught: it passes
-through to the runner, which records "interrupted".
+A step module defines:
+
+- `ROLES`: the roles its crew must have (`crews/STEP.toml`);
+- `check(inputs, workspace)`: the checks its inputs need before anything runs (raises
+  InputError naming the field); returns `(plan, plan_rel)` for a step that runs a plan,
+  else None;
+- `async run(sr) -> StepOutcome`.
+
+Adding a step is one module here, one line in `STEPS`, its name in `vocabulary.StepName`
+and its crew in `crews/` (docs/architecture.md).
 """
 
 from __future__ import annotations
 
-import os
-from collections.abc import AsyncIterator, Mapping, Sequence
-from contextlib import asynccontextmanager
+import importlib
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Protocol
 
-from ..calls import CallContext
-from ..crew import Crew, load_crew
-from ..errors import InputError
-from ..steprun import StepOutcome, StepRun, StepStatus
-from ..vocabulary import spent_text
+from ..errors import UsageError
 
 if TYPE_CHECKING:
-    from ..agent import Agent, RoleResult
-    from ..pipeline import Pipeline
+    from ..inputs import Inputs, Plan
+    from ..steprun import StepOutcome, StepRun
 
-# How long closing an agent (its SessionEnd hooks) may take once the step is cancelled.
-CLOSE_GRACE = 15.0
-
-
-class StepError(Exception):
-    """A problem a step reports as its result (status "error") instead of raising."""
-
-
-class SavedRole:
-    """A role result of an earlier attempt of this run, as recorded in state.json."""
-
-    def __init__(self, record: dict[str, Any]) -> None:
-        self.record = dict(record)
-        self.name: str = record["name"]
-        self.status: str = record["status"]
-        self.error: str | None = record.get("error")
-
-    def to_json(self) -> dict[str, Any]:
-        return dict(self.record)
+STEPS: dict[str, str] = {
+    "dev-spec": "spec",
+    "dev-plan": "plan",
+    "dev-batches": "batches",
+    "tasks-repair": "repair",
+}
 
 
-def crew_for(sr: StepRun) -> Crew:
-    try:
-        return load_crew(sr.step, sr.workspace)
-    except InputError as exc:
-        raise StepError(str(exc)) from None
+class StepModule(Protocol):
+    ROLES: tuple[str, ...]
+
+    def check(self, inputs: Inputs, workspace: Path) -> tuple[Plan, str] | None: ...
+
+    async def run(self, sr: StepRun) -> StepOutcome: ...
 
 
-def role_context(
-    sr: StepRun, role: str, *, batch: str | None = None, roots: Sequence[str] | None = None
-) -> CallContext:
-    return CallContext(
-        step=sr.step,
-        role=role,
-        workspace=sr.workspace,
-        batch=batch,
-        roots=tuple(roots) if roots is not None else None,
-        session_id=f"{sr.run_id}/{role}",
-        transcript_path=str(sr.transcript_path(role)),
-    )
-
-
-@asynccontextmanager
-async def role_agent(
-    sr: StepRun,
-    crew: Crew,
-    template: str,
-    ctx: CallContext,
-    pipeline: Pipeline,
-    variables: Mapping[str, str] | None = None,
-    *,
-    resume: bool = False,
-) -> AsyncIterator[Agent]:
-    """The agent of one role, built from the crew role `template`; closed on the way out
-    (also when the step is cancelled, within CLOSE_GRACE seconds)."""
-    import anyio
-
-    from ..agent import Agent, RoleSpec
-
-    crew_role = crew.role(template)
-    spec = RoleSpec(
-        name=ctx.role,
-        system_prompt=crew.system_prompt(template, variables),
-        tools=tuple(crew_role.tools),
-        ctx=ctx,
-    )
-    agent = Agent(
-        spec,
-        provider=sr.provider,
-        pipeline=pipeline,
-        hooks=pipeline.hooks,
-        ledger=sr.ledger,
-        events=sr.events,
-        transcript_path=sr.transcript_path(ctx.role),
-        resume=resume,
-    )
-    sr.agents[ctx.role] = agent
-    reason = "other"
-    try:
-        yield agent
-    except BaseException:
-        reason = "interrupted"
-        raise
-    finally:
-        with anyio.move_on_after(CLOSE_GRACE, shield=True):
-            await agent.close(reason)
-
-
-def role_failure(results: Sequence[RoleResult]) -> str | None:
-    """One line naming every role that did not succeed, or None."""
-    bad = [r for r in results if r.status != "succeeded"]
-    if not bad:
-        return None
-    parts = []
-    for r in bad:
-        part = f"role {r.name} {r.status}"
-        if r.error:
-            part += f": {r.error}"
-        parts.append(part)
-    return "; ".join(parts)
-
-
-def finish(
-    sr: StepRun,
-    roles: Sequence[Any],
-    *,
-    artifacts: Mapping[str, str] | None = None,
-    audits: Sequence[dict[str, Any]] = (),
-    error: str | None = None,
-) -> StepOutcome:
-    """The step's outcome: budget_exhausted when the ledger is spent, failed when `error`
-    is set or a role did not succeed, else succeeded."""
-    spent = sr.ledger.exhausted
-    status: StepStatus
-    if spent:
-        status = "budget_exhausted"
-        budget = spent_text(spent)
-        error = f"{budget}; {error}" if error else budget
-    else:
-        error = error or role_failure(roles)
-        status = "failed" if error else "succeeded"
-    return StepOutcome(
-        status=status,
-        roles=list(roles),
-        artifacts=dict(artifacts or {}) if status == "succeeded" else {},
-        audits=list(audits),
-        error=error,
-    )
-
-
-def error_outcome(exc: StepError, roles: Sequence[Any] = ()) -> StepOutcome:
-    return StepOutcome(status="error", roles=list(roles), error=str(exc))
-
-
-def stat_key(path: Path) -> tuple[int, ...] | None:
-    """Changes whenever the file is written (ctime cannot be set back), None: missing."""
-    try:
-        st = os.stat(path)
-    except OSError:
-        return None
-    return (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
-
-
-def workspace_file(sr: StepRun, rel: str, what: str) -> Path:
-    """`rel` resolved inside the workspace, or StepError naming `what`."""
-    from ..paths import PathOutside, resolve_in_workspace
-
-    try:
-        return resolve_in_workspace(sr.workspace, rel)
-    except PathOutside:
-        raise StepError(f"{what}: {rel} is outside the workspace") from None
+def step_module(name: str) -> StepModule:
+    """The module of step `name`; UsageError for a name that is no step."""
+    module = STEPS.get(name)
+    if module is None:
+        raise UsageError(f"STEP: unknown step {name!r} (one of: {', '.join(STEPS)})")
+    found: StepModule = importlib.import_module(f".{module}", __package__)
+    return found

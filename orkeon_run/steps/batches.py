@@ -18,39 +18,24 @@ its audit. Resumed roles continue their conversations (from their transcripts).
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import anyio
 
 from .. import audit
 from ..crew import Crew
-from ..errors import InputError
-from ..inputs import Batch, Plan, PlanRole
-from ..steprun import StepOutcome, StepRun
-from . import (
-    SavedRole,
-    StepError,
-    crew_for,
-    error_outcome,
-    finish,
-    messages,
-    role_agent,
-    role_context,
-)
+from ..inputs import Batch, Inputs, Plan, PlanRole
+from ..prepare import DEFAULT_PLAN, load_plan
+from ..steprun import StepOutcome, StepRun, child_environ
+from . import messages
+from .common import SavedRole, crew_of, finish, role_agent, role_context, role_failure
 
-DEFAULT_PLAN = ".orkeon/plan.json"
+ROLES = ("worker",)
 
 
-def load_plan(sr: StepRun, plan: str | Plan) -> tuple[Plan, str]:
-    """The plan object and the path it came from ("" for an inline plan)."""
-    if isinstance(plan, Plan):
-        return plan, ""
-    from ..prepare import load_plan_file
-
-    try:
-        return load_plan_file(sr.workspace, plan), plan
-    except InputError as exc:
-        raise StepError(str(exc)) from None
+def check(inputs: Inputs, workspace: Path) -> tuple[Plan, str]:
+    return load_plan(workspace, inputs.plan)
 
 
 def batch_roots(batch: Batch) -> list[str]:
@@ -119,11 +104,9 @@ async def run_batch(
 
 
 async def run(sr: StepRun) -> StepOutcome:
-    try:
-        crew = crew_for(sr)
-        plan, plan_rel = load_plan(sr, sr.inputs.plan)
-    except StepError as exc:
-        return error_outcome(exc)
+    crew = crew_of(sr)
+    plan, plan_rel = sr.config.plan, sr.config.plan_rel
+    assert plan is not None  # check() loaded it
     variables = {"plan": plan_rel or DEFAULT_PLAN}
     pipeline = sr.pipeline(crew.rule_sets_for("worker", variables))
     ignore = audit.ignore_list(sr.workspace, sr.run_dir)
@@ -183,7 +166,7 @@ async def run(sr: StepRun) -> StepOutcome:
             test=test,
             # A spent budget still gets the paths checked, not a build and tests.
             run_commands=not sr.ledger.spent(),
-            env=sr.child_environ(credentials=False),
+            env=child_environ(sr.config, credentials=False),
         )
         audits.append(record)
         sr.events.emit("audit", step=sr.step, **record)
@@ -215,8 +198,6 @@ def audit_error(record: dict[str, Any]) -> str:
 
 def step_error(record: dict[str, Any], failed_roles: list[Any]) -> str | None:
     """The step's error line: the roles that did not succeed, then a failed audit."""
-    from . import role_failure
-
     audit_part = None if record["passed"] else audit_error(record)
     parts = [p for p in (role_failure(failed_roles), audit_part) if p]
     return "; ".join(parts) or None

@@ -11,14 +11,15 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..errors import InputError
-from ..inputs import load_document, parse_plan
+from ..inputs import Inputs, load_document, parse_plan
+from ..prepare import DEFAULT_PLAN
 from ..steprun import StepOutcome, StepRun
-from . import (
+from . import messages
+from .common import (
     StepError,
-    crew_for,
+    crew_of,
     error_outcome,
     finish,
-    messages,
     role_agent,
     role_context,
     stat_key,
@@ -26,7 +27,12 @@ from . import (
 )
 
 MAX_RETRIES = 2
-DEFAULT_PLAN = ".orkeon/plan.json"
+ROLES = ("planner",)
+
+
+def check(inputs: Inputs, workspace: Path) -> None:
+    if not (workspace / inputs.spec).is_file():
+        raise InputError(f"spec: no such file in the workspace: {inputs.spec} (run dev-spec first)")
 
 
 def plan_path(sr: StepRun) -> str:
@@ -50,8 +56,8 @@ def check_plan(path: Path, plan_rel: str, before: list[int] | None) -> list[str]
 async def run(sr: StepRun) -> StepOutcome:
     spec_rel = sr.inputs.spec
     plan_rel = plan_path(sr)
+    crew = crew_of(sr)
     try:
-        crew = crew_for(sr)
         spec_path = workspace_file(sr, spec_rel, "spec")
         target = workspace_file(sr, plan_rel, "plan")
         try:

@@ -10,28 +10,38 @@ analyst again and still knows whether the writer wrote the spec.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
+from ..errors import InputError
+from ..inputs import Inputs
 from ..steprun import StepOutcome, StepRun
-from . import (
+from . import messages
+from .common import (
     SavedRole,
     StepError,
-    crew_for,
+    crew_of,
     error_outcome,
     finish,
-    messages,
     role_agent,
     role_context,
     stat_key,
     workspace_file,
 )
 
+ROLES = ("analyst", "writer")
+
+
+def check(inputs: Inputs, workspace: Path) -> None:
+    if not (inputs.request or "").strip():
+        raise InputError("request: dev-spec needs a request (what to build, as text)")
+
 
 async def run(sr: StepRun) -> StepOutcome:
     request = sr.inputs.request or ""
     spec_rel = sr.inputs.spec
+    crew = crew_of(sr)
     try:
-        crew = crew_for(sr)
         spec_path = workspace_file(sr, spec_rel, "spec")
     except StepError as exc:
         return error_outcome(exc)

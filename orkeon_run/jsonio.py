@@ -1,0 +1,67 @@
+"""JSON in and out, one way everywhere: strict reading (no `NaN`, no numbers JSON has not
+got), compact lines that survive a lone surrogate, and whole-file writes a reader sees
+whole or not at all."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+
+def dumps(obj: Any) -> str:
+    return json.dumps(obj, ensure_ascii=False, separators=(",", ":"), default=str)
+
+
+def utf8_line(line: str) -> bytes:
+    """`line` (JSON text) as UTF-8. A lone surrogate (JSON's `"\\ud800"`, which a model or
+    an inputs document can send and `json.loads` keeps) has no UTF-8 form: it is written
+    as that same JSON escape, so the line stays whole and parses back to the same value
+    instead of the write raising and ending the run. Surrogates only occur inside JSON
+    strings, where the escape is valid."""
+    try:
+        return line.encode("utf-8")
+    except UnicodeEncodeError:
+        return line.encode("utf-8", "backslashreplace")
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if value in (float("inf"), float("-inf")):
+        raise ValueError(f"{text} is too large for a number")
+    return value
+
+
+def loads_strict(text: str) -> Any:
+    """`json.loads` without what Python adds to JSON: `NaN`, `Infinity` and numbers too large
+    for a float (`1e400`) are refused. They would reach result.json and events.jsonl (a
+    budget of NaN seconds) as `NaN`, which no strict JSON reader accepts."""
+    return json.loads(text, parse_constant=_no_constant, parse_float=_finite)
+
+
+def atomic_write_json(path: Path, obj: Any) -> None:
+    """Write JSON so a reader sees the old file or the new one, never a torn one."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        # backslashreplace: a lone surrogate (from a JSON "\\ud800" escape) is written as
+        # that escape, valid JSON, instead of raising and leaving no file.
+        with os.fdopen(fd, "w", encoding="utf-8", errors="backslashreplace") as f:
+            json.dump(obj, f, ensure_ascii=False, indent=2)
+            f.write("\n")
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def read_json(path: Path) -> Any:
+    return json.loads(path.read_text(encoding="utf-8"))
