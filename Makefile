@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
 .DEFAULT_GOAL := help
-.PHONY: help install test lint typecheck schemas bench demo clean
+.PHONY: help install test test-stress lint typecheck schemas bench demo clean
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -15,12 +15,18 @@ $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	@# Compiled once here, so a run where PYTHONDONTWRITEBYTECODE is set does not compile
+	@# the package again on every start.
+	$(BIN)/python -m compileall -q orkeon_run
 	@touch $(STAMP)
 
 install: $(STAMP) ## Create .venv and install orkeon (editable) with the dev tools
 
 test: $(STAMP) ## Run the test suite (2 workers)
 	$(BIN)/pytest -n 2 -q
+
+test-stress: $(STAMP) ## The suite 5 times in a row with both cores kept busy
+	scripts/test-stress.sh
 
 lint: $(STAMP) ## ruff check and format check
 	$(BIN)/ruff check orkeon_run tests bench
@@ -30,7 +36,7 @@ typecheck: $(STAMP) ## mypy on the package
 	$(BIN)/mypy orkeon_run
 
 schemas: $(STAMP) ## Regenerate schemas/*.schema.json from the models
-	$(BIN)/python -m orkeon_run.schema schemas
+	$(BIN)/python -m orkeon_run.commands.schema schemas
 
 bench: $(STAMP) ## The benchmark suite (minutes; not part of make test)
 	$(BIN)/python -m bench

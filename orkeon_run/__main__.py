@@ -18,52 +18,17 @@ def main(argv: list[str] | None = None) -> int:
 
         sys.stdout.write(f"orkeon {__version__}\n")
         return 0
-    from .environ import set_for_this_process
+    try:
+        from .environ import set_for_this_process
 
-    # orkeon uses no pydantic plugin, and the search for them (every installed
-    # distribution's entry points) costs 30-40 ms of every command's start.
-    set_for_this_process("PYDANTIC_DISABLE_PLUGINS", "__all__")
-    _skip_pydantic_plugin_loader()
-    from .fastargs import action
-
-    call = action(args)
-    if call is None:
+        # orkeon uses no pydantic plugin, and the search for them (every installed
+        # distribution's entry points) costs 30-40 ms of every command's start.
+        set_for_this_process("PYDANTIC_DISABLE_PLUGINS", "__all__")
         from .cli import run_cli
-
-        return run_cli(args)
-    from .actions import guarded
-
-    return guarded(call, lambda exc: None)
-
-
-def _skip_pydantic_plugin_loader() -> None:
-    """Even with its plugins off, pydantic imports its plugin loader the first time it
-    builds a model, and the loader imports importlib.metadata (with email and zipfile):
-    20-30 ms of every command's start, for an answer PYDANTIC_DISABLE_PLUGINS already
-    gives. A stand-in gives that answer; should a pydantic release ask the loader for
-    anything else, the stand-in hands over to the real module."""
-    import sys
-    import types
-
-    name = "pydantic.plugin._loader"
-    if name in sys.modules:
-        return
-    stand_in = types.ModuleType(name)
-
-    def get_plugins() -> tuple[()]:
-        return ()
-
-    def real_attribute(attr: str) -> object:
-        import importlib
-
-        if attr.startswith("__"):  # the import system's own questions (`__path__`)
-            raise AttributeError(attr)
-        del sys.modules[name]
-        return getattr(importlib.import_module(name), attr)
-
-    stand_in.get_plugins = get_plugins  # type: ignore[attr-defined]
-    stand_in.__getattr__ = real_attribute  # type: ignore[method-assign]
-    sys.modules[name] = stand_in
+    except KeyboardInterrupt:  # Ctrl-C while the command line is still being loaded
+        sys.stderr.write("orkeon: interrupted\n")
+        return 130
+    return run_cli(args)
 
 
 def entry() -> None:
@@ -79,6 +44,9 @@ def entry() -> None:
         sys.stderr.flush()
     except BrokenPipeError:  # the reader went away (`| head`): nothing more can be said
         code = 1
+    except KeyboardInterrupt:
+        sys.stderr.write("orkeon: interrupted\n")
+        code = 130
     os._exit(code)
 
 

@@ -1,7 +1,7 @@
-"""The command line (INTERFACE section 1) as a typer app. Each command parses, calls one
-core function, renders, and returns an exit code; errors are mapped to exit codes by
-`actions.guarded` only. A plain `run` or `validate` command line never gets here (see
-`fastargs.py`); help and every usage error do.
+"""The command line (docs/output.md, "Commands"): one typer app. Each command parses its
+arguments, calls its module under `commands/` (imported only when it runs, so a command
+pays for its own imports only) and exits with the code it returns. Every exception becomes
+one stderr line and an exit code here, in `guarded`, and nowhere else.
 """
 
 from __future__ import annotations
@@ -15,7 +15,8 @@ from typing import Annotated, Any, NoReturn
 import typer
 
 from . import __version__
-from .errors import EXIT_USAGE, InputError, Interrupted
+from .errors import EXIT_INTERRUPTED, EXIT_USAGE, InputError, OrkeonError, exit_code_for
+from .vocabulary import STEPS
 
 app = typer.Typer(
     name="orkeon",
@@ -28,18 +29,13 @@ app = typer.Typer(
 hooks_app = typer.Typer(help="List, check and trust hooks.", no_args_is_help=True)
 app.add_typer(hooks_app, name="hooks")
 
+Step = StrEnum("Step", {s.replace("-", "_"): s for s in STEPS})  # type: ignore[misc]
+
 
 class Output(StrEnum):
     text = "text"
     json = "json"
     stream_json = "stream-json"
-
-
-class Step(StrEnum):
-    dev_spec = "dev-spec"
-    dev_plan = "dev-plan"
-    dev_batches = "dev-batches"
-    tasks_repair = "tasks-repair"
 
 
 InputsOpt = Annotated[
@@ -49,6 +45,18 @@ WorkspaceOpt = Annotated[
     str | None,
     typer.Option("--workspace", help="Folder the crew works in (default: inputs, then .)."),
 ]
+
+
+def _exit_with(command: Callable[..., int], *args: Any, **kwargs: Any) -> NoReturn:
+    """Run a command and exit with its code. Ctrl-C inside it is reported like any other
+    interruption (typer would turn it into a silent exit 1)."""
+    try:
+        code = command(*args, **kwargs)
+    except KeyboardInterrupt:
+        from .errors import Interrupted
+
+        raise Interrupted("interrupted") from None
+    raise typer.Exit(code)
 
 
 def _version(value: bool) -> None:
@@ -69,26 +77,9 @@ def _root(
     """orkeon: a headless crew orchestrator for AI coding agents."""
 
 
-def _load(src: str) -> Any:
-    from .inputs import load_document
-
-    return load_document(src)
-
-
-def _exit_with(action: Callable[..., int], *args: Any, **kwargs: Any) -> NoReturn:
-    """Run one of `actions`' commands and exit with its code. Ctrl-C inside it becomes
-    `Interrupted`, which `actions.guarded` reports as the fast path does (typer would
-    turn it into a silent exit 130)."""
-    try:
-        code = action(*args, **kwargs)
-    except KeyboardInterrupt:
-        raise Interrupted("interrupted") from None
-    raise typer.Exit(code)
-
-
 @app.command()
 def run(
-    step: Annotated[Step, typer.Argument(help="dev-spec | dev-plan | dev-batches | tasks-repair")],
+    step: Annotated[Step, typer.Argument(help=" | ".join(STEPS))],
     inputs: Annotated[
         str | None,
         typer.Option("--inputs", help="JSON inline, @PATH for a file, or - for standard input."),
@@ -112,10 +103,10 @@ def run(
     ] = None,
 ) -> None:
     """Run one step with its crew. Exit 0 succeeded, 1 failed, 2 bad input, 3 budget, 130 interrupted."""
-    from . import actions
+    from .commands import run as command
 
     _exit_with(
-        actions.run,
+        command.main,
         step.value,
         inputs,
         workspace=workspace,
@@ -135,22 +126,17 @@ def validate(
     workspace: WorkspaceOpt = None,
 ) -> None:
     """Parse and check the inputs and every file they name; run nothing."""
-    from . import actions
+    from .commands import validate as command
 
-    _exit_with(actions.validate, inputs, step=step.value if step else None, workspace=workspace)
+    _exit_with(command.main, inputs, step=step.value if step else None, workspace=workspace)
 
 
 @hooks_app.command("list")
 def hooks_list(inputs: InputsOpt, workspace: WorkspaceOpt = None) -> None:
     """The hooks, numbered as the model will see them."""
-    from .hookcheck import list_lines, settings_lines
-    from .prepare import prepare, stdin_tty
+    from .commands import hooks
 
-    prep = prepare(_load(inputs), step=None, workspace=workspace, stdin_is_tty=stdin_tty())
-    for line in prep.warnings:
-        typer.echo(f"warning: {line}", err=True)
-    for line in list_lines(prep.inputs.native_hooks) + settings_lines(prep.settings_hooks):
-        typer.echo(line)
+    _exit_with(hooks.list_main, inputs, workspace=workspace)
 
 
 @hooks_app.command("check")
@@ -161,59 +147,17 @@ def hooks_check(
     workspace: WorkspaceOpt = None,
 ) -> None:
     """Run each hook once on a sample call and print what the model would read."""
-    import anyio
+    from .commands import hooks
 
-    from .catalog import TOOLS, canonical
-    from .hookcheck import check
-    from .prepare import prepare, stdin_tty
-
-    if canonical(tool) not in TOOLS:
-        raise InputError(f"--tool: unknown tool {tool!r} (one of: {', '.join(TOOLS)})")
-    prep = prepare(_load(inputs), step=None, workspace=workspace, stdin_is_tty=stdin_tty())
-    lines, code = anyio.run(
-        lambda: check(
-            prep.inputs.native_hooks,
-            workspace=prep.workspace,
-            shell_rules=prep.shell_rules,
-            tool=tool,
-            path=path,
-            settings_config=prep.settings_hooks,
-        )
-    )
-    for line in lines:
-        typer.echo(line)
-    raise typer.Exit(code)
+    _exit_with(hooks.check_main, inputs, tool=tool, path=path, workspace=workspace)
 
 
 @hooks_app.command("trust")
 def hooks_trust(workspace: WorkspaceOpt = None) -> None:
     """Trust the workspace's .orkeon/settings.json and .orkeon/crews/ as they are now."""
-    from pathlib import Path
+    from .commands import hooks
 
-    from .trust import (
-        crews_dir,
-        project_settings_path,
-        record_crews_trust,
-        record_trust,
-    )
-
-    # os.path.expanduser: Path.expanduser raises RuntimeError for an unknown ~user (an
-    # internal error, exit 1); the shell's way is to keep the text as it is.
-    ws = Path(os.path.expanduser(workspace or "."))
-    if not ws.is_dir():
-        raise InputError(f"--workspace: not a directory: {ws}")
-    ws = ws.resolve()
-    trusted = []
-    if project_settings_path(ws).is_file():
-        trusted.append((project_settings_path(ws), record_trust(ws)))
-    if crews_dir(ws).is_dir():
-        trusted.append((crews_dir(ws), record_crews_trust(ws)))
-    if not trusted:
-        raise InputError(
-            f"--workspace: nothing to trust in {ws} (no .orkeon/settings.json, no .orkeon/crews/)"
-        )
-    for path, digest in trusted:
-        typer.echo(f"trusted {path} ({digest.removeprefix('sha256:')[:12]})")
+    _exit_with(hooks.trust_main, workspace)
 
 
 @app.command()
@@ -221,11 +165,21 @@ def schema(
     name: Annotated[str, typer.Argument(help="inputs | plan | script | result | event | crew")],
 ) -> None:
     """Print the JSON Schema of a document."""
-    from .schema import NAMES, text
+    from .commands import schema as command
 
-    if name not in NAMES:
-        raise InputError(f"NAME: unknown schema {name!r} (one of: {', '.join(NAMES)})")
-    sys.stdout.write(text(name))
+    _exit_with(command.main, name)
+
+
+# --- the one map from exceptions to exit codes and stderr lines -------------------------
+
+
+def one_line(text: str) -> str:
+    """`text` with its control characters escaped (`\\n`, `\\x00`, a lone `\\ud800`): a
+    problem names fields and values from the document, and a key holding a newline split
+    its `orkeon: FIELD: message` line in two."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
 def _parser_error(exc: Exception) -> int | None:
@@ -234,13 +188,42 @@ def _parser_error(exc: Exception) -> int | None:
 
     if isinstance(exc, Abort):
         sys.stderr.write("orkeon: interrupted\n")
-        return 130
+        return EXIT_INTERRUPTED
     if isinstance(exc, TyperException):
         # Usage errors from the parser: one line, like every other bad input.
         message = exc.format_message() if hasattr(exc, "format_message") else str(exc)
         sys.stderr.write(f"orkeon: {' '.join(message.split())} (see orkeon --help)\n")
         return int(getattr(exc, "exit_code", EXIT_USAGE))
     return None
+
+
+def guarded(call: Callable[[], int]) -> int:
+    """Run `call`; map every exception to the exit-code contract, one stderr line each."""
+    try:
+        return call()
+    except InputError as exc:
+        for line in exc.problems:
+            sys.stderr.write(f"orkeon: {one_line(line)}\n")
+        return EXIT_USAGE
+    except OrkeonError as exc:
+        sys.stderr.write(f"orkeon: {one_line(str(exc))}\n")
+        return exit_code_for(exc)
+    except KeyboardInterrupt:
+        sys.stderr.write("orkeon: interrupted\n")
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:  # the reader of our output went away (`| head`): say nothing
+        return 1
+    except Exception as exc:
+        code = _parser_error(exc)
+        if code is not None:
+            return code
+        if os.environ.get("ORKEON_DEBUG"):
+            raise
+        sys.stderr.write(
+            f"orkeon: internal error: {type(exc).__name__}: {one_line(str(exc))} "
+            "(set ORKEON_DEBUG=1 for a traceback)\n"
+        )
+        return 1
 
 
 def _invoke(argv: list[str]) -> int:
@@ -253,7 +236,5 @@ def _invoke(argv: list[str]) -> int:
 
 
 def run_cli(argv: list[str]) -> int:
-    """Run the typer app; map every exception to the exit-code contract, one line each."""
-    from .actions import guarded
-
-    return guarded(lambda: _invoke(argv), _parser_error)
+    """Run the typer app on `argv`; the exit code, every error mapped by `guarded`."""
+    return guarded(lambda: _invoke(argv))

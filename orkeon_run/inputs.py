@@ -24,7 +24,7 @@ from pydantic import (
     model_validator,
 )
 
-from .commands import CommandRefused, split_command
+from .words import CommandRefused, split_command
 from .errors import InputError
 from .jsonio import loads_strict
 from .ledger import BudgetLimits

@@ -6,7 +6,7 @@ Human-readable on a terminal, JSON lines otherwise. Level from ORKEON_LOG_LEVEL
 `get` hands out a small logger that compares a message's level with the configured one
 before anything else, and imports and configures structlog only for the first message
 that passes: a run at `warning` that has nothing to warn about never pays structlog's
-import (about 20 ms of its start).
+import (with the `rich` it loads when rich is installed: tens of milliseconds).
 """
 
 from __future__ import annotations
@@ -27,25 +27,9 @@ def _threshold(level: str | None = None) -> int:
     return number if isinstance(number, int) else logging.INFO
 
 
-def _structlog() -> Any:
-    """structlog, imported without `rich`: structlog.dev imports it when it is installed
-    (typer brings it), for pretty tracebacks orkeon never prints, and that import costs
-    ~70 ms of every command's start. It is hidden for the length of that import only."""
-    if "structlog" in sys.modules or "rich" in sys.modules:
-        import structlog
-
-        return structlog
-    sys.modules["rich"] = None  # type: ignore[assignment]
-    try:
-        import structlog
-    finally:
-        del sys.modules["rich"]
-    return structlog
-
-
 def configure(level: str | None = None) -> None:
     global _configured
-    structlog = _structlog()
+    import structlog
 
     numeric = _threshold(level)
     tail: list[Any]
@@ -81,7 +65,8 @@ class Logger:
     def _emit(self, level: int, method: str, event: str, fields: dict[str, Any]) -> None:
         if level < _threshold():
             return
-        structlog = _structlog()
+        import structlog
+
         if not _configured:
             configure()
         getattr(structlog.get_logger(self.name), method)(event, **fields)

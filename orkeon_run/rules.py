@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .catalog import TOOLS, canonical
-from .commands import CommandRefused, split_command
+from .words import CommandRefused, split_command
 
 _RULE_RE = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)(?:\((.*)\))?$", re.DOTALL)
 MATCH_SECONDS = 0.05  # per subject, for a pattern that can backtrack (see the docstring)

@@ -73,7 +73,7 @@ def test_path_glob_escapes_glob_characters() -> None:
 
 
 def test_schema_is_the_models() -> None:
-    from orkeon_run.schema import schema
+    from orkeon_run.commands.schema import schema
 
     s = schema("crew")
     assert s == Crew.model_json_schema()

@@ -27,7 +27,7 @@ from hypothesis import strategies as st
 
 from orkeon_run.__main__ import main
 from orkeon_run.calls import CallContext
-from orkeon_run.commands import OPERATORS, split_command
+from orkeon_run.words import OPERATORS, split_command
 from orkeon_run.events import EventLog
 from orkeon_run.gate import Gate
 from orkeon_run.hooks import NO_HOOKS
@@ -281,7 +281,7 @@ SPLIT_ALPHABET = [*" \t\r\n'\"\\ab#é\x0b\u00a0$*", "\\\n", "''", '""', '\\"', "
 def test_split_is_shlex_split(command: str) -> None:
     """INTERFACE section 4: "split like a POSIX shell splits words (quotes honoured,
     `shlex`)". commands.split_words gives shlex.split's words, and refuses with its message."""
-    from orkeon_run.commands import CommandRefused, split_words
+    from orkeon_run.words import CommandRefused, split_words
 
     try:
         want: Any = shlex.split(command)

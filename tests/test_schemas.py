@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from orkeon_run.__main__ import main
-from orkeon_run.schema import NAMES, text
+from orkeon_run.commands.schema import NAMES, text
 
 SCHEMAS = Path(__file__).resolve().parent.parent / "schemas"
 

@@ -31,7 +31,7 @@ from typing import Any, Protocol
 
 from .. import proc
 from ..calls import CallContext, CheckedCall, HookRun, Refusal, budget_refusal
-from ..commands import CommandRefused, split_command
+from ..words import CommandRefused, split_command
 from ..ledger import Ledger
 from .protocol import Hooks, PostToolVerdict, PreToolVerdict
 

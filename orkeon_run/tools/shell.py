@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from .. import proc
 from ..calls import CheckedCall
 from ..catalog import SHELL_CAP, ShellInput
-from ..commands import CommandRefused, split_command
+from ..words import CommandRefused, split_command
 from ..shellrules import ShellRules
 
 if TYPE_CHECKING:

@@ -1,4 +1,4 @@
-"""Splitting a command into one program and its arguments (INTERFACE sections 4 and 6).
+"""Splitting a command into one program and its arguments (docs/tools.md, "shell").
 
 Shared by native hooks (checked when inputs are read and again at run time) and the shell
 tool. There is no shell: the text is split like a POSIX shell splits words and nothing is

@@ -1,4 +1,4 @@
-"""`orkeon hooks list` and `orkeon hooks check` (INTERFACE section 4).
+"""`orkeon hooks list`, `orkeon hooks check` and `orkeon hooks trust` (docs/hooks.md).
 
 The seed's advice, "run it once by hand first", as a command: `check` runs each native
 pre-tool and post-tool hook once on a sample call, exactly as the pipeline would (same
@@ -10,16 +10,18 @@ read. Settings-shape PreToolUse and PostToolUse hooks run too, through the same
 
 from __future__ import annotations
 
+import os
+import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .catalog import TOOLS, canonical
-from .hooks.native import HOOK_LIMIT, RUN_EVENTS, HookSpec, ProgramRules, number, run_hook
+from ..catalog import TOOLS, canonical
+from ..hooks.native import HOOK_LIMIT, RUN_EVENTS, HookSpec, ProgramRules, number, run_hook
 
 if TYPE_CHECKING:
-    from .calls import HookRun
-    from .inputs import MatcherGroup
+    from ..calls import HookRun
+    from ..inputs import MatcherGroup
 
 INDENT = "   "
 READS = f"{INDENT}the model would read: "
@@ -122,10 +124,10 @@ async def _check_settings(
     tool: str,
     path: str | None,
 ) -> tuple[list[str], bool]:
-    from .calls import CallContext, CheckedCall
-    from .events import NullLog
-    from .hooks.settings import SettingsHooks
-    from .ledger import BudgetLimits, Ledger
+    from ..calls import CallContext, CheckedCall
+    from ..events import NullLog
+    from ..hooks.settings import SettingsHooks
+    from ..ledger import BudgetLimits, Ledger
 
     hooks = SettingsHooks(dict(config), workspace=workspace, events=NullLog())
     ctx = CallContext(step=SAMPLE_ROLE, role=SAMPLE_ROLE, workspace=workspace)
@@ -159,3 +161,73 @@ async def _check_settings(
         reads.append(f"(continue: false: the role would stop: {post.stop_reason})")
     show(post.runs, reads, "the result, unchanged by these hooks")
     return lines, failed
+
+
+# --- the commands ------------------------------------------------------------------------
+
+
+def _config(inputs: str, workspace: str | None) -> Any:
+    from ..inputs import load_document
+    from ..prepare import prepare, stdin_tty
+
+    config = prepare(
+        load_document(inputs), step=None, workspace=workspace, stdin_is_tty=stdin_tty()
+    )
+    for line in config.warnings:
+        sys.stderr.write(f"warning: {line}\n")
+    return config
+
+
+def list_main(inputs: str, *, workspace: str | None = None) -> int:
+    config = _config(inputs, workspace)
+    for line in list_lines(config.inputs.native_hooks) + settings_lines(config.settings_hooks):
+        sys.stdout.write(line + "\n")
+    return 0
+
+
+def check_main(inputs: str, *, tool: str, path: str, workspace: str | None = None) -> int:
+    import anyio
+
+    from ..errors import InputError
+
+    if canonical(tool) not in TOOLS:
+        raise InputError(f"--tool: unknown tool {tool!r} (one of: {', '.join(TOOLS)})")
+    config = _config(inputs, workspace)
+    lines, code = anyio.run(
+        lambda: check(
+            config.inputs.native_hooks,
+            workspace=config.workspace,
+            shell_rules=config.shell_rules,
+            tool=tool,
+            path=path,
+            settings_config=config.settings_hooks,
+        )
+    )
+    for line in lines:
+        sys.stdout.write(line + "\n")
+    return code
+
+
+def trust_main(workspace: str | None = None) -> int:
+    """Trust the workspace's .orkeon/settings.json and .orkeon/crews/ as they are now."""
+    from ..errors import InputError
+    from ..trust import crews_dir, project_settings_path, record_crews_trust, record_trust
+
+    # os.path.expanduser: Path.expanduser raises RuntimeError for an unknown ~user (an
+    # internal error, exit 1); the shell's way is to keep the text as it is.
+    ws = Path(os.path.expanduser(workspace or "."))
+    if not ws.is_dir():
+        raise InputError(f"--workspace: not a directory: {ws}")
+    ws = ws.resolve()
+    trusted = []
+    if project_settings_path(ws).is_file():
+        trusted.append((project_settings_path(ws), record_trust(ws)))
+    if crews_dir(ws).is_dir():
+        trusted.append((crews_dir(ws), record_crews_trust(ws)))
+    if not trusted:
+        raise InputError(
+            f"--workspace: nothing to trust in {ws} (no .orkeon/settings.json, no .orkeon/crews/)"
+        )
+    for path, digest in trusted:
+        sys.stdout.write(f"trusted {path} ({digest.removeprefix('sha256:')[:12]})\n")
+    return 0

@@ -17,7 +17,7 @@ NAMES = ("inputs", "plan", "script", "result", "event", "crew")
 def schema(name: str) -> dict[str, Any]:
     from pydantic import TypeAdapter
 
-    from . import documents, inputs
+    from .. import documents, inputs
 
     if name == "inputs":
         return inputs.Inputs.model_json_schema()
@@ -35,7 +35,7 @@ def schema(name: str) -> dict[str, Any]:
         out["title"] = "Event"
         return out
     if name == "crew":
-        from .crew import Crew
+        from ..crew import Crew
 
         return Crew.model_json_schema()
     raise KeyError(name)
@@ -49,6 +49,15 @@ def write_all(folder: Path) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     for name in NAMES:
         (folder / f"{name}.schema.json").write_text(text(name), encoding="utf-8")
+
+
+def main(name: str) -> int:
+    from ..errors import InputError
+
+    if name not in NAMES:
+        raise InputError(f"NAME: unknown schema {name!r} (one of: {', '.join(NAMES)})")
+    sys.stdout.write(text(name))
+    return 0
 
 
 if __name__ == "__main__":

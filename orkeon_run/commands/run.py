@@ -1,0 +1,39 @@
+"""`orkeon run STEP`: run one step; print the result as `--output` asks; the step's exit
+code (docs/output.md)."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from ..errors import InputError
+
+
+def main(
+    step: str,
+    inputs: str | None,
+    *,
+    workspace: str | None = None,
+    run_dir: str | None = None,
+    output: str | None = None,
+    resume: str | None = None,
+) -> int:
+    from .. import runner
+    from ..inputs import load_document
+    from .summary import summary
+
+    if inputs is None and resume is None:
+        raise InputError("--inputs: required (or --resume RUN_DIR)")
+    if resume is not None and run_dir is not None:
+        raise InputError("--run-dir: not with --resume (the run continues in RUN_DIR)")
+    doc = load_document(inputs) if inputs is not None else None
+    mode = output or ("text" if sys.stdout.isatty() else "json")
+    stream = sys.stdout if mode == "stream-json" else None
+    result = runner.run(
+        step, doc, workspace=workspace, run_dir=run_dir, resume_dir=resume, stream=stream
+    )
+    if mode == "json":
+        sys.stdout.write(json.dumps(result, ensure_ascii=False) + "\n")
+    elif mode == "text":
+        sys.stdout.write(summary(result))
+    return int(result["exit_code"])
