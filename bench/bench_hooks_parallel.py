@@ -26,7 +26,7 @@ from orkeon_run.hooks.settings import SettingsHooks
 from orkeon_run.inputs import MatcherGroup
 from orkeon_run.ledger import BudgetLimits, Ledger
 from orkeon_run.pipeline import Pipeline
-from orkeon_run.shellrules import ShellRules
+from orkeon_run.programs import ShellRules
 from orkeon_run.tools import ToolEnv
 
 from .common import header, row

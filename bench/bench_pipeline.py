@@ -25,8 +25,8 @@ from orkeon_run.hooks import NO_HOOKS
 from orkeon_run.hooks.native import NativeHook, NativeHooks, run_hook
 from orkeon_run.ledger import BudgetLimits, Ledger
 from orkeon_run.pipeline import Pipeline, check_call
+from orkeon_run.programs import ShellRules
 from orkeon_run.rules import RuleSet
-from orkeon_run.shellrules import ShellRules
 from orkeon_run.tools import ToolEnv, run_tool
 
 from .common import header, row

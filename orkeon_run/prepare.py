@@ -27,7 +27,7 @@ from .ledger import BudgetLimits
 if TYPE_CHECKING:
     from .crew import Crew
     from .gate import Gate
-    from .shellrules import ShellRules
+    from .programs import ShellRules
 
 # What a repair takes from the failed run unless given again: its workspace and model, what
 # the role was asked to do and checked by, and the guards it ran under (the hooks registry

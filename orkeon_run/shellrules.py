@@ -1,10 +1,5 @@
-"""The shell tool's program rules (INTERFACE section 6), for the model's shell calls and for
-hook commands alike, and where their two settings come from.
-
-A command is one program and its arguments. A bare program name must be on a list: the
-base list, the interpreters (with `allow_interpreters`) or `extra_allowed_commands`. PATH
-is never searched to decide. A program given by path (`./x.sh`, `/usr/bin/env`) must be
-listed in `extra_allowed_commands` by exactly that path.
+"""Where the shell tool's two program-rule settings come from (the rules themselves are
+`programs.ShellRules`; docs/inputs.md, "Shell settings").
 
 The settings, highest precedence first:
   1. `--inputs` `shell` fields that are given (not None);
@@ -27,65 +22,22 @@ import json
 import os
 from collections.abc import Mapping
 from contextvars import ContextVar
-from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .environ import config_dir
 from .errors import InputError
+from .programs import ShellRules
 
 if TYPE_CHECKING:
     from .inputs import ShellInputs
 
-__all__ = [
-    "BASE_PROGRAMS",
-    "INTERPRETERS",
-    "ShellRules",
-    "resolve_shell_rules",
-    "user_config_dir",
-]
-
-# The lists of INTERFACE section 6, written as there.
-_BASE = "cat cp cut diff echo false git grep head ls mkdir mv pwd sleep sort tail test touch tr"
-BASE_PROGRAMS = frozenset(f"{_BASE} true uniq wc".split())
-INTERPRETERS = frozenset("node npm dotnet find python python3".split())  # noqa: SIM905
+__all__ = ["ShellRules", "resolve_shell_rules", "user_config_dir"]
 
 SECTION = ("Orkeon", "Tools", "Shell")
 KEYS = {"allowinterpreters": "AllowInterpreters", "extraallowedcommands": "ExtraAllowedCommands"}
 ENV_PREFIX = "orkeon__tools__shell__"
-
-
-@dataclass(frozen=True)
-class ShellRules:
-    allow_interpreters: bool = False
-    extra_allowed_commands: tuple[str, ...] = ()
-
-    def refusal(self, argv: list[str]) -> str | None:
-        """None when the program may run; else one line saying why not."""
-        if not argv or not argv[0]:
-            return "the command is empty"
-        prog = argv[0]
-        if prog in self.extra_allowed_commands:
-            return None
-        if "/" in prog:
-            return (
-                f"program {prog!r} is given by path: it must be listed by exactly that path "
-                "in extra_allowed_commands"
-            )
-        if prog in BASE_PROGRAMS:
-            return None
-        if prog in INTERPRETERS:
-            if self.allow_interpreters:
-                return None
-            return (
-                f"program {prog!r} is an interpreter: it needs allow_interpreters "
-                "(or extra_allowed_commands)"
-            )
-        return (
-            f"program {prog!r} is not allowed (allowed: the base list; interpreters need "
-            "allow_interpreters; others need extra_allowed_commands)"
-        )
 
 
 user_config_dir = config_dir  # one definition, in environ.py

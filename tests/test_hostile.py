@@ -27,7 +27,6 @@ from hypothesis import strategies as st
 
 from orkeon_run.__main__ import main
 from orkeon_run.calls import CallContext
-from orkeon_run.words import OPERATORS, split_command
 from orkeon_run.events import EventLog
 from orkeon_run.gate import Gate
 from orkeon_run.hooks import NO_HOOKS
@@ -35,8 +34,9 @@ from orkeon_run.hooks.matchers import Matcher
 from orkeon_run.hooks.native import NativeHook, argv_for, run_hook
 from orkeon_run.inputs import MatcherGroup
 from orkeon_run.pipeline import Pipeline
+from orkeon_run.programs import ShellRules
 from orkeon_run.rules import RuleSet
-from orkeon_run.shellrules import ShellRules
+from orkeon_run.words import OPERATORS, split_command
 
 SETTINGS = settings(
     max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True

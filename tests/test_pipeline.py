@@ -20,8 +20,8 @@ from orkeon_run.events import EventLog
 from orkeon_run.gate import Gate
 from orkeon_run.hooks import NO_HOOKS, Hooks, PostToolVerdict, PreToolVerdict
 from orkeon_run.ledger import BudgetLimits, Ledger
+from orkeon_run.programs import ShellRules
 from orkeon_run.rules import RuleSet
-from orkeon_run.shellrules import ShellRules
 from orkeon_run.tools import ToolEnv
 
 pytestmark = pytest.mark.anyio

@@ -20,7 +20,7 @@ from typing import Any
 
 from ..calls import CheckedCall
 from ..catalog import Tool
-from ..shellrules import ShellRules
+from ..programs import ShellRules
 
 __all__ = ["ToolEnv", "run_tool"]
 

@@ -17,8 +17,8 @@ from orkeon_run.hooks.native import NativeHooks
 from orkeon_run.inputs import NativeHook
 from orkeon_run.ledger import BudgetLimits, Ledger
 from orkeon_run.pipeline import Pipeline, check_call
+from orkeon_run.programs import ShellRules
 from orkeon_run.rules import RuleSet
-from orkeon_run.shellrules import ShellRules
 from orkeon_run.tools import ToolEnv
 
 
