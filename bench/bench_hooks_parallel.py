@@ -21,12 +21,12 @@ from pydantic import TypeAdapter
 
 from orkeon_run.calls import CallContext
 from orkeon_run.events import NullLog
-from orkeon_run.gate import Gate
 from orkeon_run.hooks.settings import SettingsHooks
 from orkeon_run.inputs import MatcherGroup
 from orkeon_run.ledger import BudgetLimits, Ledger
 from orkeon_run.pipeline import Pipeline
-from orkeon_run.programs import ShellRules
+from orkeon_run.policy.gate import Gate
+from orkeon_run.policy.programs import ShellRules
 from orkeon_run.tools import ToolEnv
 
 from .common import header, row

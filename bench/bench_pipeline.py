@@ -20,13 +20,13 @@ from pathlib import Path
 
 from orkeon_run.calls import CallContext, CheckedCall
 from orkeon_run.events import EventLog, NullLog
-from orkeon_run.gate import Gate
 from orkeon_run.hooks import NO_HOOKS
 from orkeon_run.hooks.native import NativeHook, NativeHooks, run_hook
 from orkeon_run.ledger import BudgetLimits, Ledger
 from orkeon_run.pipeline import Pipeline, check_call
-from orkeon_run.programs import ShellRules
-from orkeon_run.rules import RuleSet
+from orkeon_run.policy.gate import Gate
+from orkeon_run.policy.programs import ShellRules
+from orkeon_run.policy.rules import RuleSet
 from orkeon_run.tools import ToolEnv, run_tool
 
 from .common import header, row

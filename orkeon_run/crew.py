@@ -112,7 +112,7 @@ class Crew(_Frozen):
             for name in role.rule_sets or ():
                 if name not in set_names:
                     raise ValueError(f"roles[{i}].rule_sets: no rule set named {name!r}")
-        from .rules import parse_rule
+        from .policy.rules import parse_rule
 
         for i, rs in enumerate(self.rule_sets):
             for kind in ("allow", "deny"):
@@ -149,7 +149,7 @@ class Crew(_Frozen):
 
     def rule_sets_for(self, role: str, paths: Mapping[str, str] | None = None) -> list[Any]:
         """The role's rule sets as `rules.RuleSet`, path placeholders filled in."""
-        from .rules import RuleSet
+        from .policy.rules import RuleSet
 
         wanted = self.role(role).rule_sets
         values = {k: path_glob(v) for k, v in (paths or {}).items()}

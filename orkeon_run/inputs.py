@@ -27,7 +27,7 @@ from pydantic import (
 from .errors import InputError
 from .jsonio import loads_strict
 from .ledger import BudgetLimits
-from .words import CommandRefused, split_command
+from .policy.words import CommandRefused, split_command
 
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 

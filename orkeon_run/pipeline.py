@@ -49,11 +49,11 @@ from .calls import (
     result_text,
 )
 from .events import EventLog
-from .gate import Gate
 from .hooks import NO_HOOKS, Hooks
 from .ledger import Ledger
-from .paths import PathOutside, resolve_in_workspace, within_roots
-from .rules import RuleSet, call_subjects
+from .policy.gate import Gate
+from .policy.paths import PathOutside, resolve_in_workspace, within_roots
+from .policy.rules import RuleSet, call_subjects
 from .tools import ToolEnv, run_tool
 
 

@@ -26,8 +26,8 @@ from .ledger import BudgetLimits
 
 if TYPE_CHECKING:
     from .crew import Crew
-    from .gate import Gate
-    from .programs import ShellRules
+    from .policy.gate import Gate
+    from .policy.programs import ShellRules
 
 # What a repair takes from the failed run unless given again: its workspace and model, what
 # the role was asked to do and checked by, and the guards it ran under (the hooks registry
@@ -145,8 +145,8 @@ def resolve_workspace(inputs: Inputs, override: str | None) -> Path:
 
 
 def _gate(inputs: Inputs) -> Gate:
-    from .gate import Gate
-    from .rules import parse_rule
+    from .policy.gate import Gate
+    from .policy.rules import parse_rule
 
     problems = []
     for kind in ("allow", "deny"):

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from .environ import config_dir
 from .errors import InputError
-from .programs import ShellRules
+from .policy.programs import ShellRules
 
 if TYPE_CHECKING:
     from .inputs import ShellInputs

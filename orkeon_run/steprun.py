@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from .hooks import Hooks
     from .models.base import Provider
     from .pipeline import Pipeline
-    from .rules import RuleSet
+    from .policy.rules import RuleSet
 
 
 @dataclass

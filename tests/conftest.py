@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from orkeon_run.programs import ShellRules
+from orkeon_run.policy.programs import ShellRules
 
 DATA = Path(__file__).parent / "data"
 HOOKS_DIR = DATA / "hooks"

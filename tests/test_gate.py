@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import pytest
 
-from orkeon_run.gate import Gate
 from orkeon_run.inputs import GateRules
-from orkeon_run.rules import call_subjects
+from orkeon_run.policy.gate import Gate
+from orkeon_run.policy.rules import call_subjects
 
 
 def shell(command: str) -> tuple[str, ...]:

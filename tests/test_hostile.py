@@ -28,15 +28,15 @@ from hypothesis import strategies as st
 from orkeon_run.__main__ import main
 from orkeon_run.calls import CallContext
 from orkeon_run.events import EventLog
-from orkeon_run.gate import Gate
 from orkeon_run.hooks import NO_HOOKS
 from orkeon_run.hooks.matchers import Matcher
 from orkeon_run.hooks.native import NativeHook, argv_for, run_hook
 from orkeon_run.inputs import MatcherGroup
 from orkeon_run.pipeline import Pipeline
-from orkeon_run.programs import ShellRules
-from orkeon_run.rules import RuleSet
-from orkeon_run.words import OPERATORS, split_command
+from orkeon_run.policy.gate import Gate
+from orkeon_run.policy.programs import ShellRules
+from orkeon_run.policy.rules import RuleSet
+from orkeon_run.policy.words import OPERATORS, split_command
 
 SETTINGS = settings(
     max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True
@@ -281,7 +281,7 @@ SPLIT_ALPHABET = [*" \t\r\n'\"\\ab#é\x0b\u00a0$*", "\\\n", "''", '""', '\\"', "
 def test_split_is_shlex_split(command: str) -> None:
     """INTERFACE section 4: "split like a POSIX shell splits words (quotes honoured,
     `shlex`)". commands.split_words gives shlex.split's words, and refuses with its message."""
-    from orkeon_run.words import CommandRefused, split_words
+    from orkeon_run.policy.words import CommandRefused, split_words
 
     try:
         want: Any = shlex.split(command)
@@ -573,7 +573,7 @@ def test_model_paths_through_the_pipeline(tree: Path, data: st.DataObject) -> No
 def test_newline_in_a_folder_name_does_not_slip_past_a_deny_rule(tree: Path) -> None:
     """A gate rule `file_write(**/secret.py)` matched `a/secret.py` but not `x\\ny/secret.py`:
     the path regex's `.` did not cross the newline."""
-    from orkeon_run.rules import parse_rule
+    from orkeon_run.policy.rules import parse_rule
 
     rule = parse_rule("file_write(**/secret.py)")
     for path in ("secret.py", "a/secret.py", "x\ny/secret.py", "x\n/secret.py", "\n/\n/secret.py"):

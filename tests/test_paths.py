@@ -1,4 +1,4 @@
-"""orkeon_run.paths: model-written paths resolved inside the workspace and roots, on real
+"""orkeon_run.policy.paths: model-written paths resolved inside the workspace and roots, on real
 files and symlinks in tmp_path."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from orkeon_run.paths import (
+from orkeon_run.policy.paths import (
     PathOutside,
     join_resolved,
     relative,

@@ -17,11 +17,11 @@ from kit import make_pipeline
 
 from orkeon_run.calls import CallContext, CallOutcome, CheckedCall, HookRun, Refusal
 from orkeon_run.events import EventLog
-from orkeon_run.gate import Gate
 from orkeon_run.hooks import NO_HOOKS, Hooks, PostToolVerdict, PreToolVerdict
 from orkeon_run.ledger import BudgetLimits, Ledger
-from orkeon_run.programs import ShellRules
-from orkeon_run.rules import RuleSet
+from orkeon_run.policy.gate import Gate
+from orkeon_run.policy.programs import ShellRules
+from orkeon_run.policy.rules import RuleSet
 from orkeon_run.tools import ToolEnv
 
 pytestmark = pytest.mark.anyio

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from orkeon_run.rules import RuleSet, call_subjects, parse_rule
+from orkeon_run.policy.rules import RuleSet, call_subjects, parse_rule
 
 
 def shell(command: str) -> tuple[str, ...]:

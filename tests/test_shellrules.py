@@ -13,7 +13,7 @@ import pytest
 
 from orkeon_run.errors import InputError
 from orkeon_run.inputs import ShellInputs
-from orkeon_run.programs import BASE_PROGRAMS, INTERPRETERS, ShellRules
+from orkeon_run.policy.programs import BASE_PROGRAMS, INTERPRETERS, ShellRules
 from orkeon_run.shellrules import resolve_shell_rules, user_config_dir
 
 BASE = "cat cp cut diff echo false git grep head ls mkdir mv pwd sleep sort tail test touch tr"

@@ -15,7 +15,7 @@ import pytest
 from orkeon_run.calls import CheckedCall, Refusal
 from orkeon_run.catalog import LIST_CAP, SEARCH_CAP, TOOLS
 from orkeon_run.pipeline import check_call
-from orkeon_run.programs import ShellRules
+from orkeon_run.policy.programs import ShellRules
 from orkeon_run.tools import ToolEnv, run_tool
 
 PROCS = Path(__file__).parent / "data" / "procs"

@@ -32,7 +32,7 @@ from typing import Any, Protocol
 from .. import proc
 from ..calls import CallContext, CheckedCall, HookRun, Refusal, budget_refusal
 from ..ledger import Ledger
-from ..words import CommandRefused, split_command
+from ..policy.words import CommandRefused, split_command
 from .protocol import Hooks, PostToolVerdict, PreToolVerdict
 
 HOOK_LIMIT = 60.0  # seconds; a hook's limit is the smaller of this and the budget left

@@ -164,7 +164,7 @@ def stat_key(path: Path) -> tuple[int, ...] | None:
 
 def workspace_file(sr: StepRun, rel: str, what: str) -> Path:
     """`rel` resolved inside the workspace, or StepError naming `what`."""
-    from ..paths import PathOutside, resolve_in_workspace
+    from ..policy.paths import PathOutside, resolve_in_workspace
 
     try:
         return resolve_in_workspace(sr.workspace, rel)

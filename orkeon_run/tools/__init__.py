@@ -20,7 +20,7 @@ from typing import Any
 
 from ..calls import CheckedCall
 from ..catalog import Tool
-from ..programs import ShellRules
+from ..policy.programs import ShellRules
 
 __all__ = ["ToolEnv", "run_tool"]
 

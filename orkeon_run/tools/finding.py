@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 
 from ..calls import CheckedCall
 from ..catalog import LIST_CAP, SEARCH_CAP, SEARCH_TEXT_CHARS, ListFilesInput, SearchFilesInput
-from ..paths import contains
+from ..policy.paths import contains
 from .globs import BadGlob, compile_glob
 
 SKIP_DIRS = frozenset({".git"})

@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING, Any
 from .. import proc
 from ..calls import CheckedCall
 from ..catalog import SHELL_CAP, ShellInput
-from ..programs import ShellRules
-from ..words import CommandRefused, split_command
+from ..policy.programs import ShellRules
+from ..policy.words import CommandRefused, split_command
 
 if TYPE_CHECKING:
     from . import ToolEnv

@@ -20,11 +20,11 @@ from pydantic import TypeAdapter
 from orkeon_run.agent import Agent, RoleResult, RoleSpec
 from orkeon_run.calls import CallContext
 from orkeon_run.events import EventLog
-from orkeon_run.gate import Gate
 from orkeon_run.hooks import NO_HOOKS, Hooks
 from orkeon_run.inputs import MatcherGroup
 from orkeon_run.ledger import BudgetLimits, Ledger
 from orkeon_run.models.base import Provider
+from orkeon_run.policy.gate import Gate
 
 ANSWER = Path(__file__).parent.parent / "data" / "cc_hooks" / "answer.py"
 ALL_TOOLS = ("file_read", "file_write", "file_edit", "list_files", "search_files", "shell")

@@ -11,14 +11,14 @@ from typing import Any
 from orkeon_run.calls import CheckedCall, Refusal
 from orkeon_run.catalog import TOOLS
 from orkeon_run.events import EventLog
-from orkeon_run.gate import Gate
 from orkeon_run.hooks import NO_HOOKS, Hooks, chain
 from orkeon_run.hooks.native import NativeHooks
 from orkeon_run.inputs import NativeHook
 from orkeon_run.ledger import BudgetLimits, Ledger
 from orkeon_run.pipeline import Pipeline, check_call
-from orkeon_run.programs import ShellRules
-from orkeon_run.rules import RuleSet
+from orkeon_run.policy.gate import Gate
+from orkeon_run.policy.programs import ShellRules
+from orkeon_run.policy.rules import RuleSet
 from orkeon_run.tools import ToolEnv
 
 

@@ -34,7 +34,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .catalog import TOOLS, canonical
+from ..catalog import TOOLS, canonical
 from .words import CommandRefused, split_command
 
 _RULE_RE = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)(?:\((.*)\))?$", re.DOTALL)
