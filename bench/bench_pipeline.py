@@ -3,7 +3,8 @@
 - overhead per call with no hooks: the median of `Pipeline.call` minus the median of calling
   the tool directly (`run_tool` on a call checked once beforehand), for a cheap tool (file_read of a small file); target under
   100 µs. Measured bare (empty gate, no rule sets, no event file) and as a step runs it
-  (gate and rule-set rules, roots, events appended to a real events.jsonl).
+  (gate and rule-set rules, two of them path patterns the call is matched against, roots,
+  events appended to a real events.jsonl).
 - one native hook `true`: what it adds to a call, against a bare `subprocess.run(["true"])`
   in the same process; target at most 1.5×.
 """
@@ -59,8 +60,10 @@ def pipeline(ws: Path, *, realistic: bool, hooks: list[NativeHook] | None = None
         ledger=Ledger(BudgetLimits(seconds=None)),
         events=EventLog(ws.parent / "events.jsonl") if realistic else NullLog(),
         tool_env=ToolEnv(workspace=ws, shell_rules=rules),
-        gate=Gate(deny=["Bash(git push *)", "Write(secrets/**)"]) if realistic else Gate(),
-        rule_sets=[RuleSet.parse("crew", allow=["Read", "Write(src/**)", "Bash(git *)"])]
+        gate=Gate(deny=["Bash(git push *)", "Write(secrets/**)", "Read(**/.env)"])
+        if realistic
+        else Gate(),
+        rule_sets=[RuleSet.parse("crew", allow=["Read(src/**)", "Write(src/**)", "Bash(git *)"])]
         if realistic
         else [],
         hooks=NativeHooks(hooks, workspace=ws, program_rules=rules) if hooks else NO_HOOKS,

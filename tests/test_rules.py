@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from orkeon_run.policy.rules import RuleSet, call_subjects, parse_rule
 
@@ -39,6 +41,8 @@ def test_claude_code_aliases(alias: str, tool: str) -> None:
         ("Write(src", "is not a rule"),
         ("", "is not a rule"),
         ("shell git", "is not a rule"),
+        ("Write([z-a])", "rule 'Write([z-a])': bad character range z-a"),  # was exit 1
+        ("Write(#x)", "'#x' is not a path pattern"),
     ],
 )
 def test_invalid_rules_raise_value_error_naming_the_rule(text: str, needle: str) -> None:
@@ -65,6 +69,8 @@ def test_invalid_rules_raise_value_error_naming_the_rule(text: str, needle: str)
         ("docs/*.md", "docs/sub/a.md", False),
         ("a/**/b.txt", "a/b.txt", True),
         ("a/**/b.txt", "a/x/y/b.txt", True),
+        ("*/", "src/a.py", True),  # every path inside a folder (before: none at all)
+        ("*/", "a.py", False),
     ],
 )
 def test_file_patterns_are_gitignore_globs(pattern: str, path: str, hit: bool) -> None:
@@ -151,3 +157,69 @@ def test_a_path_pattern_does_not_match_a_name_with_a_trailing_newline():
     rs = RuleSet.parse("py-only", allow=["file_write(*.py)"], deny=[])
     assert rs.refusal("file_write", ["src/x.py"]) is None
     assert rs.refusal("file_write", ["src/x.py\n"]) == "file_write(*.py)"
+
+
+def command_spec(pattern: str, command: str) -> bool:
+    """docs/inputs.md's shell patterns, read the slow and obvious way: `*` any run, `\\*` a
+    star, `\\\\` a backslash, a trailing ` *` also the bare command, `:*` the same."""
+    if pattern.endswith(":*") and not pattern.endswith("\\:*"):
+        pattern = pattern[:-2] + " *"
+    parts, literal, i = [], "", 0
+    while i < len(pattern):
+        if pattern[i] == "\\" and pattern[i + 1 : i + 2] in ("*", "\\"):
+            literal += pattern[i + 1]
+            i += 2
+            continue
+        if pattern[i] == "*":
+            parts.append(literal)
+            literal = ""
+        else:
+            literal += pattern[i]
+        i += 1
+    parts.append(literal)
+    if len(parts) == 2 and not parts[1] and parts[0].endswith(" ") and parts[0].strip():
+        head = parts[0][:-1]
+        return command == head or (command.startswith(head) and command[len(head) :][:1].isspace())
+
+    def rest(k: int, s: str) -> bool:
+        if k == len(parts) - 1:
+            return s == parts[k]
+        return s.startswith(parts[k]) and any(
+            rest(k + 1, s[j:]) for j in range(len(parts[k]), len(s) + 1)
+        )
+
+    return rest(0, command)
+
+
+# Command pattern pieces, each with what a command may hold in its place.
+COMMAND_PIECES = {
+    **{c: [c] for c in ["a", "b", " ", "\t", "\n", ":", "\\"]},
+    "*": ["", "a", "ab", "b a", "*"],
+    "\\*": ["*"],
+    "\\\\": ["\\"],
+    ":*": ["", ":", ":a", " ", " a", "\ta"],
+}
+RANDOM_COMMANDS = st.lists(st.sampled_from(["a", "b", " ", "*", "\\", ":", "\n", "ab"]), max_size=8)
+
+
+@st.composite
+def command_cases(draw: st.DrawFn) -> tuple[str, list[str]]:
+    # Half the time from fewer kinds, so that more patterns have several stars.
+    kinds = draw(st.sampled_from([sorted(COMMAND_PIECES), ["a", "b", "*"]]))
+    pieces = draw(st.lists(st.sampled_from(kinds), min_size=1, max_size=8))
+    commands = draw(st.lists(RANDOM_COMMANDS.map("".join), max_size=4))
+    for _ in range(draw(st.integers(1, 6))):
+        commands.append("".join(draw(st.sampled_from(COMMAND_PIECES[p])) for p in pieces))
+    return "".join(pieces), commands
+
+
+@settings(max_examples=500, deadline=None, derandomize=True)
+@given(command_cases())
+def test_shell_patterns_match_as_documented(case: tuple[str, list[str]]) -> None:
+    """The atomic regex a command pattern becomes answers as the plain reading does."""
+    pattern, commands = case
+    if not pattern.strip():
+        return
+    rule = parse_rule(f"shell({pattern})")
+    for command in commands:
+        assert rule.matches("shell", (command,)) is command_spec(pattern, command), command

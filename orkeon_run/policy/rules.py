@@ -3,9 +3,9 @@
 A rule names one tool, by its orkeon name or its Claude Code alias (`Bash`, `Write`, `Edit`,
 `Read`, `Glob`, `Grep`). Without a pattern it matches every call of that tool. With one:
 
-- file tools: a gitignore-style glob (pathspec's gitwildmatch, git's own semantics),
-  matched against the workspace-relative resolved path of the call (`src/**`, `*.py`,
-  `/README.md` anchored at the workspace root, `build/` a directory and all under it).
+- file tools: a gitignore-style glob (`pathglob.PathGlob`: pathspec's gitwildmatch, git's
+  semantics), matched against the workspace-relative resolved path of the call (`src/**`,
+  `*.py`, `/README.md` anchored at the workspace root, `build/` a directory and all under it).
   A directory is matched as `DIR` and as `DIR/`. Negation (`!x`) is refused: write a deny
   rule.
 - shell: a command pattern where `*` matches any run of characters and `\\*` a literal
@@ -19,115 +19,46 @@ A rule names one tool, by its orkeon name or its Claude Code alias (`Bash`, `Wri
 over allow; with allow rules, a call must also match one of them. When a call is refused
 because no allow rule matched, RULE is the set's allow rules joined by ", ".
 
-Matching time is bounded: the model writes the path or command, and a pattern with several
-stars backtracks polynomially on a long one (`shell(*a*a*b)` on a 3 kB command took 5 s,
-`file_write(**/a/**/a/**/b)` on a deep path minutes, all on the event loop). Such
-patterns are matched with the `regex` module under a time limit, and a match that runs
-out of time fails closed: a deny rule counts as matching, an allow rule as not.
+Matching takes time linear in the path or command for a given pattern, with no time
+limit: the model writes the subject, and the old regexes backtracked for seconds to minutes
+on a long one (`shell(*a*a*b)` on a 3 kB command, `file_write(**/a/**/a/**/b)` on a deep
+path). So a verdict depends only on the rule and the call, never on the machine's load.
 """
 
 from __future__ import annotations
 
-import functools
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from ..catalog import TOOLS, canonical
+from .pathglob import STAR, PathGlob, star_glob_regex
 from .words import CommandRefused, split_command
 
 _RULE_RE = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)(?:\((.*)\))?$", re.DOTALL)
-MATCH_SECONDS = 0.05  # per subject, for a pattern that can backtrack (see the docstring)
 
 
-class MatchTimeout(Exception):
-    """A pattern ran out of time on a subject (`RuleSet.refusal` fails closed)."""
-
-
-class _Bounded:
-    """A regex that can backtrack without end on a hostile subject, matched with the
-    `regex` module (imported and compiled on first use) under MATCH_SECONDS."""
-
-    __slots__ = ("_rx", "flags", "pattern")
-
-    def __init__(self, pattern: str, flags: int) -> None:
-        self.pattern = pattern
-        self.flags = flags
-        self._rx: Any = None
-
-    def match(self, subject: str) -> bool:
-        if self._rx is None:
-            import regex
-
-            self._rx = regex.compile(self.pattern, flags=self.flags | regex.V0)
-        try:
-            return self._rx.match(subject, timeout=MATCH_SECONDS) is not None
-        except TimeoutError:
-            raise MatchTimeout(self.pattern) from None
-
-
-@functools.cache
-def _git_pattern() -> type:
-    """Imported on first use: validating a gate with no path patterns need not load it."""
-    # pathspec 1.x renamed gitwildmatch to gitignore's "basic" pattern (same regexes) and
-    # warns on the old name; 0.12 only has the old one.
-    try:
-        from pathspec.patterns.gitignore.basic import GitIgnoreBasicPattern
-
-        return GitIgnoreBasicPattern
-    except ImportError:  # pragma: no cover - pathspec < 1.0
-        from pathspec.patterns.gitwildmatch import GitWildMatchPattern
-
-        return GitWildMatchPattern
-
-
-def _path_regex(pattern: str) -> re.Pattern[str] | _Bounded:
-    if pattern.startswith("!"):
-        raise ValueError("a negated pattern ('!…') is not supported; write a deny rule")
-    compiled = _git_pattern()(pattern)
-    if compiled.include is None or compiled.regex is None:
-        raise ValueError(f"{pattern!r} is not a path pattern")
-    # DOTALL: a newline is an ordinary character in a file name; without it `.+` stopped at
-    # one, and `file_write(**/secret.py)` did not match `x\ny/secret.py`.
-    body = compiled.regex.pattern
-    # `$` also matches before a final newline: `file_write(*.py)` must not allow `x.py\n`.
-    # In pathspec's regexes an unescaped `$` is always an anchor (a literal one is `\$`).
-    body = re.sub(r"(?<!\\)\$", lambda _: r"\Z", body)
-    if "*" in body or "+" in body:
-        return _Bounded(body, re.DOTALL)
-    return re.compile(body, re.DOTALL)
-
-
-def _command_regex(pattern: str) -> re.Pattern[str] | _Bounded:
+def _command_matcher(pattern: str) -> Callable[[str], object]:
     if pattern.endswith(":*") and not pattern.endswith("\\:*"):
         pattern = pattern[:-2] + " *"  # Claude Code's legacy prefix form
-    # Split on unescaped stars; `\*` is a literal star, `\\` a literal backslash.
-    parts: list[str] = []
-    literal = ""
+    # The characters, STAR for an unescaped `*`; `\*` is a literal star, `\\` a backslash.
+    chars: list[str | None] = []
     i = 0
     while i < len(pattern):
         ch = pattern[i]
         if ch == "\\" and i + 1 < len(pattern) and pattern[i + 1] in "*\\":
-            literal += pattern[i + 1]
+            chars.append(pattern[i + 1])
             i += 2
             continue
-        if ch == "*":
-            parts.append(literal)
-            literal = ""
-        else:
-            literal += ch
+        chars.append(STAR if ch == "*" else ch)
         i += 1
-    parts.append(literal)
-    stars = len(parts) - 1
-    if stars == 1 and parts[1] == "" and parts[0].endswith(" ") and parts[0].strip():
-        # `git diff *`: any arguments, or none.
-        body = re.escape(parts[0][:-1]) + r"(?:\s.*)?"
-    else:
-        body = ".*".join(re.escape(p) for p in parts)
-        if stars > 1:
-            return _Bounded(body + r"\Z", re.DOTALL)
-    return re.compile(body + r"\Z", re.DOTALL)
+    if chars.count(STAR) == 1 and chars[-1] is STAR:
+        head = "".join(c for c in chars if c is not STAR)
+        if head.endswith(" ") and head.strip():
+            # `git diff *`: any arguments, or none.
+            return re.compile(re.escape(head[:-1]) + r"(?:\s.*)?\Z", re.DOTALL).match
+    tokens = [STAR if c is STAR else re.escape(c) for c in chars]
+    return re.compile(star_glob_regex(tokens, "."), re.DOTALL).match
 
 
 @dataclass(frozen=True)
@@ -137,20 +68,17 @@ class Rule:
     text: str
     tool: str
     pattern: str | None = None
-    regex: re.Pattern[str] | _Bounded | None = field(default=None, compare=False, repr=False)
+    # Whether a subject matches (truthy) or not; None for a rule with no pattern.
+    matcher: Callable[[str], object] | None = field(default=None, compare=False, repr=False)
 
-    def matches(self, tool: str, subjects: Sequence[str], *, slow: bool = True) -> bool:
+    def matches(self, tool: str, subjects: Sequence[str]) -> bool:
         """Whether this rule matches a call of `tool` whose subjects are `subjects` (see
-        `call_subjects`). A pattern rule matches no call that has no subject. `slow` is
-        the answer when the pattern runs out of time on a subject."""
+        `call_subjects`). A pattern rule matches no call that has no subject."""
         if tool != self.tool:
             return False
-        if self.regex is None:
+        if self.matcher is None:
             return True
-        try:
-            return any(self.regex.match(s) for s in subjects)
-        except MatchTimeout:
-            return slow
+        return any(self.matcher(s) for s in subjects)
 
 
 def parse_rule(text: str) -> Rule:
@@ -172,10 +100,10 @@ def parse_rule(text: str) -> Rule:
     if not pattern.strip():
         raise ValueError(f"empty pattern in rule {text!r}: write {name} to match every call")
     try:
-        regex = _command_regex(pattern) if tool == "shell" else _path_regex(pattern)
+        matcher = _command_matcher(pattern) if tool == "shell" else PathGlob(pattern).match
     except ValueError as exc:
         raise ValueError(f"rule {text!r}: {exc}") from None
-    return Rule(text=text, tool=tool, pattern=pattern, regex=regex)
+    return Rule(text=text, tool=tool, pattern=pattern, matcher=matcher)
 
 
 def parse_rules(texts: Iterable[str]) -> tuple[Rule, ...]:
@@ -223,8 +151,8 @@ class RuleSet:
     def refusal(self, tool: str, subjects: Sequence[str]) -> str | None:
         """The RULE that refuses this call, or None when the set lets it through."""
         for rule in self.deny:
-            if rule.matches(tool, subjects, slow=True):  # fail closed: refuse
+            if rule.matches(tool, subjects):
                 return rule.text
-        if self.allow and not any(r.matches(tool, subjects, slow=False) for r in self.allow):
+        if self.allow and not any(r.matches(tool, subjects) for r in self.allow):
             return ", ".join(r.text for r in self.allow)
         return None
