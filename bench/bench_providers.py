@@ -26,7 +26,7 @@ from typing import Any
 
 import httpx2
 
-from orkeon_run.inputs import AnthropicModel, OpenAIModel, ScriptedModel
+from orkeon_run.config.inputs import AnthropicModel, OpenAIModel, ScriptedModel
 from orkeon_run.models import anthropic as anthropic_mod
 from orkeon_run.models import openai as openai_mod
 from orkeon_run.models.anthropic import AnthropicProvider

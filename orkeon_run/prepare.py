@@ -19,13 +19,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .config.inputs import Inputs, MatcherGroup, Plan, load_document, parse_inputs, parse_plan
 from .errors import InputError
-from .inputs import Inputs, MatcherGroup, Plan, load_document, parse_inputs, parse_plan
 from .jsonio import read_json
 from .ledger import BudgetLimits
 
 if TYPE_CHECKING:
-    from .crew import Crew
+    from .config.crews import Crew
     from .policy.gate import Gate
     from .policy.programs import ShellRules
 
@@ -183,15 +183,15 @@ def _settings_hooks(
 def _shell_rules(
     inputs: Inputs, ws: Path, env: Mapping[str, str], stdin_is_tty: bool | None
 ) -> ShellRules:
-    from .shellrules import resolve_shell_rules
-    from .trust import is_trusted
+    from .config.shell_settings import resolve_shell_rules
+    from .config.trust import is_trusted
 
     trusted = is_trusted(ws, environ=env, stdin_is_tty=stdin_is_tty)
     return resolve_shell_rules(inputs.shell, workspace=ws, workspace_trusted=trusted, environ=env)
 
 
 def _crew(step: str, ws: Path, roles: tuple[str, ...]) -> Crew:
-    from .crew import load_crew
+    from .config.crews import load_crew
 
     return load_crew(step, ws, roles=roles)  # the built-in crew, or .orkeon/crews/STEP.toml
 

@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .config.inputs import Inputs
 from .events import EventLog
-from .inputs import Inputs
 from .ledger import Ledger
 from .prepare import RunConfig
 from .vocabulary import StepStatus

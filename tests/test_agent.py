@@ -21,7 +21,7 @@ from fakes.server import Reply
 
 from orkeon_run.agent import UNFINISHED, Agent, RoleResult
 from orkeon_run.compaction import CHARS_PER_TOKEN, NOTE, TARGET, TRIGGER, stub
-from orkeon_run.inputs import ScriptedModel
+from orkeon_run.config.inputs import ScriptedModel
 from orkeon_run.ledger import BudgetLimits
 from orkeon_run.models.scripted import FINAL_TEXT, ScriptedProvider
 

@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from orkeon_run import crew as crew_mod
-from orkeon_run.crew import Crew, load_crew
+from orkeon_run.config import crews as crew_mod
+from orkeon_run.config.crews import Crew, load_crew
+from orkeon_run.config.trust import record_crews_trust
 from orkeon_run.errors import InputError
 from orkeon_run.steps import STEPS as REGISTRY
 from orkeon_run.steps import step_module
-from orkeon_run.trust import record_crews_trust
 from orkeon_run.vocabulary import STEPS
 
 REPO = Path(__file__).resolve().parent.parent
@@ -176,7 +176,7 @@ def test_installed_layout_finds_the_packaged_crews(tmp_path: Path) -> None:
         REPO / "orkeon_run", site / "orkeon_run", ignore=shutil.ignore_patterns("__pycache__")
     )
     shutil.copytree(REPO / "crews", site / "orkeon_run" / "crews")
-    code = "from orkeon_run.crew import load_crew; print(load_crew('dev-batches').source)"
+    code = "from orkeon_run.config.crews import load_crew; print(load_crew('dev-batches').source)"
     env = {**os.environ, "PYTHONPATH": str(site)}
     out = subprocess.run(
         [sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True

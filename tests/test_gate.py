@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from orkeon_run.inputs import GateRules
+from orkeon_run.config.inputs import GateRules
 from orkeon_run.policy.gate import Gate
 from orkeon_run.policy.rules import call_subjects
 

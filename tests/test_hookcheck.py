@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from orkeon_run.commands.hooks import check, list_lines, settings_lines
-from orkeon_run.inputs import MatcherGroup, NativeHook, SettingsCommand
+from orkeon_run.config.inputs import MatcherGroup, NativeHook, SettingsCommand
 from orkeon_run.policy.programs import ShellRules
 
 pytestmark = pytest.mark.anyio

@@ -27,11 +27,11 @@ from hypothesis import strategies as st
 
 from orkeon_run.__main__ import main
 from orkeon_run.calls import CallContext
+from orkeon_run.config.inputs import MatcherGroup
 from orkeon_run.events import EventLog
 from orkeon_run.hooks import NO_HOOKS
 from orkeon_run.hooks.matchers import Matcher
 from orkeon_run.hooks.native import NativeHook, argv_for, run_hook
-from orkeon_run.inputs import MatcherGroup
 from orkeon_run.pipeline import Pipeline
 from orkeon_run.policy.gate import Gate
 from orkeon_run.policy.programs import ShellRules

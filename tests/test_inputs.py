@@ -15,8 +15,8 @@ import pytest
 from pydantic import ValidationError
 
 from orkeon_run.__main__ import main
+from orkeon_run.config.inputs import Inputs, NativeHook, Plan, parse_inputs
 from orkeon_run.errors import InputError
-from orkeon_run.inputs import Inputs, NativeHook, Plan, parse_inputs
 
 PLAN_OK = {"batches": [{"name": "b1", "roles": [{"name": "api", "roots": ["src/"], "task": "t"}]}]}
 

@@ -12,10 +12,10 @@ from pydantic import TypeAdapter
 
 from orkeon_run.catalog import TOOLS as CATALOG
 from orkeon_run.catalog import claude_name
+from orkeon_run.config.inputs import MatcherGroup
 from orkeon_run.events import NullLog
 from orkeon_run.hooks.matchers import Matcher, tool_names
 from orkeon_run.hooks.settings import SettingsHooks
-from orkeon_run.inputs import MatcherGroup
 
 TOOLS = tuple(CATALOG)
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import anyio
 from fakes.rig import Rig
 
-from orkeon_run.inputs import ScriptedModel, ScriptEntry
+from orkeon_run.config.inputs import ScriptedModel, ScriptEntry
 from orkeon_run.models import build_provider, check_model
 from orkeon_run.models.base import Message
 

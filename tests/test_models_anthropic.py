@@ -10,8 +10,8 @@ import pytest
 from fakes.anthropic_api import AnthropicFake, conversation_problem, message
 from fakes.server import Reply
 
+from orkeon_run.config.inputs import AnthropicModel
 from orkeon_run.errors import ProviderError
-from orkeon_run.inputs import AnthropicModel
 from orkeon_run.models.anthropic import MAX_TOKENS, AnthropicProvider, parse_reply, wire_request
 from orkeon_run.models.base import Message, ToolCall, ToolSpec
 

@@ -320,7 +320,7 @@ def test_request_headers(proto: Protocol, monkeypatch: pytest.MonkeyPatch) -> No
 NO_SDK = """
 import sys, anyio
 from orkeon_run.errors import ProviderError
-from orkeon_run.inputs import AnthropicModel, OpenAIModel
+from orkeon_run.config.inputs import AnthropicModel, OpenAIModel
 from orkeon_run.models import build_provider
 from orkeon_run.models.base import Message
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from fakes.rig import Rig
 
-from orkeon_run.inputs import AnthropicModel, OpenAIModel
+from orkeon_run.config.inputs import AnthropicModel, OpenAIModel
 from orkeon_run.models import build_provider
 
 pytestmark = pytest.mark.live

@@ -10,8 +10,8 @@ import pytest
 from fakes.openai_api import OpenAIFake, completion, conversation_problem
 from fakes.server import Reply
 
+from orkeon_run.config.inputs import OpenAIModel
 from orkeon_run.errors import ProviderError
-from orkeon_run.inputs import OpenAIModel
 from orkeon_run.models.base import Message, ToolCall, ToolSpec
 from orkeon_run.models.openai import OpenAIProvider, parse_reply, wire_messages
 

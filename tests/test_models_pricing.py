@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from orkeon_run.inputs import Price
+from orkeon_run.config.inputs import Price
 from orkeon_run.pricing import DEFAULT_CONTEXT_TOKENS, context_for, cost, lookup, price_for
 
 

@@ -13,8 +13,8 @@ import pytest
 from fakes.rig import Rig
 
 from orkeon_run.compaction import Removal, Removed, Scanned, remove
+from orkeon_run.config.inputs import AnthropicModel, OpenAIModel, ScriptedModel
 from orkeon_run.errors import InputError
-from orkeon_run.inputs import AnthropicModel, OpenAIModel, ScriptedModel
 from orkeon_run.models import build_provider, check_model, missing_key_env
 from orkeon_run.models.base import Message, ToolCall
 from orkeon_run.models.scripted import FINAL_TEXT, ScriptedProvider
@@ -333,9 +333,9 @@ def test_build_provider_reads_the_key_from_the_named_variable() -> None:
 
 LAZY = """
 import sys, anyio
-import orkeon_run, orkeon_run.agent, orkeon_run.models, orkeon_run.inputs
+import orkeon_run, orkeon_run.agent, orkeon_run.models, orkeon_run.config.inputs
 from orkeon_run.models import build_provider, check_model
-from orkeon_run.inputs import ScriptedModel, OpenAIModel
+from orkeon_run.config.inputs import ScriptedModel, OpenAIModel
 config = ScriptedModel(provider="scripted", script={"r": [{"text": "hi"}]})
 check_model(config, {})
 check_model(OpenAIModel(provider="openai", model="gpt-4o"), {"OPENAI_API_KEY": "x"})

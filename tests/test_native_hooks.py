@@ -11,9 +11,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from orkeon_run.config.inputs import NativeHook as InputHook
 from orkeon_run.hooks import native
 from orkeon_run.hooks.native import NativeHook, argv_for, expand, number, path_word, run_hook
-from orkeon_run.inputs import NativeHook as InputHook
 from orkeon_run.policy.programs import ShellRules
 from orkeon_run.policy.words import CommandRefused, split_command
 

@@ -21,10 +21,10 @@ from kit import refusal_lines, sample_call
 from pydantic import TypeAdapter
 
 from orkeon_run.calls import CallContext, HookRun
+from orkeon_run.config.inputs import MatcherGroup
 from orkeon_run.events import NullLog
 from orkeon_run.hooks import PreToolVerdict
 from orkeon_run.hooks.settings import SettingsHooks
-from orkeon_run.inputs import MatcherGroup
 from orkeon_run.ledger import BudgetLimits, Ledger
 
 ANSWER = Path(__file__).parent / "data" / "cc_hooks" / "answer.py"

@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
+from orkeon_run.config.inputs import parse_inputs
+from orkeon_run.config.trust import record_trust
 from orkeon_run.errors import EXIT_USAGE, InputError
 from orkeon_run.hooks.settings import load_settings_hooks
-from orkeon_run.inputs import parse_inputs
-from orkeon_run.trust import record_trust
 
 
 def settings(*commands: str, event: str = "PreToolUse", matcher: str | None = None) -> dict:

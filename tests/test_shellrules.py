@@ -1,4 +1,4 @@
-"""orkeon_run.shellrules: the program rules of INTERFACE section 6 and where their settings
+"""orkeon_run.config.shell_settings: the program rules of INTERFACE section 6 and where their settings
 come from (real settings files in tmp_path, environment given as dicts)."""
 
 from __future__ import annotations
@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
+from orkeon_run.config.inputs import ShellInputs
+from orkeon_run.config.shell_settings import resolve_shell_rules, user_config_dir
 from orkeon_run.errors import InputError
-from orkeon_run.inputs import ShellInputs
 from orkeon_run.policy.programs import BASE_PROGRAMS, INTERPRETERS, ShellRules
-from orkeon_run.shellrules import resolve_shell_rules, user_config_dir
 
 BASE = "cat cp cut diff echo false git grep head ls mkdir mv pwd sleep sort tail test touch tr"
 BASE += " true uniq wc"
@@ -305,7 +305,7 @@ def test_environ_defaults_to_the_process_environment(
 def test_importing_does_not_import_pydantic_settings() -> None:
     """Cheap to import: pydantic-settings loads only when settings are resolved."""
     code = (
-        "import sys, orkeon_run.shellrules; "
+        "import sys, orkeon_run.config.shell_settings; "
         "print('pydantic_settings' in sys.modules, 'pydantic' in sys.modules)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -16,8 +16,8 @@ from stepkit import (
     write,
 )
 
+from orkeon_run.config.trust import record_crews_trust
 from orkeon_run.errors import InputError
-from orkeon_run.trust import record_crews_trust
 
 FILES = {"README.md": "# app\n", "src/app.py": "def main():\n    return 1\n"}
 REQUEST = "Add a --verbose flag to main."

@@ -21,7 +21,7 @@ from ..hooks.native import HOOK_LIMIT, RUN_EVENTS, HookSpec, ProgramRules, numbe
 
 if TYPE_CHECKING:
     from ..calls import HookRun
-    from ..inputs import MatcherGroup
+    from ..config.inputs import MatcherGroup
 
 INDENT = "   "
 READS = f"{INDENT}the model would read: "
@@ -167,7 +167,7 @@ async def _check_settings(
 
 
 def _config(inputs: str, workspace: str | None) -> Any:
-    from ..inputs import load_document
+    from ..config.inputs import load_document
     from ..prepare import prepare, stdin_tty
 
     config = prepare(
@@ -210,8 +210,8 @@ def check_main(inputs: str, *, tool: str, path: str, workspace: str | None = Non
 
 def trust_main(workspace: str | None = None) -> int:
     """Trust the workspace's .orkeon/settings.json and .orkeon/crews/ as they are now."""
+    from ..config.trust import crews_dir, project_settings_path, record_crews_trust, record_trust
     from ..errors import InputError
-    from ..trust import crews_dir, project_settings_path, record_crews_trust, record_trust
 
     # os.path.expanduser: Path.expanduser raises RuntimeError for an unknown ~user (an
     # internal error, exit 1); the shell's way is to keep the text as it is.

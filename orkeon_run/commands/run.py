@@ -19,7 +19,7 @@ def main(
     resume: str | None = None,
 ) -> int:
     from .. import runner
-    from ..inputs import load_document
+    from ..config.inputs import load_document
     from .summary import summary
 
     if inputs is None and resume is None:

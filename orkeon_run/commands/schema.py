@@ -17,7 +17,8 @@ NAMES = ("inputs", "plan", "script", "result", "event", "crew")
 def schema(name: str) -> dict[str, Any]:
     from pydantic import TypeAdapter
 
-    from .. import documents, inputs
+    from .. import documents
+    from ..config import inputs
 
     if name == "inputs":
         return inputs.Inputs.model_json_schema()
@@ -35,7 +36,7 @@ def schema(name: str) -> dict[str, Any]:
         out["title"] = "Event"
         return out
     if name == "crew":
-        from ..crew import Crew
+        from ..config.crews import Crew
 
         return Crew.model_json_schema()
     raise KeyError(name)

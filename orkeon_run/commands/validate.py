@@ -6,7 +6,7 @@ import sys
 
 
 def main(inputs: str, *, step: str | None = None, workspace: str | None = None) -> int:
-    from ..inputs import load_document
+    from ..config.inputs import load_document
     from ..prepare import prepare, stdin_tty
 
     config = prepare(

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from .. import logs
 from ..calls import Refusal
-from ..inputs import SETTINGS_EVENTS, MatcherGroup, SettingsCommand
+from ..config.inputs import SETTINGS_EVENTS, MatcherGroup, SettingsCommand
 from .answers import Answer, read_answer
 from .matchers import MATCH_FIELDS, Matcher
 from .payloads import base, encode, tool_fields, tool_response

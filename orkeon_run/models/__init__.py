@@ -14,8 +14,8 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
+from ..config.inputs import AnthropicModel, OpenAIModel, ScriptedModel
 from ..errors import InputError
-from ..inputs import AnthropicModel, OpenAIModel, ScriptedModel
 from .base import Message, Model, Provider, ToolCall, ToolSpec, Turn
 
 __all__ = [

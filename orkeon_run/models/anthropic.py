@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..inputs import AnthropicModel
+from ..config.inputs import AnthropicModel
 from .base import Message, ToolCall, ToolSpec, Turn
 from .http import HTTPProvider, reading_reply, reply_document
 

@@ -17,7 +17,7 @@ import json
 import os
 from typing import Any
 
-from ..inputs import OpenAIModel
+from ..config.inputs import OpenAIModel
 from .base import Message, ToolCall, ToolSpec, Turn
 from .http import HTTPProvider, reading_reply, reply_document
 

@@ -37,8 +37,8 @@ from typing import Any, cast
 from pydantic import TypeAdapter, ValidationError
 from pydantic_core import from_json
 
+from ..config.inputs import ScriptedModel, ScriptEntry, error_lines
 from ..errors import InputError
-from ..inputs import ScriptedModel, ScriptEntry, error_lines
 from ..jsonio import loads_strict
 from ..pricing import DEFAULT_CONTEXT_TOKENS
 from .base import Message, ToolCall, ToolSpec, Turn

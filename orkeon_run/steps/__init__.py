@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Protocol
 from ..errors import UsageError
 
 if TYPE_CHECKING:
-    from ..inputs import Inputs, Plan
+    from ..config.inputs import Inputs, Plan
     from ..steprun import StepOutcome, StepRun
 
 STEPS: dict[str, str] = {

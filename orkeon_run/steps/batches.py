@@ -24,8 +24,8 @@ from typing import Any
 import anyio
 
 from .. import audit
-from ..crew import Crew
-from ..inputs import Batch, Inputs, Plan, PlanRole
+from ..config.crews import Crew
+from ..config.inputs import Batch, Inputs, Plan, PlanRole
 from ..prepare import DEFAULT_PLAN, load_plan
 from ..steprun import StepOutcome, StepRun, child_environ
 from . import messages

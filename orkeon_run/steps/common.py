@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..calls import CallContext
-from ..crew import Crew
+from ..config.crews import Crew
 from ..steprun import StepOutcome, StepRun, StepStatus
 from ..vocabulary import spent_text
 

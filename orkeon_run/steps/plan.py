@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..config.inputs import Inputs, load_document, parse_plan
 from ..errors import InputError
-from ..inputs import Inputs, load_document, parse_plan
 from ..prepare import DEFAULT_PLAN
 from ..steprun import StepOutcome, StepRun
 from . import messages

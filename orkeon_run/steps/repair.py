@@ -16,8 +16,8 @@ from typing import Any
 import anyio
 
 from .. import audit
+from ..config.inputs import Inputs, Plan, PlanRole
 from ..errors import InputError
-from ..inputs import Inputs, Plan, PlanRole
 from ..prepare import DEFAULT_PLAN, load_plan
 from ..steprun import StepOutcome, StepRun, child_environ
 from . import messages

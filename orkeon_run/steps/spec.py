@@ -13,8 +13,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from ..config.inputs import Inputs
 from ..errors import InputError
-from ..inputs import Inputs
 from ..steprun import StepOutcome, StepRun
 from . import messages
 from .common import (

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from orkeon_run.inputs import AnthropicModel, OpenAIModel
+from orkeon_run.config.inputs import AnthropicModel, OpenAIModel
 from orkeon_run.models.anthropic import AnthropicProvider
 from orkeon_run.models.openai import OpenAIProvider
 

@@ -19,9 +19,9 @@ from pydantic import TypeAdapter
 
 from orkeon_run.agent import Agent, RoleResult, RoleSpec
 from orkeon_run.calls import CallContext
+from orkeon_run.config.inputs import MatcherGroup
 from orkeon_run.events import EventLog
 from orkeon_run.hooks import NO_HOOKS, Hooks
-from orkeon_run.inputs import MatcherGroup
 from orkeon_run.ledger import BudgetLimits, Ledger
 from orkeon_run.models.base import Provider
 from orkeon_run.policy.gate import Gate

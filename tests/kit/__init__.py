@@ -10,10 +10,10 @@ from typing import Any
 
 from orkeon_run.calls import CheckedCall, Refusal
 from orkeon_run.catalog import TOOLS
+from orkeon_run.config.inputs import NativeHook
 from orkeon_run.events import EventLog
 from orkeon_run.hooks import NO_HOOKS, Hooks, chain
 from orkeon_run.hooks.native import NativeHooks
-from orkeon_run.inputs import NativeHook
 from orkeon_run.ledger import BudgetLimits, Ledger
 from orkeon_run.pipeline import Pipeline, check_call
 from orkeon_run.policy.gate import Gate

@@ -36,11 +36,11 @@ from pydantic import (
     model_validator,
 )
 
-from .catalog import TOOLS
-from .errors import InputError
+from ..catalog import TOOLS
+from ..errors import InputError
+from ..ledger import BudgetLimits
+from ..vocabulary import StepName
 from .inputs import NAME_RE, error_lines
-from .ledger import BudgetLimits
-from .vocabulary import StepName
 
 
 def _known_tool(name: str) -> str:
@@ -112,7 +112,7 @@ class Crew(_Frozen):
             for name in role.rule_sets or ():
                 if name not in set_names:
                     raise ValueError(f"roles[{i}].rule_sets: no rule set named {name!r}")
-        from .policy.rules import parse_rule
+        from ..policy.rules import parse_rule
 
         for i, rs in enumerate(self.rule_sets):
             for kind in ("allow", "deny"):
@@ -149,7 +149,7 @@ class Crew(_Frozen):
 
     def rule_sets_for(self, role: str, paths: Mapping[str, str] | None = None) -> list[Any]:
         """The role's rule sets as `rules.RuleSet`, path placeholders filled in."""
-        from .policy.rules import RuleSet
+        from ..policy.rules import RuleSet
 
         wanted = self.role(role).rule_sets
         values = {k: path_glob(v) for k, v in (paths or {}).items()}
@@ -183,11 +183,11 @@ def path_glob(path: str) -> str:
 
 def builtin_dir() -> Path:
     """The built-in crews: `orkeon_run/crews` when installed, `crews/` in a checkout."""
-    here = Path(__file__).resolve().parent
-    packaged = here / "crews"
+    package = Path(__file__).resolve().parent.parent
+    packaged = package / "crews"
     if packaged.is_dir():
         return packaged
-    return here.parent / "crews"
+    return package.parent / "crews"
 
 
 def crew_file(step: str, workspace: Path | None) -> Path:
@@ -212,7 +212,7 @@ def _warn_untrusted(workspace: Path, override: Path) -> None:
     if override in _warned:
         return
     _warned.add(override)
-    from . import logs
+    from .. import logs
 
     logs.warn(
         f"{override}: the workspace's crews are not trusted and were skipped (the built-in "

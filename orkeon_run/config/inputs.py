@@ -24,10 +24,10 @@ from pydantic import (
     model_validator,
 )
 
-from .errors import InputError
-from .jsonio import loads_strict
-from .ledger import BudgetLimits
-from .policy.words import CommandRefused, split_command
+from ..errors import InputError
+from ..jsonio import loads_strict
+from ..ledger import BudgetLimits
+from ..policy.words import CommandRefused, split_command
 
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 

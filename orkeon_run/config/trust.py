@@ -24,8 +24,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from .environ import config_dir
-from .errors import InputError
+from ..environ import config_dir
+from ..errors import InputError
 
 TRUST_ENV = "ORKEON_TRUST_PROJECT_HOOKS"
 TRUST_FILE = "trusted.json"

@@ -26,9 +26,9 @@ from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .environ import config_dir
-from .errors import InputError
-from .policy.programs import ShellRules
+from ..environ import config_dir
+from ..errors import InputError
+from ..policy.programs import ShellRules
 
 if TYPE_CHECKING:
     from .inputs import ShellInputs
