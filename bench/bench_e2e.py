@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from orkeon_run.hooks.sh_run import user_shell
+from orkeon_run.hooks.claude.run import user_shell
 from tests.fakes import anthropic_api
 from tests.fakes.server import Recorded, Reply
 

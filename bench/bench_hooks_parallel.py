@@ -22,7 +22,7 @@ from pydantic import TypeAdapter
 from orkeon_run.calls import CallContext
 from orkeon_run.config.inputs import MatcherGroup
 from orkeon_run.events import NullLog
-from orkeon_run.hooks.settings import SettingsHooks
+from orkeon_run.hooks.claude.settings import SettingsHooks
 from orkeon_run.ledger import BudgetLimits, Ledger
 from orkeon_run.pipeline import Pipeline
 from orkeon_run.policy.gate import Gate

@@ -173,7 +173,7 @@ def _settings_hooks(
     stdin_is_tty: bool | None,
     warn: Callable[[str], None],
 ) -> dict[str, list[MatcherGroup]]:
-    from .hooks.sources import load_settings_hooks
+    from .hooks.claude.sources import load_settings_hooks
 
     return load_settings_hooks(
         inputs, workspace=ws, environ=env, stdin_is_tty=stdin_is_tty, warn=warn

@@ -111,7 +111,7 @@ def step_hooks(config: RunConfig, events: EventLog) -> Hooks:
         )
     settings: Hooks = NO_HOOKS
     if config.settings_hooks:
-        from .hooks.settings import SettingsHooks
+        from .hooks.claude.settings import SettingsHooks
 
         settings = SettingsHooks(
             config.settings_hooks,

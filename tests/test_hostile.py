@@ -30,7 +30,7 @@ from orkeon_run.calls import CallContext
 from orkeon_run.config.inputs import MatcherGroup
 from orkeon_run.events import EventLog
 from orkeon_run.hooks import NO_HOOKS
-from orkeon_run.hooks.matchers import Matcher
+from orkeon_run.hooks.claude.matchers import Matcher
 from orkeon_run.hooks.native import NativeHook, argv_for, run_hook
 from orkeon_run.pipeline import Pipeline
 from orkeon_run.policy.gate import Gate
@@ -652,7 +652,7 @@ def test_a_catastrophic_matcher_in_a_real_pipeline(tmp_path: Path) -> None:
     the pipeline can run, and no hook runs for it. Known tools pass the bounded matcher."""
     from pydantic import TypeAdapter
 
-    from orkeon_run.hooks.settings import SettingsHooks
+    from orkeon_run.hooks.claude.settings import SettingsHooks
 
     ws = (tmp_path / "ws").resolve()
     ws.mkdir()

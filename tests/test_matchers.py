@@ -14,8 +14,8 @@ from orkeon_run.catalog import TOOLS as CATALOG
 from orkeon_run.catalog import claude_name
 from orkeon_run.config.inputs import MatcherGroup
 from orkeon_run.events import NullLog
-from orkeon_run.hooks.matchers import Matcher, tool_names
-from orkeon_run.hooks.settings import SettingsHooks
+from orkeon_run.hooks.claude.matchers import Matcher, tool_names
+from orkeon_run.hooks.claude.settings import SettingsHooks
 
 TOOLS = tuple(CATALOG)
 

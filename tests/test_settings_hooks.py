@@ -24,7 +24,7 @@ from orkeon_run.calls import CallContext, HookRun
 from orkeon_run.config.inputs import MatcherGroup
 from orkeon_run.events import NullLog
 from orkeon_run.hooks import PreToolVerdict
-from orkeon_run.hooks.settings import SettingsHooks
+from orkeon_run.hooks.claude.settings import SettingsHooks
 from orkeon_run.ledger import BudgetLimits, Ledger
 
 ANSWER = Path(__file__).parent / "data" / "cc_hooks" / "answer.py"

@@ -26,7 +26,7 @@ from orkeon_run.calls import CallContext
 from orkeon_run.config.inputs import parse_inputs
 from orkeon_run.events import NullLog
 from orkeon_run.hooks import PreToolVerdict
-from orkeon_run.hooks.settings import SettingsHooks, load_settings_hooks
+from orkeon_run.hooks.claude.settings import SettingsHooks, load_settings_hooks
 from orkeon_run.ledger import BudgetLimits, Ledger
 
 SCRIPTS = Path(__file__).parent / "data" / "cc_hooks" / "claude"

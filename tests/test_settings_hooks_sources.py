@@ -13,7 +13,7 @@ import pytest
 from orkeon_run.config.inputs import parse_inputs
 from orkeon_run.config.trust import record_trust
 from orkeon_run.errors import EXIT_USAGE, InputError
-from orkeon_run.hooks.settings import load_settings_hooks
+from orkeon_run.hooks.claude.settings import load_settings_hooks
 
 
 def settings(*commands: str, event: str = "PreToolUse", matcher: str | None = None) -> dict:

@@ -10,7 +10,7 @@ import pytest
 from orkeon_run.config.inputs import parse_inputs
 from orkeon_run.config.trust import config_hash, is_trusted, record_trust
 from orkeon_run.errors import InputError
-from orkeon_run.hooks.settings import load_settings_hooks
+from orkeon_run.hooks.claude.settings import load_settings_hooks
 
 HOOKS = {
     "PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "./guard.sh"}]}]

@@ -126,7 +126,7 @@ async def _check_settings(
 ) -> tuple[list[str], bool]:
     from ..calls import CallContext, CheckedCall
     from ..events import NullLog
-    from ..hooks.settings import SettingsHooks
+    from ..hooks.claude.settings import SettingsHooks
     from ..ledger import BudgetLimits, Ledger
 
     hooks = SettingsHooks(dict(config), workspace=workspace, events=NullLog())

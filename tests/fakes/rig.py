@@ -61,7 +61,7 @@ class Rig:
         self.events = EventLog(self.events_path)
         self.hooks: Hooks = NO_HOOKS
         if hooks is not None:
-            from orkeon_run.hooks.settings import SettingsHooks
+            from orkeon_run.hooks.claude.settings import SettingsHooks
 
             self.hooks = SettingsHooks(
                 _CONFIG.validate_python(hooks), workspace=self.workspace, events=self.events

@@ -19,10 +19,10 @@ from pathlib import Path
 
 import anyio
 
-from .. import proc
-from ..calls import HookRun
-from ..environ import scrubbed
-from ..ledger import Ledger
+from ... import proc
+from ...calls import HookRun
+from ...environ import scrubbed
+from ...ledger import Ledger
 
 DEFAULT_TIMEOUT = 10.0
 KILL_GRACE = 2.0

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..catalog import TOOLS
+from ...catalog import TOOLS
 
 # Events whose matcher is tested against a field, and that field's name.
 MATCH_FIELDS: dict[str, str] = {
@@ -116,7 +116,7 @@ class Matcher:
         except TimeoutError:
             if not self.slow:
                 self.slow = True
-                from .. import logs
+                from ... import logs
 
                 logs.get("orkeon.hooks").warning(
                     "hook matcher ran out of time; the hook runs",

@@ -16,8 +16,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ..catalog import TOOLS, claude_name
-from ..jsonio import utf8_line
+from ...catalog import TOOLS, claude_name
+from ...jsonio import utf8_line
 
 
 def base(session_id: str, transcript_path: str, cwd: str, event: str) -> dict[str, Any]:

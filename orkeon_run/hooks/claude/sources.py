@@ -23,9 +23,9 @@ from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 
-from ..catalog import TOOLS
-from ..config.inputs import SETTINGS_EVENTS, Inputs, MatcherGroup, error_lines
-from ..config.trust import (
+from ...catalog import TOOLS
+from ...config.inputs import SETTINGS_EVENTS, Inputs, MatcherGroup, error_lines
+from ...config.trust import (
     TRUST_ENV,
     default_config_dir,
     doc_is_trusted,
@@ -33,7 +33,7 @@ from ..config.trust import (
     project_settings_path,
     read_settings_doc,
 )
-from ..errors import InputError
+from ...errors import InputError
 from .matchers import MATCH_FIELDS, Matcher, matches_all, tool_names
 
 Config = dict[str, list[MatcherGroup]]

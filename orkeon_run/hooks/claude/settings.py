@@ -24,14 +24,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from .. import logs
-from ..calls import Refusal
-from ..config.inputs import SETTINGS_EVENTS, MatcherGroup, SettingsCommand
+from ... import logs
+from ...calls import Refusal
+from ...config.inputs import SETTINGS_EVENTS, MatcherGroup, SettingsCommand
+from ..protocol import Hooks, PostToolVerdict, PreToolVerdict, PromptVerdict
 from .answers import Answer, read_answer
 from .matchers import MATCH_FIELDS, Matcher
 from .payloads import base, encode, tool_fields, tool_response
-from .protocol import Hooks, PostToolVerdict, PreToolVerdict, PromptVerdict
-from .sh_run import DEFAULT_TIMEOUT, CommandRunner, hook_environment, user_shell
+from .run import DEFAULT_TIMEOUT, CommandRunner, hook_environment, user_shell
 from .sources import load_settings_hooks
 from .texts import (
     context_block,
@@ -43,9 +43,9 @@ from .texts import (
 )
 
 if TYPE_CHECKING:
-    from ..calls import CallContext, CheckedCall, HookRun
-    from ..events import EventLog
-    from ..ledger import Ledger
+    from ...calls import CallContext, CheckedCall, HookRun
+    from ...events import EventLog
+    from ...ledger import Ledger
 
 SESSION_END_CAP = 3.0  # the page: "Capped at 3s on quit so it never wedges exit"
 _OUTPUT_IN_LOG = 4000

@@ -21,7 +21,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from .sh_run import Ran
+from .run import Ran
 
 PLAIN_CONTEXT_EVENTS = ("UserPromptSubmit", "SessionStart")
 
