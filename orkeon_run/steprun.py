@@ -20,7 +20,7 @@ from .prepare import RunConfig
 from .vocabulary import StepStatus
 
 if TYPE_CHECKING:
-    from .agent import RoleResult
+    from .agent.loop import RoleResult
     from .hooks import Hooks
     from .models.base import Provider
     from .pipeline import Pipeline

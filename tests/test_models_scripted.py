@@ -11,8 +11,8 @@ from pathlib import Path
 import anyio
 import pytest
 from fakes.rig import Rig
+from orkeon_run.agent.compaction import Removal, Removed, Scanned, remove
 
-from orkeon_run.compaction import Removal, Removed, Scanned, remove
 from orkeon_run.config.inputs import AnthropicModel, OpenAIModel, ScriptedModel
 from orkeon_run.errors import InputError
 from orkeon_run.models import build_provider, check_model, missing_key_env
@@ -333,7 +333,7 @@ def test_build_provider_reads_the_key_from_the_named_variable() -> None:
 
 LAZY = """
 import sys, anyio
-import orkeon_run, orkeon_run.agent, orkeon_run.models, orkeon_run.config.inputs
+import orkeon_run, orkeon_run.agent.loop, orkeon_run.models, orkeon_run.config.inputs
 from orkeon_run.models import build_provider, check_model
 from orkeon_run.config.inputs import ScriptedModel, OpenAIModel
 config = ScriptedModel(provider="scripted", script={"r": [{"text": "hi"}]})

@@ -17,7 +17,7 @@ from ..steprun import StepOutcome, StepRun, StepStatus
 from ..vocabulary import spent_text
 
 if TYPE_CHECKING:
-    from ..agent import Agent, RoleResult
+    from ..agent.loop import Agent, RoleResult
     from ..pipeline import Pipeline
 
 # How long closing an agent (its SessionEnd hooks) may take once the step is cancelled.
@@ -76,7 +76,7 @@ async def role_agent(
     (also when the step is cancelled, within CLOSE_GRACE seconds)."""
     import anyio
 
-    from ..agent import Agent, RoleSpec
+    from ..agent.loop import Agent, RoleSpec
 
     crew_role = crew.role(template)
     spec = RoleSpec(

@@ -17,7 +17,7 @@ import anyio
 from kit import make_pipeline
 from pydantic import TypeAdapter
 
-from orkeon_run.agent import Agent, RoleResult, RoleSpec
+from orkeon_run.agent.loop import Agent, RoleResult, RoleSpec
 from orkeon_run.calls import CallContext
 from orkeon_run.config.inputs import MatcherGroup
 from orkeon_run.events import EventLog

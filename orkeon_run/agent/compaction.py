@@ -38,7 +38,7 @@ import json
 from dataclasses import dataclass, replace
 from typing import Any
 
-from .models.base import Message, ToolCall
+from ..models.base import Message, ToolCall
 
 TRIGGER = 0.8
 TARGET = 0.5

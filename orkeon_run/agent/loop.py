@@ -36,17 +36,17 @@ from typing import Any, Literal
 
 import anyio
 
+from ..calls import CallContext
+from ..errors import BudgetExhausted, Interrupted, ProviderError
+from ..events import EventLog
+from ..hooks import NO_HOOKS, Hooks
+from ..ledger import Ledger
+from ..models.base import Message, Provider, ToolSpec, Turn
+from ..models.transcript import TranscriptWriter, load_conversation
+from ..pricing import cost
+from ..vocabulary import RoleStatus
 from . import compaction
-from .calls import CallContext
 from .compaction import ContextMeter, message_chars
-from .errors import BudgetExhausted, Interrupted, ProviderError
-from .events import EventLog
-from .hooks import NO_HOOKS, Hooks
-from .ledger import Ledger
-from .models.base import Message, Provider, ToolSpec, Turn
-from .models.transcript import TranscriptWriter, load_conversation
-from .pricing import cost
-from .vocabulary import RoleStatus
 
 Status = RoleStatus
 
@@ -86,7 +86,7 @@ class RoleResult:
 
 
 def specs_for(names: tuple[str, ...]) -> list[ToolSpec]:
-    from .catalog import TOOLS
+    from ..catalog import TOOLS
 
     unknown = [n for n in names if n not in TOOLS]
     if unknown:
