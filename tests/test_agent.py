@@ -18,8 +18,8 @@ from fakes.openai_api import conversation_problem as openai_problem
 from fakes.protocols import OPENAI, PROTOCOLS
 from fakes.rig import Rig, answer_cmd
 from fakes.server import Reply
-from orkeon_run.agent.compaction import CHARS_PER_TOKEN, NOTE, TARGET, TRIGGER, stub
 
+from orkeon_run.agent.compaction import CHARS_PER_TOKEN, NOTE, TARGET, TRIGGER, stub
 from orkeon_run.agent.loop import UNFINISHED, Agent, RoleResult
 from orkeon_run.config.inputs import ScriptedModel
 from orkeon_run.ledger import BudgetLimits

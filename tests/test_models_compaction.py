@@ -6,6 +6,7 @@ from pathlib import Path
 
 from fakes.anthropic_api import conversation_problem as anthropic_problem
 from fakes.openai_api import conversation_problem as openai_problem
+
 from orkeon_run.agent.compaction import (
     KEEP_TURNS,
     NOTE,
@@ -20,7 +21,6 @@ from orkeon_run.agent.compaction import (
     remove,
     stub,
 )
-
 from orkeon_run.models import anthropic, openai
 from orkeon_run.models.base import Message, ToolCall
 

@@ -11,8 +11,8 @@ from pathlib import Path
 import anyio
 import pytest
 from fakes.rig import Rig
-from orkeon_run.agent.compaction import Removal, Removed, Scanned, remove
 
+from orkeon_run.agent.compaction import Removal, Removed, Scanned, remove
 from orkeon_run.config.inputs import AnthropicModel, OpenAIModel, ScriptedModel
 from orkeon_run.errors import InputError
 from orkeon_run.models import build_provider, check_model, missing_key_env
