@@ -11,7 +11,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from orkeon_run import runner
+from orkeon_run.run import runner
 
 DATA = Path(__file__).parent / "data" / "steps"
 GIT_ENV = {

@@ -16,8 +16,8 @@ import anyio
 import pytest
 from stepkit import GIT_ENV
 
-from orkeon_run import audit
 from orkeon_run.jsonio import atomic_write_json, read_json
+from orkeon_run.run import audit
 
 
 def git(cwd: Path, *args: str) -> str:

@@ -251,7 +251,7 @@ def test_a_crash_inside_a_step_still_leaves_a_result_naming_its_cause(
     import anyio
 
     from orkeon_run.__main__ import main
-    from orkeon_run.steps import spec
+    from orkeon_run.run.steps import spec
 
     async def broken(sr):
         async def role():

@@ -15,8 +15,8 @@ from orkeon_run.config import crews as crew_mod
 from orkeon_run.config.crews import Crew, load_crew
 from orkeon_run.config.trust import record_crews_trust
 from orkeon_run.errors import InputError
-from orkeon_run.steps import STEPS as REGISTRY
-from orkeon_run.steps import step_module
+from orkeon_run.run.steps import STEPS as REGISTRY
+from orkeon_run.run.steps import step_module
 from orkeon_run.vocabulary import STEPS
 
 REPO = Path(__file__).resolve().parent.parent

@@ -14,7 +14,7 @@ import time
 
 from orkeon_run.events import EventLog
 from orkeon_run.jsonio import atomic_write_json
-from orkeon_run.rundir import REDACTED, new_run_id, redact
+from orkeon_run.run.rundir import REDACTED, new_run_id, redact
 
 
 def test_redact_credential_keys_and_values():

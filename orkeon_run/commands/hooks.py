@@ -168,7 +168,7 @@ async def _check_settings(
 
 def _config(inputs: str, workspace: str | None) -> Any:
     from ..config.inputs import load_document
-    from ..prepare import prepare, stdin_tty
+    from ..run.prepare import prepare, stdin_tty
 
     config = prepare(
         load_document(inputs), step=None, workspace=workspace, stdin_is_tty=stdin_tty()

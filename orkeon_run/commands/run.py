@@ -18,8 +18,8 @@ def main(
     output: str | None = None,
     resume: str | None = None,
 ) -> int:
-    from .. import runner
     from ..config.inputs import load_document
+    from ..run import runner
     from .summary import summary
 
     if inputs is None and resume is None:

@@ -17,8 +17,8 @@ NAMES = ("inputs", "plan", "script", "result", "event", "crew")
 def schema(name: str) -> dict[str, Any]:
     from pydantic import TypeAdapter
 
-    from .. import documents
     from ..config import inputs
+    from ..run import result as documents
 
     if name == "inputs":
         return inputs.Inputs.model_json_schema()

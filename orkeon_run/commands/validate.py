@@ -7,7 +7,7 @@ import sys
 
 def main(inputs: str, *, step: str | None = None, workspace: str | None = None) -> int:
     from ..config.inputs import load_document
-    from ..prepare import prepare, stdin_tty
+    from ..run.prepare import prepare, stdin_tty
 
     config = prepare(
         load_document(inputs), step=step, workspace=workspace, stdin_is_tty=stdin_tty()

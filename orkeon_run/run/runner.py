@@ -15,15 +15,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from . import logs
-from .events import EventLog
-from .jsonio import atomic_write_json
-from .ledger import Ledger
+from .. import logs
+from ..events import EventLog
+from ..jsonio import atomic_write_json
+from ..ledger import Ledger
+from ..vocabulary import StepStatus
+from .context import StepOutcome, StepRun, step_hooks
 from .prepare import RunConfig, prepare, stdin_tty
+from .result import result_document
 from .rundir import new_run_id, read_state, resolve, resume_document, save_inputs
-from .steprun import StepOutcome, StepRun, step_hooks
 from .steps import step_module
-from .vocabulary import StepStatus
 
 
 @dataclass
@@ -59,7 +60,7 @@ def open_run(
         doc = resume_document(rd, doc)
         state = read_state(rd)
         if state.get("step", step) != step:
-            from .errors import UsageError
+            from ..errors import UsageError
 
             raise UsageError(f"--resume: {rd} is a {state['step']} run, not {step}")
     config = prepare(doc, step=step, workspace=workspace, environ=environ, stdin_is_tty=stdin_tty())
@@ -69,7 +70,7 @@ def open_run(
         run_id = new_run_id()
         rd = resolve(run_dir) if run_dir else config.workspace / ".orkeon" / "runs" / run_id
         if (rd / "inputs.json").exists():
-            from .errors import UsageError
+            from ..errors import UsageError
 
             raise UsageError(f"--run-dir: already holds a run (use --resume to continue it): {rd}")
         state = {"run_id": run_id, "step": step}
@@ -112,7 +113,7 @@ async def execute(opened: OpenRun, *, watch_signals: bool = True) -> dict[str, A
     With `watch_signals`, SIGINT and SIGTERM interrupt it (a caller running several runs
     in one loop watches them itself and cancels)."""
 
-    from .models import build_provider
+    from ..models import build_provider
 
     config = opened.config
     step = config.step
@@ -208,19 +209,3 @@ def _first_cause(exc: BaseException) -> BaseException:
     while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
         exc = exc.exceptions[0]
     return exc
-
-
-def result_document(run_id: str, step: str, outcome: StepOutcome, ledger: Ledger) -> dict[str, Any]:
-    from .errors import STATUS_EXIT
-
-    return {
-        "run_id": run_id,
-        "step": step,
-        "status": outcome.status,
-        "exit_code": STATUS_EXIT[outcome.status],
-        "budget": ledger.snapshot(),
-        "roles": [r.to_json() for r in outcome.roles],
-        "artifacts": dict(outcome.artifacts),
-        "audits": list(outcome.audits),
-        "error": outcome.error,
-    }

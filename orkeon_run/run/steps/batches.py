@@ -23,11 +23,11 @@ from typing import Any
 
 import anyio
 
+from ...config.crews import Crew
+from ...config.inputs import Batch, Inputs, Plan, PlanRole
 from .. import audit
-from ..config.crews import Crew
-from ..config.inputs import Batch, Inputs, Plan, PlanRole
+from ..context import StepOutcome, StepRun, child_environ
 from ..prepare import DEFAULT_PLAN, load_plan
-from ..steprun import StepOutcome, StepRun, child_environ
 from . import messages
 from .common import SavedRole, crew_of, finish, role_agent, role_context, role_failure
 

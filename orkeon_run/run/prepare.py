@@ -19,15 +19,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .config.inputs import Inputs, MatcherGroup, Plan, load_document, parse_inputs, parse_plan
-from .errors import InputError
-from .jsonio import read_json
-from .ledger import BudgetLimits
+from ..config.inputs import Inputs, MatcherGroup, Plan, load_document, parse_inputs, parse_plan
+from ..errors import InputError
+from ..jsonio import read_json
+from ..ledger import BudgetLimits
 
 if TYPE_CHECKING:
-    from .config.crews import Crew
-    from .policy.gate import Gate
-    from .policy.programs import ShellRules
+    from ..config.crews import Crew
+    from ..policy.gate import Gate
+    from ..policy.programs import ShellRules
 
 # What a repair takes from the failed run unless given again: its workspace and model, what
 # the role was asked to do and checked by, and the guards it ran under (the hooks registry
@@ -145,8 +145,8 @@ def resolve_workspace(inputs: Inputs, override: str | None) -> Path:
 
 
 def _gate(inputs: Inputs) -> Gate:
-    from .policy.gate import Gate
-    from .policy.rules import parse_rule
+    from ..policy.gate import Gate
+    from ..policy.rules import parse_rule
 
     problems = []
     for kind in ("allow", "deny"):
@@ -161,7 +161,7 @@ def _gate(inputs: Inputs) -> Gate:
 
 
 def _check_model(inputs: Inputs, env: Mapping[str, str]) -> None:
-    from .models import check_model
+    from ..models import check_model
 
     check_model(inputs.model, env)
 
@@ -173,7 +173,7 @@ def _settings_hooks(
     stdin_is_tty: bool | None,
     warn: Callable[[str], None],
 ) -> dict[str, list[MatcherGroup]]:
-    from .hooks.claude.sources import load_settings_hooks
+    from ..hooks.claude.sources import load_settings_hooks
 
     return load_settings_hooks(
         inputs, workspace=ws, environ=env, stdin_is_tty=stdin_is_tty, warn=warn
@@ -183,15 +183,15 @@ def _settings_hooks(
 def _shell_rules(
     inputs: Inputs, ws: Path, env: Mapping[str, str], stdin_is_tty: bool | None
 ) -> ShellRules:
-    from .config.shell_settings import resolve_shell_rules
-    from .config.trust import is_trusted
+    from ..config.shell_settings import resolve_shell_rules
+    from ..config.trust import is_trusted
 
     trusted = is_trusted(ws, environ=env, stdin_is_tty=stdin_is_tty)
     return resolve_shell_rules(inputs.shell, workspace=ws, workspace_trusted=trusted, environ=env)
 
 
 def _crew(step: str, ws: Path, roles: tuple[str, ...]) -> Crew:
-    from .config.crews import load_crew
+    from ..config.crews import load_crew
 
     return load_crew(step, ws, roles=roles)  # the built-in crew, or .orkeon/crews/STEP.toml
 

@@ -1,15 +1,22 @@
-"""Models of the documents orkeon writes: the result (result.json, `--output json`) and the
-events (events.jsonl, `--output stream-json`). They exist to print and check their JSON
-Schemas (`orkeon schema result|event`); the code that writes them builds plain dicts.
+"""The documents a run leaves: the result (result.json, `--output json`), built by
+`result_document`, and the events (events.jsonl, `--output stream-json`). The models here
+exist to print and check their JSON Schemas (`orkeon schema result|event`); the code that
+writes them builds plain dicts (docs/output.md).
 """
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .vocabulary import BudgetName, RefusedBy, RoleStatus, StepName, StepStatus
+from ..errors import STATUS_EXIT
+
+if TYPE_CHECKING:
+    from ..ledger import Ledger
+    from .context import StepOutcome
+
+from ..vocabulary import BudgetName, RefusedBy, RoleStatus, StepName, StepStatus
 
 
 class _Doc(BaseModel):
@@ -99,3 +106,19 @@ class Event(BaseModel):
     """One line of events.jsonl."""
 
     event: ToolCallEvent | OtherEvent
+
+
+def result_document(run_id: str, step: str, outcome: StepOutcome, ledger: Ledger) -> dict[str, Any]:
+    """The result document of a step that ended with `outcome`."""
+
+    return {
+        "run_id": run_id,
+        "step": step,
+        "status": outcome.status,
+        "exit_code": STATUS_EXIT[outcome.status],
+        "budget": ledger.snapshot(),
+        "roles": [r.to_json() for r in outcome.roles],
+        "artifacts": dict(outcome.artifacts),
+        "audits": list(outcome.audits),
+        "error": outcome.error,
+    }

@@ -16,8 +16,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .errors import InputError, UsageError
-from .jsonio import atomic_write_json, read_json
+from ..errors import InputError, UsageError
+from ..jsonio import atomic_write_json, read_json
 
 REDACTED = "[redacted]"
 # Key names that hold credentials. `*_env` keys name a variable, they hold no secret.

@@ -11,14 +11,14 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..calls import CallContext
-from ..config.crews import Crew
-from ..steprun import StepOutcome, StepRun, StepStatus
-from ..vocabulary import spent_text
+from ...calls import CallContext
+from ...config.crews import Crew
+from ...vocabulary import spent_text
+from ..context import StepOutcome, StepRun, StepStatus
 
 if TYPE_CHECKING:
-    from ..agent.loop import Agent, RoleResult
-    from ..pipeline import Pipeline
+    from ...agent.loop import Agent, RoleResult
+    from ...pipeline import Pipeline
 
 # How long closing an agent (its SessionEnd hooks) may take once the step is cancelled.
 CLOSE_GRACE = 15.0
@@ -76,7 +76,7 @@ async def role_agent(
     (also when the step is cancelled, within CLOSE_GRACE seconds)."""
     import anyio
 
-    from ..agent.loop import Agent, RoleSpec
+    from ...agent.loop import Agent, RoleSpec
 
     crew_role = crew.role(template)
     spec = RoleSpec(
@@ -164,7 +164,7 @@ def stat_key(path: Path) -> tuple[int, ...] | None:
 
 def workspace_file(sr: StepRun, rel: str, what: str) -> Path:
     """`rel` resolved inside the workspace, or StepError naming `what`."""
-    from ..policy.paths import PathOutside, resolve_in_workspace
+    from ...policy.paths import PathOutside, resolve_in_workspace
 
     try:
         return resolve_in_workspace(sr.workspace, rel)

@@ -13,9 +13,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..config.inputs import Inputs
-from ..errors import InputError
-from ..steprun import StepOutcome, StepRun
+from ...config.inputs import Inputs
+from ...errors import InputError
+from ..context import StepOutcome, StepRun
 from . import messages
 from .common import (
     SavedRole,

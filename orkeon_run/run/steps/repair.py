@@ -15,11 +15,11 @@ from typing import Any
 
 import anyio
 
+from ...config.inputs import Inputs, Plan, PlanRole
+from ...errors import InputError
 from .. import audit
-from ..config.inputs import Inputs, Plan, PlanRole
-from ..errors import InputError
+from ..context import StepOutcome, StepRun, child_environ
 from ..prepare import DEFAULT_PLAN, load_plan
-from ..steprun import StepOutcome, StepRun, child_environ
 from . import messages
 from .batches import role_variables, step_error
 from .common import StepError, crew_of, error_outcome, finish, role_agent, role_context

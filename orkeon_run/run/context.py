@@ -13,18 +13,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .config.inputs import Inputs
-from .events import EventLog
-from .ledger import Ledger
+from ..config.inputs import Inputs
+from ..events import EventLog
+from ..ledger import Ledger
+from ..vocabulary import StepStatus
 from .prepare import RunConfig
-from .vocabulary import StepStatus
 
 if TYPE_CHECKING:
-    from .agent.loop import RoleResult
-    from .hooks import Hooks
-    from .models.base import Provider
-    from .pipeline import Pipeline
-    from .policy.rules import RuleSet
+    from ..agent.loop import RoleResult
+    from ..hooks import Hooks
+    from ..models.base import Provider
+    from ..pipeline import Pipeline
+    from ..policy.rules import RuleSet
 
 
 @dataclass
@@ -61,8 +61,8 @@ class StepRun:
         return self.run_dir / "transcripts" / f"{role}.jsonl"
 
     def pipeline(self, rule_sets: Sequence[RuleSet]) -> Pipeline:
-        from .pipeline import Pipeline
-        from .tools import ToolEnv
+        from ..pipeline import Pipeline
+        from ..tools import ToolEnv
 
         return Pipeline(
             workspace=self.workspace,
@@ -81,7 +81,7 @@ class StepRun:
 
     def save_state(self, **changes: Any) -> None:
         """Record progress (e.g. batches that passed) so --resume can continue."""
-        from .jsonio import atomic_write_json
+        from ..jsonio import atomic_write_json
 
         self.state.update(changes)
         atomic_write_json(self.run_dir / "state.json", self.state)
@@ -91,15 +91,15 @@ def child_environ(config: RunConfig, *, credentials: bool) -> dict[str, str]:
     """The environment of a program the step starts: never the model's key; with
     `credentials`, no credential-like variable either (the shell tool and native hooks,
     which the model steers). The audit's build and tests keep the others."""
-    from .environ import scrubbed
+    from ..environ import scrubbed
 
     return scrubbed([config.key_env] if config.key_env else [], credentials=credentials)
 
 
 def step_hooks(config: RunConfig, events: EventLog) -> Hooks:
     """The step's hooks: native ones first, then settings-shape ones."""
-    from .hooks import NO_HOOKS, chain
-    from .hooks.native import NativeHooks
+    from ..hooks import NO_HOOKS, chain
+    from ..hooks.native import NativeHooks
 
     native: Hooks = NO_HOOKS
     if config.inputs.native_hooks:
@@ -111,7 +111,7 @@ def step_hooks(config: RunConfig, events: EventLog) -> Hooks:
         )
     settings: Hooks = NO_HOOKS
     if config.settings_hooks:
-        from .hooks.claude.settings import SettingsHooks
+        from ..hooks.claude.settings import SettingsHooks
 
         settings = SettingsHooks(
             config.settings_hooks,

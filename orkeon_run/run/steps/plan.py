@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..config.inputs import Inputs, load_document, parse_plan
-from ..errors import InputError
+from ...config.inputs import Inputs, load_document, parse_plan
+from ...errors import InputError
+from ..context import StepOutcome, StepRun
 from ..prepare import DEFAULT_PLAN
-from ..steprun import StepOutcome, StepRun
 from . import messages
 from .common import (
     StepError,

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from . import proc
+from .. import proc
 
 TAIL_CHARS = 4000
 # The audit's own commands are not charged to the budget; this bounds a hung build.

@@ -18,11 +18,11 @@ import importlib
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
-from ..errors import UsageError
+from ...errors import UsageError
 
 if TYPE_CHECKING:
-    from ..config.inputs import Inputs, Plan
-    from ..steprun import StepOutcome, StepRun
+    from ...config.inputs import Inputs, Plan
+    from ..context import StepOutcome, StepRun
 
 STEPS: dict[str, str] = {
     "dev-spec": "spec",
