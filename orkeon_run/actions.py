@@ -12,6 +12,10 @@ import json
 import os
 import sys
 from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 from .errors import EXIT_USAGE, InputError, OrkeonError, exit_code_for
 
@@ -36,13 +40,24 @@ def run(
     doc = load_document(inputs) if inputs is not None else None
     mode = output or ("text" if sys.stdout.isatty() else "json")
     stream = sys.stdout if mode == "stream-json" else None
+    dirs: list[Path] = []
     result = runner.run(
-        step, doc, workspace=workspace, run_dir=run_dir, resume_dir=resume, stream=stream
+        step,
+        doc,
+        workspace=workspace,
+        run_dir=run_dir,
+        resume_dir=resume,
+        stream=stream,
+        on_run_dir=dirs.append,
     )
     if mode == "json":
         sys.stdout.write(json.dumps(result, ensure_ascii=False) + "\n")
     elif mode == "text":
         sys.stdout.write(render.summary(result))
+    if os.environ.get("GITHUB_ACTIONS") == "true" and dirs:
+        from .report.github import publish
+
+        publish(dirs[-1], result, os.environ, sys.stderr)
     return int(result["exit_code"])
 
 

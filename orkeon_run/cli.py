@@ -217,6 +217,29 @@ def hooks_trust(workspace: WorkspaceOpt = None) -> None:
         typer.echo(f"trusted {path} ({digest.removeprefix('sha256:')[:12]})")
 
 
+class ReportFormat(StrEnum):
+    md = "md"
+    html = "html"
+    junit = "junit"
+    json = "json"
+
+
+@app.command()
+def report(
+    run_dir: Annotated[str, typer.Argument(help="The run directory to report on.")],
+    format: Annotated[
+        ReportFormat, typer.Option("--format", help="md (default), html, junit or json.")
+    ] = ReportFormat.md,
+    out: Annotated[
+        str | None, typer.Option("-o", "--out", help="Write to FILE instead of stdout.")
+    ] = None,
+) -> None:
+    """Report on one run directory: Markdown, a self-contained HTML page, JUnit XML or JSON."""
+    from .report import write_report
+
+    raise typer.Exit(write_report(run_dir, format.value, out))
+
+
 @app.command()
 def schema(
     name: Annotated[str, typer.Argument(help="inputs | plan | script | result | event | crew")],

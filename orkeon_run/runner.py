@@ -11,7 +11,7 @@ import importlib
 import os
 import signal
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import IO, Any
 
@@ -65,9 +65,10 @@ def run(
     resume_dir: str | None,
     stream: IO[str] | None,
     environ: Mapping[str, str] | None = None,
+    on_run_dir: Callable[[Path], None] | None = None,
 ) -> dict[str, Any]:
     """Run one step; return the result document. Input problems raise InputError (exit 2)
-    before anything is written."""
+    before anything is written. `on_run_dir` is told the run directory once it exists."""
     runner = step_runner(step)
     resume = resume_dir is not None
     state: dict[str, Any] = {}
@@ -102,6 +103,8 @@ def run(
     else:
         run_id = state.get("run_id") or rd.name
     rd.mkdir(parents=True, exist_ok=True)
+    if on_run_dir is not None:
+        on_run_dir(rd)
     _save_inputs(rd, prep.doc, resume)
     atomic_write_json(rd / "state.json", state)
     events = EventLog(rd / "events.jsonl", stream)
