@@ -66,3 +66,10 @@ def utc(ts: float | None) -> str:
 def stages(refused_by: dict[str, int]) -> str:
     """`{"gate": 2, "hook": 1}` -> `gate 2, hook 1`."""
     return ", ".join(f"{k} {n}" for k, n in sorted(refused_by.items()))
+
+
+def refusal(stage: str | None) -> str:
+    """How a call ended, in words: `ran`, `refused by gate`, `invalid (refused)`."""
+    if stage is None:
+        return "ran"
+    return "invalid (refused)" if stage == "invalid" else f"refused by {stage}"

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from html import escape
 
-from .fmt import clip, count, money, one_line, seconds, stages, utc
+from .fmt import clip, count, money, one_line, refusal, seconds, stages, utc
 from .html_assets import SCRIPT, STYLE, csp
 from .model import AuditView, CallView, HookView, RoleView, RunView
 
@@ -184,7 +184,7 @@ def _role_row(v: RunView, role: RoleView, axis: _Axis) -> str:
     for c in v.calls:
         if c.role == role.name:
             kind = "refused" if c.outcome == "refused" else ("hookfail" if _hookfail(c) else "ran")
-            tip = f"#{c.index} {c.tool} {one_line(c.target, 80)}: {c.stage and 'refused by ' + c.stage or 'ran'}"
+            tip = f"#{c.index} {c.tool} {one_line(c.target, 80)}: {refusal(c.stage)}"
             marks.append(
                 f'<a class="mark {kind}" href="#call-{c.index}" title="{esc(tip)}" '
                 f'style="left:{axis.left(c.started):.3f}%;width:{axis.width(c.started, c.ts):.3f}%"></a>'
@@ -257,7 +257,7 @@ def _calls(v: RunView) -> str:
 
 def _call(c: CallView) -> str:
     classes = ["call", c.outcome] + (["hookfail"] if _hookfail(c) else [])
-    what = f"refused by {c.stage}" if c.stage else "ran"
+    what = refusal(c.stage)
     summary = (
         f'<span class="muted">#{c.index}</span> <code>{esc(c.role)}</code> call {c.seq} '
         f"<b>{esc(c.tool)}</b> <code>{esc(one_line(c.target, 120))}</code> — "

@@ -134,7 +134,8 @@ def _call_block(c: CallView) -> str:
     head = f"{code(c.role)} call {c.seq} {code(c.tool)}"
     if c.target:
         head += f" {code(c.target, limit=120)}"
-    return f"{head}: refused by **{c.stage}**\n\n{fence(c.result)}"
+    what = "**invalid** (refused)" if c.stage == "invalid" else f"refused by **{c.stage}**"
+    return f"{head}: {what}\n\n{fence(c.result)}"
 
 
 def _hooks(v: RunView) -> str:
