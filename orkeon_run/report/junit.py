@@ -13,7 +13,8 @@ and the details as text (GitLab shows only the text); `skipped`; `system-out`.
 A role that succeeded passes; `failed` and `stopped` are failures; `budget_exhausted`,
 `interrupted` and `unfinished` are errors (it did not get to finish); a role that never
 started is skipped. Text from the run is escaped by ElementTree, and characters XML 1.0
-cannot hold (NUL and other control characters) are written as `\\xNN`.
+cannot hold (NUL and other control characters, lone surrogates) are written escaped
+(`\\x00`, `\\ud800`).
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ FAILURES = {"failed", "stopped"}
 
 
 def xml_text(value: str) -> str:
-    return _NOT_XML.sub(lambda m: f"\\x{ord(m.group()):02x}", value)
+    return _NOT_XML.sub(lambda m: repr(m.group())[1:-1], value)
 
 
 def _el(parent: ET.Element, tag: str, text: str | None = None, **attrs: str) -> ET.Element:
