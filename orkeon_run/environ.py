@@ -42,7 +42,12 @@ def scrubbed(
     """`environ` (default: orkeon's) without `remove`, orkeon's own variables, GitHub
     Actions' command files and, with `credentials`, every credential-like name."""
     env = os.environ if environ is None else environ
-    drop = {*OWN_VARS, *CI_FILE_VARS, *remove, *(k for k, v in _SET_HERE.items() if env.get(k) == v)}
+    drop = {
+        *OWN_VARS,
+        *CI_FILE_VARS,
+        *remove,
+        *(k for k, v in _SET_HERE.items() if env.get(k) == v),
+    }
     return {
         k: v
         for k, v in env.items()

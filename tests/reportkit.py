@@ -6,8 +6,8 @@ worker) through `orkeon_run.runner.run` with the scripted model (stepkit.py).
   invalid; role `b1/b` reads a hostile README. The audit's test fails.
 - `stopped`: dev-batches with settings-shape hooks, a price and token usage: `b1/a` is
   stopped by a PreToolUse hook (`continue: false`), a Stop hook fails, `b1/b` succeeds.
-- `killed`: dev-batches killed with SIGKILL while a pre-tool hook holds its second call:
-  no result.json, no `result` event.
+- `killed`: dev-batches killed with SIGKILL while a pre-tool hook holds `b1/a`'s second
+  call (`b1/b` waits its turn: concurrency 1): no result.json, no `result` event.
 
 Hostile text: `HOSTILE` is in a file name the model wrote (refused by the roots), in a
 hook's output and in the README the model read.
@@ -59,7 +59,9 @@ class Runs:
 def plan(*roles: tuple[str, list[str]]) -> dict[str, Any]:
     return {
         "title": "t",
-        "batches": [{"name": "b1", "roles": [{"name": n, "roots": r, "task": f"do {n}"} for n, r in roles]}],
+        "batches": [
+            {"name": "b1", "roles": [{"name": n, "roots": r, "task": f"do {n}"} for n, r in roles]}
+        ],
     }
 
 
@@ -79,7 +81,10 @@ def mixed_doc(hook: Path) -> dict[str, Any]:
             {"tool_calls": [write(HOSTILE_NAME, "z"), {"tool": "no_such_tool", "input": {}}]},
             {"text": "done"},
         ],
-        "b1/b": [{"tool_calls": [{"tool": "file_read", "input": {"file_path": "README.md"}}]}, {"text": "read"}],
+        "b1/b": [
+            {"tool_calls": [{"tool": "file_read", "input": {"file_path": "README.md"}}]},
+            {"text": "read"},
+        ],
     }
     return scripted(
         script,
@@ -98,7 +103,10 @@ def stopped_doc() -> dict[str, Any]:
     usage = {"input_tokens": 1200, "output_tokens": 300}
     script = {
         "b1/a": [{"tool_calls": [write("src/a/stop.py", "")], "usage": usage}, {"text": "never"}],
-        "b1/b": [{"tool_calls": [write("src/b/ok.py", "")], "usage": usage}, {"text": "ok", "usage": usage}],
+        "b1/b": [
+            {"tool_calls": [write("src/b/ok.py", "")], "usage": usage},
+            {"text": "ok", "usage": usage},
+        ],
     }
     stop = '{"continue": false, "stopReason": "a stops here"}'
     doc = scripted(
@@ -132,7 +140,8 @@ def killed_run(tmp: Path, ws: Path, hook: Path) -> Path:
     }
     doc = scripted(
         script,
-        plan=plan(("a", ["src/a/"])),
+        plan=plan(("a", ["src/a/"]), ("b", ["src/b/"])),
+        concurrency=1,  # b1/b waits for b1/a, which never ends: it never starts
         hooks=[{"event": "pre-tool", "command": f"{holder} {{path}}"}],
         shell={"extra_allowed_commands": [str(holder)]},
     )
@@ -160,14 +169,18 @@ def killed_run(tmp: Path, ws: Path, hook: Path) -> Path:
     return rd
 
 
-@pytest.fixture(scope="session")
-def runs(tmp_path_factory: pytest.TempPathFactory) -> Runs:
-    tmp = tmp_path_factory.mktemp("runs")
-    hook = hook_script(tmp)
-    ws = make_workspace(tmp, FILES)
-    mixed = tmp / "mixed"
-    mixed_result = run_step("dev-batches", mixed_doc(hook), ws, run_dir=mixed)
-    stopped = tmp / "stopped"
-    stopped_result = run_step("dev-batches", stopped_doc(), ws, run_dir=stopped)
-    killed = killed_run(tmp, ws, hook)
-    return Runs(ws, mixed, stopped, killed, mixed_result, stopped_result)
+_MADE: list[Runs] = []
+
+
+def make_runs(factory: pytest.TempPathFactory) -> Runs:
+    """The runs, made once per process (an xdist worker) for every module that asks."""
+    if not _MADE:
+        tmp = factory.mktemp("runs")
+        hook = hook_script(tmp)
+        ws = make_workspace(tmp, FILES)
+        mixed, stopped = tmp / "mixed", tmp / "stopped"
+        mixed_result = run_step("dev-batches", mixed_doc(hook), ws, run_dir=mixed)
+        stopped_result = run_step("dev-batches", stopped_doc(), ws, run_dir=stopped)
+        killed = killed_run(tmp, ws, hook)
+        _MADE.append(Runs(ws, mixed, stopped, killed, mixed_result, stopped_result))
+    return _MADE[0]

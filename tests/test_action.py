@@ -42,7 +42,9 @@ class Runner:
         self.tmp, self.env = tmp, env
         declared = ACTION["inputs"]
         assert set(inputs) <= set(declared), set(inputs) - set(declared)
-        self.inputs = {k: inputs.get(k, str(spec.get("default", ""))) for k, spec in declared.items()}
+        self.inputs = {
+            k: inputs.get(k, str(spec.get("default", ""))) for k, spec in declared.items()
+        }
         self.steps: dict[str, dict[str, str]] = {}
         self.summaries: list[str] = []
 
@@ -136,12 +138,16 @@ def test_the_action_declares_its_inputs_outputs_and_steps() -> None:
     assert upload["if"].startswith("always() && inputs.upload-artifact == 'true'")
 
 
-def test_the_action_runs_a_step_and_reports_it(installed: tuple[Path, dict[str, str], str], tmp_path: Path) -> None:
+def test_the_action_runs_a_step_and_reports_it(
+    installed: tuple[Path, dict[str, str], str], tmp_path: Path
+) -> None:
     tmp, env, orkeon = installed
     assert orkeon == str(tmp / "runner-temp" / "orkeon-venv" / "bin" / "orkeon")
     repo = tmp_path / "repo"
     repo.mkdir()
-    ws = make_workspace(repo, {"README.md": "# app\n", "src/a/__init__.py": "", "src/b/__init__.py": ""})
+    ws = make_workspace(
+        repo, {"README.md": "# app\n", "src/a/__init__.py": "", "src/b/__init__.py": ""}
+    )
     (repo / "ci").mkdir()
     (repo / "ci" / "inputs.json").write_text(json.dumps(mixed_doc(hook_script(tmp_path))))
     env = {**env, "GITHUB_WORKSPACE": str(repo)}
@@ -151,16 +157,25 @@ def test_the_action_runs_a_step_and_reports_it(installed: tuple[Path, dict[str, 
     code = runner.run("run")
     assert code == 1, runner.last.stderr[-3000:]
     rd = str(ws / ".orkeon" / "runs" / "ci")
-    assert runner.outputs() == {"status": "failed", "exit_code": "1", "run_dir": rd, "cost_usd": "0.0"}
+    assert runner.outputs() == {
+        "status": "failed",
+        "exit_code": "1",
+        "run_dir": rd,
+        "cost_usd": "0.0",
+    }
     assert runner.summaries[-1].startswith("### ❌ orkeon `dev-batches`: failed (exit 1)")
     assert runner.last.stdout.startswith("dev-batches: failed (exit 1)")  # --output text
-    assert "::error title=orkeon dev-batches%3A the audit of batch b1 failed::" in runner.last.stderr
+    assert (
+        "::error title=orkeon dev-batches%3A the audit of batch b1 failed::" in runner.last.stderr
+    )
     assert "::warning file=ws/secret/key.txt,title=" in runner.last.stderr
     assert json.loads((Path(rd) / "result.json").read_text())["status"] == "failed"
 
 
-def test_nothing_ran_is_exit_code_2_and_no_status(installed: tuple[Path, dict[str, str], str], tmp_path: Path) -> None:
-    tmp, env, orkeon = installed
+def test_nothing_ran_is_exit_code_2_and_no_status(
+    installed: tuple[Path, dict[str, str], str], tmp_path: Path
+) -> None:
+    _, env, orkeon = installed
     (tmp_path / "repo").mkdir()
     env = {**env, "GITHUB_WORKSPACE": str(tmp_path / "repo")}
     runner = Runner(tmp_path, {"step": "dev-batches", "inputs": '{"budget": 3}'}, env)
@@ -174,8 +189,14 @@ def test_an_old_python_is_refused_with_the_fix(tmp_path: Path) -> None:
     fake = tmp_path / "python-3.10"
     fake.write_text("#!/bin/sh\nexit 1\n")  # `sys.version_info < (3, 11)` answers 1
     fake.chmod(0o755)
-    env = {"PATH": os.environ["PATH"], "GITHUB_WORKSPACE": str(tmp_path), "RUNNER_TEMP": str(tmp_path)}
+    env = {
+        "PATH": os.environ["PATH"],
+        "GITHUB_WORKSPACE": str(tmp_path),
+        "RUNNER_TEMP": str(tmp_path),
+    }
     runner = Runner(tmp_path, {"step": "x", "inputs": "{}", "python": str(fake)}, env)
     assert runner.run("install") == 2
-    assert "::error title=orkeon::" in runner.last.stdout and "actions/setup-python" in runner.last.stdout
-
+    assert (
+        "::error title=orkeon::" in runner.last.stdout
+        and "actions/setup-python" in runner.last.stdout
+    )

@@ -21,7 +21,6 @@ from orkeon_run import actions
 from orkeon_run.report.github import MAX_EACH, command, escape_data, escape_property, output_lines
 
 
-
 def read_outputs(text: str) -> dict[str, str]:
     """`$GITHUB_OUTPUT` as the runner reads it: `NAME=VALUE` or `NAME<<DELIM` … `DELIM`."""
     values: dict[str, str] = {}
@@ -68,7 +67,11 @@ def gha(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Path]:
     for name in list(os.environ):
         if name.upper().startswith(("ORKEON", "GITHUB_", "RUNNER_")):
             monkeypatch.delenv(name)
-    files = {"summary": tmp_path / "summary.md", "output": tmp_path / "output", "env": tmp_path / "env"}
+    files = {
+        "summary": tmp_path / "summary.md",
+        "output": tmp_path / "output",
+        "env": tmp_path / "env",
+    }
     files["summary"].write_text("earlier step\n")
     monkeypatch.setenv("GITHUB_ACTIONS", "true")
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(files["summary"]))
@@ -82,7 +85,9 @@ def gha(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Path]:
 
 
 def run(doc: dict[str, Any], ws: Path, rd: Path) -> int:
-    return actions.run("dev-batches", json.dumps(doc), workspace=str(ws), run_dir=str(rd), output="json")
+    return actions.run(
+        "dev-batches", json.dumps(doc), workspace=str(ws), run_dir=str(rd), output="json"
+    )
 
 
 def test_summary_outputs_and_annotations(
@@ -132,7 +137,10 @@ def _refused(rd: Path) -> list[dict[str, Any]]:
 
 
 def test_nothing_for_github_outside_github_actions(
-    gha: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    gha: dict[str, Path],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     monkeypatch.setenv("GITHUB_ACTIONS", "false")
     ws = make_workspace(tmp_path, WS_FILES)
@@ -148,14 +156,23 @@ def test_annotations_are_capped_as_github_shows_them(
     many = [write(f"src/b/{i}.py", "") for i in range(25)]
     doc = scripted({"b1/a": [{"tool_calls": many}, {"text": "done"}]}, plan=plan(("a", ["src/a/"])))
     assert run(doc, ws, tmp_path / "run") == 0
-    warnings = [read_command(x) for x in capsys.readouterr().err.splitlines() if x.startswith("::warning")]
+    warnings = [
+        read_command(x) for x in capsys.readouterr().err.splitlines() if x.startswith("::warning")
+    ]
     assert len(warnings) == MAX_EACH
-    assert warnings[-1] == ("warning", {"title": "orkeon"}, "16 more refused calls: see the job summary")
+    assert warnings[-1] == (
+        "warning",
+        {"title": "orkeon"},
+        "16 more refused calls: see the job summary",
+    )
     assert [p["file"] for _, p, _ in warnings[:-1]] == [f"ws/src/b/{i}.py" for i in range(9)]
 
 
 def test_a_file_github_cannot_take_is_a_warning_not_a_new_exit_code(
-    gha: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    gha: dict[str, Path],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     monkeypatch.setenv("GITHUB_OUTPUT", str(tmp_path))  # a folder: cannot be appended to
     monkeypatch.setenv("ORKEON_LOG_LEVEL", "warning")
@@ -164,7 +181,11 @@ def test_a_file_github_cannot_take_is_a_warning_not_a_new_exit_code(
     assert run(doc, ws, tmp_path / "run") == 0
     err = capsys.readouterr().err
     assert f"GITHUB_OUTPUT: cannot append to {tmp_path}" in err
-    assert gha["summary"].read_text().startswith("earlier step\n### ✅ orkeon `dev-batches`: succeeded (exit 0)")
+    assert (
+        gha["summary"]
+        .read_text()
+        .startswith("earlier step\n### ✅ orkeon `dev-batches`: succeeded (exit 0)")
+    )
 
 
 def test_the_models_commands_and_the_audit_never_see_githubs_command_files(

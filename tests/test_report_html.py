@@ -17,14 +17,28 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
-from reportkit import HOSTILE, HOSTILE_NAME, Runs, runs  # noqa: F401 (fixture)
+from reportkit import HOSTILE, HOSTILE_NAME, Runs, make_runs
 
 from orkeon_run.report import render
 from orkeon_run.report.load import load
 
 VOID = {"meta", "br", "input", "img", "hr", "link", "source", "wbr", "area", "col", "embed"}
 # SVG elements written self-closing (`<line/>`): HTMLParser reports them as start+end.
-EXTERNAL_ATTRS = {"src", "srcset", "action", "formaction", "poster", "data", "xlink:href", "background"}
+EXTERNAL_ATTRS = {
+    "src",
+    "srcset",
+    "action",
+    "formaction",
+    "poster",
+    "data",
+    "xlink:href",
+    "background",
+}
+
+
+@pytest.fixture
+def runs(tmp_path_factory: pytest.TempPathFactory) -> Runs:
+    return make_runs(tmp_path_factory)
 
 
 class Page(HTMLParser):
@@ -80,7 +94,18 @@ def test_well_formed_and_self_contained(runs: Runs) -> None:
     assert page.errors == [] and page.stack == []
     assert text.startswith("<!DOCTYPE html>")
     names = {tag for tag, _ in page.tags}
-    assert not names & {"link", "img", "iframe", "object", "embed", "frame", "base", "form", "audio", "video"}
+    assert not names & {
+        "link",
+        "img",
+        "iframe",
+        "object",
+        "embed",
+        "frame",
+        "base",
+        "form",
+        "audio",
+        "video",
+    }
     for tag, attrs in page.tags:
         assert not EXTERNAL_ATTRS & attrs.keys(), (tag, attrs)
         href = attrs.get("href")
@@ -90,7 +115,11 @@ def test_well_formed_and_self_contained(runs: Runs) -> None:
     (script,) = page.scripts
     assert not re.search(r"fetch|XMLHttpRequest|import\(|https?:|WebSocket|\.src\b", script)
     # The policy lets exactly this script run, and nothing load.
-    (csp,) = [a["content"] for t, a in page.tags if t == "meta" and a.get("http-equiv") == "Content-Security-Policy"]
+    (csp,) = [
+        a["content"]
+        for t, a in page.tags
+        if t == "meta" and a.get("http-equiv") == "Content-Security-Policy"
+    ]
     digest = base64.b64encode(hashlib.sha256(script.encode()).digest()).decode()
     assert f"script-src 'sha256-{digest}'" in (csp or "") and "default-src 'none'" in (csp or "")
 
@@ -105,7 +134,9 @@ def test_roles_calls_hooks_and_audits_are_on_the_page(runs: Runs) -> None:
     (lint,) = [c.index for c in load(runs.mixed).calls if c.target == "src/a/lint.py"]
     assert [a["id"] for a in calls if "hookfail" in (a.get("class") or "")] == [f"call-{lint}"]
     marks = [a for t, a in page.tags if t == "a" and "mark" in (a.get("class") or "")]
-    assert sorted(a["href"] for a in marks if "audit" not in a["class"]) == sorted(f"#{a['id']}" for a in calls)
+    assert sorted(a["href"] for a in marks if "audit" not in a["class"]) == sorted(
+        f"#{a['id']}" for a in calls
+    )
     assert [a["class"] for a in marks if "audit" in a["class"]] == ["mark audit failed"]
     text = "".join(page.text)
     for expected in ("[refused by the gate: Write(secret/**)]", "error: there is no tool named 'no_such_tool'",
@@ -119,7 +150,6 @@ def test_hostile_text_is_escaped(runs: Runs) -> None:
     page = parse(render(runs.mixed, "html"))
     names = [t for t, _ in page.tags]
     assert "img" not in names and "b" in names  # <b> is the report's own (the tool name)
-    assert not any(t == "b" and "x" == "".join(page.text) for t, _ in page.tags)
     text = "".join(page.text)
     assert HOSTILE in text  # the hook's line, as text
     assert HOSTILE_NAME in text
@@ -160,7 +190,9 @@ def test_chromium_runs_the_script_and_filters(runs: Runs, tmp_path: Path) -> Non
     assert 'data-pwned="1"' not in dom and "<img" not in dom and "&lt;img src=x" in dom
     assert "<title>orkeon dev-batches: failed" in dom
     assert '<span id="shown" class="muted">4 of 7 calls shown</span>' in dom
-    shown = re.findall(r'<details class="call ([a-z ]+)" id="call-\d+" data-role="[^"]*"( hidden="")?', dom)
+    shown = re.findall(
+        r'<details class="call ([a-z ]+)" id="call-\d+" data-role="[^"]*"( hidden="")?', dom
+    )
     assert len(shown) == 7
     assert all(("refused" in cls) == (not hidden) for cls, hidden in shown)
 

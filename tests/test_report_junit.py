@@ -12,12 +12,17 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
-from reportkit import HOSTILE, Runs, runs  # noqa: F401 (fixture)
+from reportkit import HOSTILE, Runs, make_runs
 
 from orkeon_run.report import render
 from orkeon_run.report.junit import xml_text
 
 junitparser = pytest.importorskip("junitparser")
+
+
+@pytest.fixture
+def runs(tmp_path_factory: pytest.TempPathFactory) -> Runs:
+    return make_runs(tmp_path_factory)
 
 
 def cases(root: ET.Element) -> dict[str, ET.Element]:
@@ -73,7 +78,7 @@ def test_one_case_per_role_and_audit_and_the_result(runs: Runs) -> None:
     out = role.findtext("system-out") or ""
     assert "4 turns, 6 calls, 4 refused (gate 1, hook 1, invalid 1, roots 1)" in out
     assert "[refused by the gate: Write(secret/**)]" in out
-    assert f"hook failed: post-tool" in out and HOSTILE in out
+    assert "hook failed: post-tool" in out and HOSTILE in out
     props = {p.get("name"): p.get("value") for p in root.iter("property")}
     assert props["status"] == "failed" and props["exit_code"] == "1"
 
@@ -88,6 +93,8 @@ def test_a_stopped_role_fails_and_a_killed_run_errs(runs: Runs) -> None:
     found = cases(root)
     unfinished = found["orkeon.dev-batches.roles::b1/a"].find("error")
     assert unfinished is not None and unfinished.get("type") == "unfinished"
+    skipped = found["orkeon.dev-batches.roles::b1/b"].find("skipped")
+    assert skipped is not None and skipped.get("message") == "the role never started"
     result = found["orkeon.dev-batches::result"].find("error")
     assert result is not None and result.get("message", "").startswith("unfinished")
     assert "orkeon.dev-batches.audits" not in {s.get("name") for s in root.iter("testsuite")}
@@ -102,7 +109,12 @@ def test_junitparser_reads_it(runs: Runs, tmp_path: Path) -> None:
         for case in suite:
             kinds = [type(r).__name__ for r in case.result]
             outcomes[case.name] = kinds
-    assert outcomes == {"result": ["Failure"], "b1/a": [], "b1/b": [], "audit of batch b1": ["Failure"]}
+    assert outcomes == {
+        "result": ["Failure"],
+        "b1/a": [],
+        "b1/b": [],
+        "audit of batch b1": ["Failure"],
+    }
     assert (xml.tests, xml.failures, xml.errors) == (4, 2, 0)
 
 
@@ -111,7 +123,9 @@ def test_characters_xml_cannot_hold_are_escaped(runs: Runs, tmp_path: Path) -> N
     rd = tmp_path / "copy"
     shutil.copytree(runs.mixed, rd)
     events = rd / "events.jsonl"
-    events.write_text(events.read_text().replace("Write(secret/**)", "Write(\\u0000\\u001b[31m\\ud800)"))
+    events.write_text(
+        events.read_text().replace("Write(secret/**)", "Write(\\u0000\\u001b[31m\\ud800)")
+    )
     text = render(rd, "junit")
     root = ET.fromstring(text)  # strict: would raise on an invalid character
     out = cases(root)["orkeon.dev-batches.roles::b1/a"].findtext("system-out") or ""

@@ -8,11 +8,16 @@ import shutil
 from pathlib import Path
 
 import pytest
-from reportkit import HOSTILE_NAME, Runs, runs  # noqa: F401 (fixture)
+from reportkit import HOSTILE_NAME, Runs, make_runs
 
 from orkeon_run.cli import run_cli
 from orkeon_run.errors import InputError
 from orkeon_run.report.load import load
+
+
+@pytest.fixture
+def runs(tmp_path_factory: pytest.TempPathFactory) -> Runs:
+    return make_runs(tmp_path_factory)
 
 
 def test_a_finished_run_is_read_as_its_result_says(runs: Runs) -> None:
@@ -64,8 +69,10 @@ def test_a_killed_run_is_unfinished_and_counted_from_its_events(runs: Runs) -> N
     assert not (runs.killed / "result.json").exists()
     v = load(runs.killed)
     assert (v.status, v.exit_code, v.finished) == ("unfinished", None, False)
-    (role,) = v.roles
-    assert (role.name, role.status, role.turns, role.calls, role.refused) == ("b1/a", "unfinished", 2, 2, 1)
+    assert [(r.name, r.status, r.turns, r.calls, r.refused) for r in v.roles] == [
+        ("b1/a", "unfinished", 2, 2, 1),
+        ("b1/b", "not_started", 0, 0, 0),
+    ]
     assert v.budget["turns"] == 2 and v.budget["from_events"] is True
     assert [b.passed for b in v.batches] == [None]
 
@@ -105,7 +112,9 @@ def test_a_resumed_attempt_without_result_is_unfinished(runs: Runs, tmp_path: Pa
                             "workspace": "/w", "run_dir": str(rd), "resume": True}) + "\n")  # fmt: skip
     v = load(rd)
     assert (v.status, v.attempts, v.finished) == ("unfinished", 2, False)
-    assert v.problems == ["the last attempt has no result; result.json is an earlier attempt's (failed)"]
+    assert v.problems == [
+        "the last attempt has no result; result.json is an earlier attempt's (failed)"
+    ]
 
 
 @pytest.mark.parametrize("make", ["missing", "empty", "file"])

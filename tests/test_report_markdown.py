@@ -11,11 +11,16 @@ from pathlib import Path
 
 import pytest
 from markdown_it import MarkdownIt
-from reportkit import HOSTILE, HOSTILE_NAME, Runs, plan, runs  # noqa: F401 (fixture)
+from reportkit import HOSTILE, HOSTILE_NAME, Runs, make_runs, plan
 from stepkit import make_workspace, run_step, scripted, write
 
 from orkeon_run.report import render
 from orkeon_run.report.markdown import LIMIT, MAX_REFUSED, code, fence
+
+
+@pytest.fixture
+def runs(tmp_path_factory: pytest.TempPathFactory) -> Runs:
+    return make_runs(tmp_path_factory)
 
 
 class Tags(HTMLParser):
@@ -61,8 +66,13 @@ def test_the_failed_run_at_a_glance(runs: Runs) -> None:
     lines = text.splitlines()
     assert lines[0] == "### ❌ orkeon `dev-batches`: failed (exit 1)"
     assert "**Why:** `the audit of batch b1 failed: test -f src/a/missing.py`" in lines
-    assert any(line.startswith("run `") and "7 calls, 4 refused · 6 turns" in line for line in lines)
-    assert "| `b1/a` | ✅ succeeded | 4 | 6 | 4 (`gate 1, hook 1, invalid 1, roots 1`) | 0 / 0 | $0.0000 |" in text
+    assert any(
+        line.startswith("run `") and "7 calls, 4 refused · 6 turns" in line for line in lines
+    )
+    assert (
+        "| `b1/a` | ✅ succeeded | 4 | 6 | 4 (`gate 1, hook 1, invalid 1, roots 1`) | 0 / 0 | $0.0000 |"
+        in text
+    )
     assert "| `b1/b` | ✅ succeeded | 2 | 1 | 0 | 0 / 0 | $0.0000 |" in text
     assert "| `b1` | ❌ failed | `failed: test -f src/a/missing.py` |" in text
     assert "```text\n[test -f src/a/missing.py exited 1]\n```" in text
@@ -96,8 +106,14 @@ def test_a_killed_run_says_it_has_no_result(runs: Runs) -> None:
 def test_cost_tokens_and_a_stopped_role(runs: Runs) -> None:
     text = render(runs.stopped, "md")
     assert "4,500 tokens · $0.0243" in text
-    assert "| `b1/a` | ❌ stopped: `a stops here` | 1 | 1 | 1 (`hook 1`) | 1,200 / 300 | $0.0081 |" in text
-    assert "| `b1/b` | — | Stop `echo the stop hook broke >&2; exit 1` | 1 | `the stop hook broke` |" in text
+    assert (
+        "| `b1/a` | ❌ stopped: `a stops here` | 1 | 1 | 1 (`hook 1`) | 1,200 / 300 | $0.0081 |"
+        in text
+    )
+    assert (
+        "| `b1/b` | — | Stop `echo the stop hook broke >&2; exit 1` | 1 | `the stop hook broke` |"
+        in text
+    )
 
 
 def test_a_long_run_stays_short_enough_for_a_comment(tmp_path: Path) -> None:
@@ -107,7 +123,7 @@ def test_a_long_run_stays_short_enough_for_a_comment(tmp_path: Path) -> None:
     run_step("dev-batches", doc, ws, run_dir=tmp_path / "run")
     text = render(tmp_path / "run", "md")
     assert len(text) < LIMIT
-    assert f"… and 40 more (`orkeon report --format html`)." in text
+    assert "… and 40 more (`orkeon report --format html`)." in text
     assert text.count("refused by **roots**") == MAX_REFUSED
     assert "more characters in events.jsonl)" in text  # each text is clipped
 

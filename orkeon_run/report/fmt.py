@@ -14,7 +14,7 @@ MARKS = {
     "budget_exhausted": "⏱️",
     "interrupted": "⏹️",
     "unfinished": "⚠️",
-    "not started": "⏸️",
+    "not_started": "⏸️",
 }
 
 
@@ -27,7 +27,7 @@ def seconds(value: float | None) -> str:
         return "—"
     if value < 60:
         return f"{value:.2f} s"
-    minutes, secs = divmod(int(round(value)), 60)
+    minutes, secs = divmod(round(value), 60)
     if minutes < 60:
         return f"{minutes} min {secs:02d} s"
     hours, minutes = divmod(minutes, 60)

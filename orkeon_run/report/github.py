@@ -98,12 +98,13 @@ def _publish(
                 f.write(text)
         except OSError as exc:
             logs.warn(f"{name}: cannot append to {target}: {exc.strerror or exc}")
-    for line in annotations(view, environ.get("GITHUB_WORKSPACE")):
+    for line in workflow_commands(view, environ.get("GITHUB_WORKSPACE")):
         stderr.write(line)
     stderr.flush()
 
 
-def annotations(view: RunView, repo_root: str | None) -> Iterator[str]:
+def workflow_commands(view: RunView, repo_root: str | None) -> Iterator[str]:
+    """The `::error` and `::warning` lines for the run, capped."""
     errors = list(_errors(view, repo_root))
     warnings = list(_warnings(view, repo_root))
     yield from _capped("error", errors, "failed audits")
@@ -125,7 +126,11 @@ def _errors(v: RunView, root: str | None) -> Iterator[tuple[str, str, str]]:
         title = f"orkeon {step}: the audit of batch {a.batch} failed"
         if a.outside_roots:
             for path in a.outside_roots:
-                yield title, f"changed outside the roots of batch {a.batch}: {path}", _file(v, path, root)
+                yield (
+                    title,
+                    f"changed outside the roots of batch {a.batch}: {path}",
+                    _file(v, path, root),
+                )
         else:
             yield title, f"{a.what_failed}\n{a.output_tail[-2000:]}", ""
     if v.status != "succeeded" and not v.failed_audits:

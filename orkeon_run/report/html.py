@@ -40,7 +40,7 @@ def html(v: RunView) -> str:
         _footer(v),
     ]
     return (
-        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+        '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
         f'<meta http-equiv="Content-Security-Policy" content="{esc(csp())}">\n'
         '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
         '<meta name="referrer" content="no-referrer">\n'
@@ -58,20 +58,24 @@ def _dot(status: str) -> str:
 def _cls(status: str) -> str:
     if status in ("succeeded", "passed"):
         return "ok"
-    return "warn" if status in ("unfinished", "not started", "interrupted") else "bad"
+    return "warn" if status in ("unfinished", "not_started", "interrupted") else "bad"
 
 
 def _header(v: RunView) -> str:
     exit_part = f" (exit {v.exit_code})" if v.exit_code is not None else ""
-    word = v.status if v.finished else "unfinished: no result, the run was killed or is still running"
+    word = (
+        v.status if v.finished else "unfinished: no result, the run was killed or is still running"
+    )
     out = [
-        f'<h1>{_dot(v.status)} orkeon {esc(v.step or "run")}: '
+        f"<h1>{_dot(v.status)} orkeon {esc(v.step or 'run')}: "
         f'<span class="{_cls(v.status)}" id="status">{esc(word)}</span>{esc(exit_part)}</h1>'
     ]
     if v.error:
         out.append(f'<div class="why"><b>Why:</b> <code>{esc(v.error)}</code></div>')
     b = v.budget
-    tokens = int(b.get("tokens_in") or 0) + int(b.get("tokens_out") or 0) or int(b.get("tokens") or 0)
+    tokens = int(b.get("tokens_in") or 0) + int(b.get("tokens_out") or 0) or int(
+        b.get("tokens") or 0
+    )
     facts = [
         f"run <code>{esc(v.run_id)}</code>",
         f"{v.attempts} attempt{'s' if v.attempts != 1 else ''}",
@@ -239,7 +243,11 @@ def _audits(v: RunView) -> str:
             outside = "".join(f"<li><code>{esc(p)}</code></li>" for p in a.outside_roots[:50])
             detail = (
                 (f"<p>Changed outside the roots:</p><ul>{outside}</ul>" if outside else "")
-                + (f"<p>Failed: <code>{esc(' '.join(a.failed_command))}</code></p>" if a.failed_command else "")
+                + (
+                    f"<p>Failed: <code>{esc(' '.join(a.failed_command))}</code></p>"
+                    if a.failed_command
+                    else ""
+                )
                 + f"<pre>{esc(clip(a.output_tail, TEXT_CAP))}</pre>"
             )
         items.append(
@@ -280,14 +288,21 @@ def _hook_table(hooks: list[HookView], *, roles: bool = False) -> str:
     for h in hooks:
         who = f"<td><code>{esc(h.role)}</code></td>" if roles else ""
         name = f"{h.event} #{h.n}" if h.n is not None else h.event
-        code = "timed out" if h.timed_out else ("could not run" if h.exit_code is None else h.exit_code)
+        code = (
+            "timed out"
+            if h.timed_out
+            else ("could not run" if h.exit_code is None else h.exit_code)
+        )
         cls = {"passed": "ok", "refused": "bad"}.get(h.decision, "warn")
         rows.append(
             f"<tr>{who}<td>{esc(name)}</td><td><code>{esc(h.command)}</code></td><td class=n>{esc(code)}</td>"
             f'<td class=n>{esc(seconds(h.seconds))}</td><td class="{cls}">{esc(h.decision)}</td>'
             f"<td><code>{esc(one_line(h.first_line, 300))}</code></td></tr>"
         )
-    head = ("<tr><th>role</th>" if roles else "<tr>") + "<th>hook</th><th>command</th><th class=n>exit</th><th class=n>time</th><th>decision</th><th>first line</th></tr>"
+    head = (
+        ("<tr><th>role</th>" if roles else "<tr>")
+        + "<th>hook</th><th>command</th><th class=n>exit</th><th class=n>time</th><th>decision</th><th>first line</th></tr>"
+    )
     return f"<table class=hooks>{head}{''.join(rows)}</table>"
 
 
@@ -310,7 +325,7 @@ def _plan(v: RunView) -> str:
 def _footer(v: RunView) -> str:
     problems = "".join(f'<li class="warn">{esc(p)}</li>' for p in v.problems)
     return (
-        '<footer><h2>Run</h2><table>'
+        "<footer><h2>Run</h2><table>"
         f"<tr><th>run directory</th><td><code>{esc(v.run_dir)}</code></td></tr>"
         f"<tr><th>workspace</th><td><code>{esc(v.workspace)}</code></td></tr>"
         f"<tr><th>first event</th><td>{esc(utc(v.started))}</td></tr>"

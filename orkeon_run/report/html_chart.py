@@ -15,7 +15,9 @@ COLOURS = {"seconds": "#1e88e5", "turns": "#8e24aa", "tokens": "#00897b", "usd":
 
 
 def _value(p: BudgetPoint, key: str) -> float | None:
-    return {"seconds": p.seconds, "turns": float(p.turns), "tokens": float(p.tokens), "usd": p.usd}[key]
+    return {"seconds": p.seconds, "turns": float(p.turns), "tokens": float(p.tokens), "usd": p.usd}[
+        key
+    ]
 
 
 def _fmt(key: str, value: float | None) -> str:
@@ -44,7 +46,11 @@ def budget_chart(v: RunView) -> str:
         + "".join(rows)
         + "</table>"
     )
-    note = f'<p class="muted">The last of {v.attempts} attempts (each has its own budget).</p>' if v.attempts > 1 else ""
+    note = (
+        f'<p class="muted">The last of {v.attempts} attempts (each has its own budget).</p>'
+        if v.attempts > 1
+        else ""
+    )
     return f'<section id="budget"><h2>Budget</h2>{_svg(points, limits)}{table}{note}</section>'
 
 

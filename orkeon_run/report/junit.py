@@ -84,7 +84,9 @@ def _run_suite(v: RunView, step: str) -> ET.Element:
     if v.status != "succeeded":
         word = v.status if v.finished else "unfinished (no result: killed, or still running)"
         message = one_line(f"{word}: {v.error}" if v.error else word, 500)
-        details = f"status: {word}\nexit code: {v.exit_code}\n" + (f"error: {v.error}\n" if v.error else "")
+        details = f"status: {word}\nexit code: {v.exit_code}\n" + (
+            f"error: {v.error}\n" if v.error else ""
+        )
         tag = "failure" if v.status in FAILURES else "error"
         _el(case, tag, details, message=message, type=v.status)
     return suite
@@ -96,7 +98,7 @@ def _roles_suite(v: RunView, step: str) -> ET.Element:
     for role in v.roles:
         case = _case(suite, classname, role.name, role.seconds)
         out = _role_out(v, role)
-        if role.status == "not started":
+        if role.status == "not_started":
             _el(case, "skipped", message="the role never started")
         elif role.status != "succeeded":
             message = one_line(f"{role.status}: {role.error}" if role.error else role.status, 500)
@@ -135,8 +137,16 @@ def _audits_suite(v: RunView, step: str) -> ET.Element:
         if not a.passed:
             details = a.output_tail
             if a.outside_roots:
-                details = "changed outside the roots:\n" + "\n".join(a.outside_roots) + "\n\n" + details
-            _el(case, "failure", clip(details, TEXT_CAP), message=one_line(a.what_failed, 500), type="audit")
+                details = (
+                    "changed outside the roots:\n" + "\n".join(a.outside_roots) + "\n\n" + details
+                )
+            _el(
+                case,
+                "failure",
+                clip(details, TEXT_CAP),
+                message=one_line(a.what_failed, 500),
+                type="audit",
+            )
     return suite
 
 

@@ -211,8 +211,8 @@ class _Reader:
         limits = inputs.get("budget")
         if isinstance(limits, dict):
             v.limits = {k: float(val) for k, val in limits.items() if _is_num(val)}
-        for name, role in state_roles(state).items():
-            _merge(roles.setdefault(name, RoleView(name=name)), role)
+        for name, record in state_roles(state).items():
+            _merge(roles.setdefault(name, RoleView(name=name)), record)
         if final is not None:
             v.finished = True
             v.status = text(final.get("status")) or "unknown"
@@ -225,12 +225,16 @@ class _Reader:
             if _is_num(v.budget.get("limit_seconds")):
                 v.limits.setdefault("seconds", float(v.budget["limit_seconds"]))
             arts = final.get("artifacts")
-            v.artifacts = {text(k): text(p) for k, p in arts.items()} if isinstance(arts, dict) else {}
+            v.artifacts = (
+                {text(k): text(p) for k, p in arts.items()} if isinstance(arts, dict) else {}
+            )
             for record in final.get("roles") or []:
                 if isinstance(record, dict) and isinstance(record.get("name"), str):
                     _merge(roles.setdefault(record["name"], RoleView(name=record["name"])), record)
             if not v.audits:  # the events were lost: the result's audits are all there is
-                v.audits = [_audit(a, 1, None) for a in final.get("audits") or [] if isinstance(a, dict)]
+                v.audits = [
+                    _audit(a, 1, None) for a in final.get("audits") or [] if isinstance(a, dict)
+                ]
         else:
             v.status, v.exit_code, v.budget = "unfinished", None, running.block()
             if result_file is not None:
@@ -239,7 +243,7 @@ class _Reader:
                     f"the last attempt has no result; result.json is an earlier attempt's ({previous})"
                 )
             for role in roles.values():
-                if not role.status:
+                if not role.status and (role.turns_seen or role.calls_seen):
                     role.status = "succeeded" if role.answered else "unfinished"
         for role in roles.values():
             role.finish()
@@ -277,7 +281,9 @@ class _Budget:
         self.usd = self.usd + usd if isinstance(usd, int | float) and self.usd is not None else None
 
     def point(self, ts: float) -> BudgetPoint:
-        return BudgetPoint(ts=ts, seconds=self.seconds, turns=self.turns, tokens=self.tokens, usd=self.usd)
+        return BudgetPoint(
+            ts=ts, seconds=self.seconds, turns=self.turns, tokens=self.tokens, usd=self.usd
+        )
 
     def block(self) -> dict[str, Any]:
         """A result-shaped `budget` for a run with no result (counted from the events)."""
@@ -306,7 +312,8 @@ def _merge(role: RoleView, record: dict[str, Any]) -> None:
 def _call(ev: dict[str, Any], attempt: int, index: int) -> CallView:
     ts = num(ev.get("ts"))
     tool_s, hook_s = num(ev.get("tool_seconds")), num(ev.get("hook_seconds"))
-    inp = ev.get("input") if isinstance(ev.get("input"), dict) else {}
+    raw_input = ev.get("input")
+    inp: dict[str, Any] = raw_input if isinstance(raw_input, dict) else {}
     refused_by = ev.get("refused_by") if isinstance(ev.get("refused_by"), str) else None
     outcome = "refused" if ev.get("outcome") == "refused" else "ran"
     from ..calls import result_text
@@ -344,7 +351,9 @@ def _call(ev: dict[str, Any], attempt: int, index: int) -> CallView:
     return call
 
 
-def _hook(raw: dict[str, Any], ts: float, *, role: str, call: int | None, refusal: str | None) -> HookView:
+def _hook(
+    raw: dict[str, Any], ts: float, *, role: str, call: int | None, refusal: str | None
+) -> HookView:
     code = raw.get("exit_code")
     hook = HookView(
         role=role,

@@ -54,7 +54,11 @@ def markdown(v: RunView) -> str:
 
 def _headline(v: RunView) -> str:
     code_part = f" (exit {v.exit_code})" if v.exit_code is not None else ""
-    word = "unfinished: no result, the run was killed or is still running" if not v.finished else v.status
+    word = (
+        "unfinished: no result, the run was killed or is still running"
+        if not v.finished
+        else v.status
+    )
     lines = [f"### {mark(v.status)} orkeon {code(v.step or 'run')}: {word}{code_part}"]
     if v.error:
         lines.append(f"**Why:** {code(v.error, limit=400)}")
@@ -65,7 +69,9 @@ def _headline(v: RunView) -> str:
         facts.append(f"{v.attempts} attempts")
     facts.append(f"{count(calls)} calls, {count(refused)} refused")
     facts.append(f"{count(int(b.get('turns') or 0))} turns")
-    tokens = int(b.get("tokens_in") or 0) + int(b.get("tokens_out") or 0) or int(b.get("tokens") or 0)
+    tokens = int(b.get("tokens_in") or 0) + int(b.get("tokens_out") or 0) or int(
+        b.get("tokens") or 0
+    )
     facts.append(f"{count(tokens)} tokens")
     facts.append(money(b.get("usd") if "usd" in b else 0.0))
     used = seconds(float(b.get("used_seconds") or 0.0))
@@ -96,7 +102,9 @@ def _roles(v: RunView) -> str:
             f"| {count(r.tokens_in)} / {count(r.tokens_out)} | {money(r.usd)} | {seconds(r.seconds)} |"
         )
     if len(v.roles) > MAX_ROLES:
-        rows.append(f"\n… and {len(v.roles) - MAX_ROLES} more roles (`orkeon report --format html`).")
+        rows.append(
+            f"\n… and {len(v.roles) - MAX_ROLES} more roles (`orkeon report --format html`)."
+        )
     if v.attempts > 1:
         rows.append(f"\nCounts cover all {v.attempts} attempts of this run directory.")
     return "\n".join(rows)
@@ -108,7 +116,9 @@ def _audits(v: RunView) -> str:
     rows = ["| audit of batch | result | what failed |", "| --- | --- | --- |"]
     for a in v.audits:
         word = "passed" if a.passed else "failed"
-        rows.append(f"| {code(a.batch, table=True)} | {mark(word)} {word} | {code(a.what_failed, table=True)} |")
+        rows.append(
+            f"| {code(a.batch, table=True)} | {mark(word)} {word} | {code(a.what_failed, table=True)} |"
+        )
     out = ["\n".join(rows)]
     for a in v.failed_audits[:5]:
         what = f", {code(' '.join(a.failed_command))}" if a.failed_command else ""

@@ -140,7 +140,7 @@ class RoleView:
         self.calls = self.calls_seen if seen else self.calls_recorded
         self.refused = self.refused_seen if seen else self.refused_recorded
         if not self.status:
-            self.status = "not started" if not seen else "unfinished"
+            self.status = "not_started" if not seen else "unfinished"
 
     def to_json(self) -> dict[str, Any]:
         keep = ("name", "step", "batch", "status", "error", "turns", "calls", "refused",
