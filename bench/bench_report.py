@@ -39,7 +39,9 @@ def make_run(tmp: Path) -> Path:
     turn = [read] * (PER_TURN - 2) + [refused, read]
     script = {"b1/r": [{"tool_calls": turn} for _ in range(CALLS // PER_TURN)]}
     (tmp / "script.json").write_text(json.dumps(script))
-    plan = {"batches": [{"name": "b1", "roles": [{"name": "r", "roots": ["src/"], "task": "read"}]}]}
+    plan = {
+        "batches": [{"name": "b1", "roles": [{"name": "r", "roots": ["src/"], "task": "read"}]}]
+    }
     doc = {
         "model": {"provider": "scripted", "script": str(tmp / "script.json")},
         "plan": plan,
@@ -64,7 +66,14 @@ def main() -> None:
         header()
         base = command_seconds([PY, "-c", BASELINE, str(events)], REPEAT)
         size = events.stat().st_size / 1e6
-        row(f"read events.jsonl ({CALLS:,} calls, {size:.1f} MB)", f"{base:.2f} s", "", None, "", None)
+        row(
+            f"read events.jsonl ({CALLS:,} calls, {size:.1f} MB)",
+            f"{base:.2f} s",
+            "",
+            None,
+            "",
+            None,
+        )
         for fmt in ("md", "html", "junit", "json"):
             out = tmp / f"report.{fmt}"
             argv = [PY, "-m", "orkeon_run", "report", str(rd), "--format", fmt, "-o", str(out)]
@@ -73,7 +82,14 @@ def main() -> None:
                 f"< {TARGET_S:.0f} s", took < TARGET_S)  # fmt: skip
             chars = len(out.read_text(encoding="utf-8"))
             if fmt == "md":
-                row("  its size", f"{chars:,} ch", "", None, f"< {COMMENT_LIMIT:,} ch", chars < COMMENT_LIMIT)
+                row(
+                    "  its size",
+                    f"{chars:,} ch",
+                    "",
+                    None,
+                    f"< {COMMENT_LIMIT:,} ch",
+                    chars < COMMENT_LIMIT,
+                )
             else:
                 row("  its size", f"{chars / 1e3:,.0f} kB", "", None, "", None)
 

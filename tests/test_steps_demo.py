@@ -26,7 +26,9 @@ def test_demo_runs_every_stage(tmp_path: Path) -> None:
     text = out.stdout  # each step's `orkeon report`, then its summary
     assert "`writer` call 1 `file_write` `README.md`: refused by **rules**" in text
     assert "[pre-tool hook #1 (python3 .orkeon/hooks/pre_tool.py file_write" in text
-    assert "post-tool #2 `python3 .orkeon/hooks/post_tool.py file_write .orkeon/spec.md` | 1 |" in text
+    assert (
+        "post-tool #2 `python3 .orkeon/hooks/post_tool.py file_write .orkeon/spec.md` | 1 |" in text
+    )
     assert "<summary>The plan failed its check 1 time</summary>" in text
     assert "[refused: calc/__init__.py is outside this role's roots (tests/)]" in text
     assert "| `b1` | ✅ passed |" in text and "| `b2` | ✅ passed |" in text and "❌" not in text
