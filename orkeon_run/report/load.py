@@ -21,20 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
-from .model import (
-    PRE_EVENTS,
-    AuditView,
-    BatchView,
-    BudgetPoint,
-    CallView,
-    HookView,
-    RoleView,
-    RunView,
-    call_target,
-    hook_decision,
-    num,
-    text,
-)
+from .model import BatchView, BudgetPoint, RoleView, RunView, num, text
+from .records import audit_view, call_view, error_of, hook_view
 
 FILES = ("result.json", "events.jsonl", "inputs.json", "state.json")
 
@@ -143,7 +131,7 @@ class _Reader:
                 running.turn(ev, seconds)
                 attempt_points.append(running.point(ts))
             elif kind == "tool.call":
-                call = _call(ev, n, len(v.calls) + 1)
+                call = call_view(ev, n, len(v.calls) + 1)
                 v.calls.append(call)
                 role = _role(roles, ev)
                 role.calls_seen += 1
@@ -158,7 +146,7 @@ class _Reader:
                 running.seconds += call.tool_seconds + call.hook_seconds
                 attempt_points.append(running.point(ts))
             elif kind == "hook.run":
-                hook = _hook(ev, ts, role=text(ev.get("role")), call=None, refusal=None)
+                hook = hook_view(ev, ts, role=text(ev.get("role")), call=None, refusal=None)
                 v.hooks.append(hook)
                 _role(roles, ev).hook_seconds += hook.seconds
                 running.seconds += hook.seconds
@@ -176,7 +164,7 @@ class _Reader:
                 name = text(ev.get("batch"))
                 batches[(n, name)] = BatchView(name=name, attempt=n, skipped=True, started=ts)
             elif kind == "audit":
-                v.audits.append(_audit(ev, n, ts))
+                v.audits.append(audit_view(ev, n, ts))
             elif kind == "plan.invalid":
                 problems = ev.get("problems")
                 lines = [text(p) for p in problems] if isinstance(problems, list) else []
@@ -219,7 +207,7 @@ class _Reader:
             code = final.get("exit_code")
             v.exit_code = code if isinstance(code, int) else None
             v.step = text(final.get("step")) or v.step
-            v.error, v.error_kind = _error(final.get("error"))
+            v.error, v.error_kind = error_of(final.get("error"))
             budget = final.get("budget")
             v.budget = dict(budget) if isinstance(budget, dict) else running.block()
             if _is_num(v.budget.get("limit_seconds")):
@@ -233,7 +221,7 @@ class _Reader:
                     _merge(roles.setdefault(record["name"], RoleView(name=record["name"])), record)
             if not v.audits:  # the events were lost: the result's audits are all there is
                 v.audits = [
-                    _audit(a, 1, None) for a in final.get("audits") or [] if isinstance(a, dict)
+                    audit_view(a, 1, None) for a in final.get("audits") or [] if isinstance(a, dict)
                 ]
         else:
             v.status, v.exit_code, v.budget = "unfinished", None, running.block()
@@ -307,93 +295,6 @@ def _merge(role: RoleView, record: dict[str, Any]) -> None:
     for key in ("turns", "calls", "refused"):
         if isinstance(record.get(key), int):
             setattr(role, f"{key}_recorded", record[key])
-
-
-def _call(ev: dict[str, Any], attempt: int, index: int) -> CallView:
-    ts = num(ev.get("ts"))
-    tool_s, hook_s = num(ev.get("tool_seconds")), num(ev.get("hook_seconds"))
-    raw_input = ev.get("input")
-    inp: dict[str, Any] = raw_input if isinstance(raw_input, dict) else {}
-    refused_by = ev.get("refused_by") if isinstance(ev.get("refused_by"), str) else None
-    outcome = "refused" if ev.get("outcome") == "refused" else "ran"
-    from ..calls import result_text
-
-    read = result_text(ev.get("result"))
-    call = CallView(
-        index=index,
-        attempt=attempt,
-        ts=ts,
-        started=ts - tool_s - hook_s,
-        step=text(ev.get("step")),
-        batch=text(ev.get("batch")) or None,
-        role=text(ev.get("role")) or "?",
-        seq=int(num(ev.get("seq"))),
-        tool=text(ev.get("tool")),
-        input=inp,
-        target=call_target(inp),
-        outcome=outcome,
-        refused_by=refused_by,
-        result=read,
-        tool_seconds=tool_s,
-        hook_seconds=hook_s,
-    )
-    refusal = read if refused_by == "hook" else None
-    for raw in ev.get("hooks") or []:
-        if isinstance(raw, dict):
-            call.hooks.append(_hook(raw, ts, role=call.role, call=index, refusal=refusal))
-    if refusal is not None and not any(h.decision == "refused" for h in call.hooks):
-        # A text that names no hook (`a PreToolUse hook stopped the role`): the last
-        # pre-tool hook that failed refused it, else the last one that ran.
-        pre = [h for h in call.hooks if h.event in PRE_EVENTS]
-        failed = [h for h in pre if h.decision == "failed"]
-        if failed or pre:
-            (failed or pre)[-1].decision = "refused"
-    return call
-
-
-def _hook(
-    raw: dict[str, Any], ts: float, *, role: str, call: int | None, refusal: str | None
-) -> HookView:
-    code = raw.get("exit_code")
-    hook = HookView(
-        role=role,
-        call=call,
-        ts=ts,
-        n=raw["n"] if isinstance(raw.get("n"), int) else None,
-        event=text(raw.get("event")),
-        command=text(raw.get("command")),
-        exit_code=code if isinstance(code, int) else None,
-        seconds=num(raw.get("seconds")),
-        timed_out=raw.get("timed_out") is True,
-        first_line=text(raw.get("first_line")),
-    )
-    hook.decision = hook_decision(hook, refusal)
-    return hook
-
-
-def _audit(ev: dict[str, Any], attempt: int, ts: float | None) -> AuditView:
-    outside = ev.get("outside_roots")
-    failed = ev.get("failed_command")
-    return AuditView(
-        batch=text(ev.get("batch")),
-        attempt=attempt,
-        ts=ts,
-        passed=ev.get("passed") is True,
-        outside_roots=[text(p) for p in outside] if isinstance(outside, list) else [],
-        failed_command=[text(a) for a in failed] if isinstance(failed, list) else None,
-        output_tail=text(ev.get("output_tail")),
-    )
-
-
-def _error(value: Any) -> tuple[str | None, str | None]:
-    """The result's `error`: a line, or (a later schema) an object with `kind`."""
-    if isinstance(value, dict):
-        message = value.get("message")
-        kind = value.get("kind")
-        return (text(message) if message is not None else json.dumps(value)), (
-            text(kind) if kind is not None else None
-        )
-    return (text(value) if value is not None else None), None
 
 
 def _is_num(value: Any) -> bool:

@@ -52,8 +52,9 @@ class HookView:
     seconds: float
     timed_out: bool
     first_line: str
-    # passed | refused (this hook refused the call) | failed (non-zero, timed out or could
-    # not run, without refusing: the model read a line, or the run went on)
+    # passed | refused (this hook refused the call) | blocked (a settings-shape hook's exit
+    # 2 outside a refusal: feedback, a blocked prompt, "keep going") | failed (non-zero,
+    # timed out or could not run, without deciding anything: the run went on)
     decision: str = "passed"
 
 
@@ -64,6 +65,8 @@ def hook_decision(hook: HookView, refusal: str | None) -> str:
             return "refused"
         if hook.n is None and refusal.startswith(f"[{hook.event} hook ({hook.command})"):
             return "refused"
+    if hook.n is None and hook.exit_code == 2:
+        return "blocked"
     if hook.timed_out or hook.exit_code != 0:
         return "failed"
     return "passed"
