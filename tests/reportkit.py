@@ -5,7 +5,8 @@ worker) through `orkeon_run.runner.run` with the scripted model (stepkit.py).
   post-tool hook fails, and calls refused by a pre-tool hook, the gate, the roots and as
   invalid; role `b1/b` reads a hostile README. The audit's test fails.
 - `stopped`: dev-batches with settings-shape hooks, a price and token usage: `b1/a` is
-  stopped by a PreToolUse hook (`continue: false`), a Stop hook fails, `b1/b` succeeds.
+  stopped by a PreToolUse hook (`continue: false`), `b1/b` succeeds, its write getting
+  PostToolUse feedback (exit 2); a Stop hook fails.
 - `killed`: dev-batches killed with SIGKILL while a pre-tool hook holds `b1/a`'s second
   call (`b1/b` waits its turn: concurrency 1): no result.json, no `result` event.
 
@@ -115,6 +116,8 @@ def stopped_doc() -> dict[str, Any]:
         hooks={
             "PreToolUse": [{"matcher": "file_write", "hooks": [
                 {"type": "command", "command": f"case \"$(cat)\" in *stop.py*) echo '{stop}';; esac"}]}],
+            "PostToolUse": [{"matcher": "file_write", "hooks": [
+                {"type": "command", "command": "echo use tabs >&2; exit 2"}]}],
             "Stop": [{"hooks": [{"type": "command", "command": "echo the stop hook broke >&2; exit 1"}]}],
         },
         budget={"seconds": 600, "usd": 5.0},

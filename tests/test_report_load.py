@@ -56,6 +56,12 @@ def test_settings_hooks_tokens_and_cost(runs: Runs) -> None:
     assert (a.name, a.status, a.error) == ("b1/a", "stopped", "a stops here")
     (call,) = [c for c in v.calls if c.role == "b1/a"]
     assert [h.decision for h in call.hooks] == ["refused"]  # continue: false, exit 0
+    (call,) = [c for c in v.calls if c.role == "b1/b"]
+    assert [(h.event, h.decision) for h in call.hooks] == [
+        ("PreToolUse", "passed"),
+        ("PostToolUse", "blocked"),
+    ]
+    assert "[PostToolUse hook (echo use tabs >&2; exit 2) feedback: use tabs]" in call.result
     assert (b.tokens_in, b.tokens_out) == (2400, 600)
     assert b.usd == pytest.approx(2 * (1200 * 3 + 300 * 15) / 1e6)
     assert v.budget["usd"] == pytest.approx(a.usd + b.usd)
