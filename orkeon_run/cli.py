@@ -226,12 +226,15 @@ class ReportFormat(StrEnum):
 
 @app.command()
 def report(
-    run_dir: Annotated[str, typer.Argument(help="The run directory to report on.")],
+    run_dir: Annotated[
+        str, typer.Argument(metavar="RUN_DIR", help="The run directory to report on.")
+    ],
     format: Annotated[
         ReportFormat, typer.Option("--format", help="md (default), html, junit or json.")
     ] = ReportFormat.md,
     out: Annotated[
-        str | None, typer.Option("-o", "--out", help="Write to FILE instead of stdout.")
+        str | None,
+        typer.Option("-o", "--out", metavar="FILE", help="Write to FILE instead of stdout."),
     ] = None,
 ) -> None:
     """Report on one run directory: Markdown, a self-contained HTML page, JUnit XML or JSON."""
