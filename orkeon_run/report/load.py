@@ -39,12 +39,6 @@ def load(run_dir: Path) -> RunView:
 
 
 @dataclass
-class _Attempt:
-    start: float | None = None
-    result: dict[str, Any] | None = None
-
-
-@dataclass
 class _Reader:
     run_dir: Path
     problems: list[str] = field(default_factory=list)
@@ -87,97 +81,24 @@ class _Reader:
         inputs = self.json_file("inputs.json")
         state = self.json_file("state.json")
         result = result if isinstance(result, dict) else None
-        inputs = inputs if isinstance(inputs, dict) else {}
-        state = state if isinstance(state, dict) else {}
-        v = RunView(run_dir=str(self.run_dir.resolve()))
-        attempts: list[_Attempt] = []
-        roles: dict[str, RoleView] = {}
-        batches: dict[tuple[int, str], BatchView] = {}
-        attempt_points: list[BudgetPoint] = []
-        running = _Budget()
+        scan = _Scan(RunView(run_dir=str(self.run_dir.resolve())))
         for ev in self.events():
-            kind = ev["type"]
-            ts = num(ev.get("ts"))
-            if kind == "run.start" or not attempts:
-                attempts.append(_Attempt(start=ts if kind == "run.start" else None))
-                attempt_points, running = [], _Budget()
-                v.budget_points = attempt_points
-            n = len(attempts)
-            if v.started is None or (ts and ts < v.started):
-                v.started = ts
-            v.ended = max(v.ended or ts, ts)
-            if kind == "run.start":
-                v.run_id = text(ev.get("run_id")) or v.run_id
-                v.step = text(ev.get("step")) or v.step
-                v.workspace = text(ev.get("workspace")) or v.workspace
-            elif kind == "result":
-                attempts[-1].result = ev
-            elif kind == "model.turn":
-                role = _role(roles, ev)
-                seconds = num(ev.get("seconds"))
-                role.turns_seen += 1
-                role.tokens_in += int(num(ev.get("tokens_in")))
-                role.tokens_out += int(num(ev.get("tokens_out")))
-                role.model_seconds += seconds
-                usd = ev.get("usd")
-                if isinstance(usd, int | float) and role.usd is not None:
-                    role.usd += usd
-                else:
-                    role.usd = None
-                role.first = min(role.first or ts, ts - seconds)
-                role.last = max(role.last or ts, ts)
-                if num(ev.get("tool_calls")) == 0:
-                    role.answered = True
-                running.turn(ev, seconds)
-                attempt_points.append(running.point(ts))
-            elif kind == "tool.call":
-                call = call_view(ev, n, len(v.calls) + 1)
-                v.calls.append(call)
-                role = _role(roles, ev)
-                role.calls_seen += 1
-                role.tool_seconds += call.tool_seconds
-                role.hook_seconds += call.hook_seconds
-                if call.outcome == "refused":
-                    role.refused_seen += 1
-                    stage = call.refused_by or "invalid"
-                    role.refused_by[stage] = role.refused_by.get(stage, 0) + 1
-                role.first = min(role.first or ts, call.started)
-                role.last = max(role.last or ts, ts)
-                running.seconds += call.tool_seconds + call.hook_seconds
-                attempt_points.append(running.point(ts))
-            elif kind == "hook.run":
-                hook = hook_view(ev, ts, role=text(ev.get("role")), call=None, refusal=None)
-                v.hooks.append(hook)
-                _role(roles, ev).hook_seconds += hook.seconds
-                running.seconds += hook.seconds
-            elif kind == "batch.start":
-                name = text(ev.get("batch"))
-                names = [text(r) for r in ev.get("roles") or [] if isinstance(r, str)]
-                batches[(n, name)] = BatchView(name=name, attempt=n, roles=names, started=ts)
-                for r in names:
-                    roles.setdefault(r, RoleView(name=r, batch=name, step=text(ev.get("step"))))
-            elif kind == "batch.end":
-                batch = batches.get((n, text(ev.get("batch"))))
-                if batch:
-                    batch.ended, batch.passed = ts, ev.get("passed") is True
-            elif kind == "batch.skipped":
-                name = text(ev.get("batch"))
-                batches[(n, name)] = BatchView(name=name, attempt=n, skipped=True, started=ts)
-            elif kind == "audit":
-                v.audits.append(audit_view(ev, n, ts))
-            elif kind == "plan.invalid":
-                problems = ev.get("problems")
-                lines = [text(p) for p in problems] if isinstance(problems, list) else []
-                v.plan_checks.append({"attempt": int(num(ev.get("attempt"))), "problems": lines})
-            elif kind == "compact":
-                _role(roles, ev).compactions += 1
-        v.attempts = len(attempts)
-        v.batches = list(batches.values())
-        last = attempts[-1] if attempts else None
-        final = last.result if last and last.result else None
-        if final is None and result is not None and not attempts:
+            scan.add(ev)
+        v = scan.view
+        v.attempts = len(scan.results)
+        v.batches = list(scan.batches.values())
+        final = scan.results[-1] if scan.results else None
+        if not scan.results and result is not None:
             final = result  # a result.json without events: the events file was lost
-        self.settle(v, final, result, inputs, state, roles, running)
+        self.settle(
+            v,
+            final,
+            result,
+            inputs if isinstance(inputs, dict) else {},
+            state if isinstance(state, dict) else {},
+            scan.roles,
+            scan.running,
+        )
         v.problems = self.problems
         return v
 
@@ -238,6 +159,114 @@ class _Reader:
         v.roles = sorted(roles.values(), key=lambda r: (r.first is None, r.first or 0.0))
 
 
+@dataclass
+class _Scan:
+    """One pass over the events: each event type adds to the view, the roles, the
+    batches and the attempt's running budget."""
+
+    view: RunView
+    roles: dict[str, RoleView] = field(default_factory=dict)
+    batches: dict[tuple[int, str], BatchView] = field(default_factory=dict)
+    results: list[dict[str, Any] | None] = field(default_factory=list)  # per attempt
+    running: _Budget = field(default_factory=lambda: _Budget())
+
+    def add(self, ev: dict[str, Any]) -> None:
+        kind, ts = ev["type"], num(ev.get("ts"))
+        if kind == "run.start" or not self.results:  # a new attempt begins
+            self.results.append(None)
+            self.running = _Budget()
+            self.view.budget_points = []
+        v = self.view
+        v.started = ts if v.started is None else min(v.started, ts)
+        v.ended = ts if v.ended is None else max(v.ended, ts)
+        handler = getattr(self, "on_" + kind.replace(".", "_"), None)
+        if handler is not None:
+            handler(ev, ts)
+
+    @property
+    def attempt(self) -> int:
+        return len(self.results)
+
+    def on_run_start(self, ev: dict[str, Any], ts: float) -> None:
+        v = self.view
+        v.run_id = text(ev.get("run_id")) or v.run_id
+        v.step = text(ev.get("step")) or v.step
+        v.workspace = text(ev.get("workspace")) or v.workspace
+
+    def on_result(self, ev: dict[str, Any], ts: float) -> None:
+        self.results[-1] = ev
+
+    def on_model_turn(self, ev: dict[str, Any], ts: float) -> None:
+        role = self.role(ev)
+        seconds = num(ev.get("seconds"))
+        role.turns_seen += 1
+        role.tokens_in += int(num(ev.get("tokens_in")))
+        role.tokens_out += int(num(ev.get("tokens_out")))
+        role.model_seconds += seconds
+        usd = ev.get("usd")
+        role.usd = role.usd + usd if isinstance(usd, int | float) and role.usd is not None else None
+        role.span(ts - seconds, ts)
+        role.answered = role.answered or num(ev.get("tool_calls")) == 0
+        self.running.turn(ev, seconds)
+        self.view.budget_points.append(self.running.point(ts))
+
+    def on_tool_call(self, ev: dict[str, Any], ts: float) -> None:
+        call = call_view(ev, self.attempt, len(self.view.calls) + 1)
+        self.view.calls.append(call)
+        role = self.role(ev)
+        role.calls_seen += 1
+        role.tool_seconds += call.tool_seconds
+        role.hook_seconds += call.hook_seconds
+        if call.stage:
+            role.refused_seen += 1
+            role.refused_by[call.stage] = role.refused_by.get(call.stage, 0) + 1
+        role.span(call.started, ts)
+        self.running.seconds += call.tool_seconds + call.hook_seconds
+        self.view.budget_points.append(self.running.point(ts))
+
+    def on_hook_run(self, ev: dict[str, Any], ts: float) -> None:
+        hook = hook_view(ev, ts, role=text(ev.get("role")), call=None, refusal=None)
+        self.view.hooks.append(hook)
+        self.role(ev).hook_seconds += hook.seconds
+        self.running.seconds += hook.seconds
+
+    def on_batch_start(self, ev: dict[str, Any], ts: float) -> None:
+        name = text(ev.get("batch"))
+        names = [r for r in ev.get("roles") or [] if isinstance(r, str)]
+        self.batches[(self.attempt, name)] = BatchView(name, self.attempt, names, started=ts)
+        for r in names:  # listed before they run: a role that never starts is still shown
+            self.roles.setdefault(r, RoleView(name=r, batch=name, step=text(ev.get("step"))))
+
+    def on_batch_end(self, ev: dict[str, Any], ts: float) -> None:
+        batch = self.batches.get((self.attempt, text(ev.get("batch"))))
+        if batch:
+            batch.ended, batch.passed = ts, ev.get("passed") is True
+
+    def on_batch_skipped(self, ev: dict[str, Any], ts: float) -> None:
+        name = text(ev.get("batch"))
+        self.batches[(self.attempt, name)] = BatchView(name, self.attempt, skipped=True, started=ts)
+
+    def on_audit(self, ev: dict[str, Any], ts: float) -> None:
+        self.view.audits.append(audit_view(ev, self.attempt, ts))
+
+    def on_plan_invalid(self, ev: dict[str, Any], ts: float) -> None:
+        problems = ev.get("problems")
+        lines = [text(p) for p in problems] if isinstance(problems, list) else []
+        self.view.plan_checks.append({"attempt": int(num(ev.get("attempt"))), "problems": lines})
+
+    def on_compact(self, ev: dict[str, Any], ts: float) -> None:
+        self.role(ev).compactions += 1
+
+    def role(self, ev: dict[str, Any]) -> RoleView:
+        name = text(ev.get("role")) or "?"
+        role = self.roles.get(name)
+        if role is None:
+            role = self.roles[name] = RoleView(name=name)
+        role.step = role.step or text(ev.get("step"))
+        role.batch = role.batch or (text(ev.get("batch")) or None)
+        return role
+
+
 def state_roles(state: dict[str, Any]) -> dict[str, dict[str, Any]]:
     """Role records dev-batches saved in state.json (passed batches and the current one)."""
     found: dict[str, dict[str, Any]] = {}
@@ -277,16 +306,6 @@ class _Budget:
         """A result-shaped `budget` for a run with no result (counted from the events)."""
         return {"used_seconds": self.seconds, "turns": self.turns, "tokens": self.tokens,
                 "usd": self.usd, "exhausted": None, "from_events": True}  # fmt: skip
-
-
-def _role(roles: dict[str, RoleView], ev: dict[str, Any]) -> RoleView:
-    name = text(ev.get("role")) or "?"
-    role = roles.get(name)
-    if role is None:
-        role = roles[name] = RoleView(name=name)
-    role.step = role.step or text(ev.get("step"))
-    role.batch = role.batch or (text(ev.get("batch")) or None)
-    return role
 
 
 def _merge(role: RoleView, record: dict[str, Any]) -> None:

@@ -132,6 +132,11 @@ class RoleView:
     refused_recorded: int = 0
     answered: bool = False
 
+    def span(self, start: float, end: float) -> None:
+        """Widen the role's time on the timeline to cover `start` to `end`."""
+        self.first = start if self.first is None else min(self.first, start)
+        self.last = end if self.last is None else max(self.last, end)
+
     @property
     def seconds(self) -> float:
         """Time charged to the budget: model answers, tools, hooks."""
