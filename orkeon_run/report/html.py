@@ -15,7 +15,7 @@ from html import escape
 
 from .fmt import clip, count, money, one_line, refusal, seconds, stages, utc
 from .html_assets import SCRIPT, STYLE, csp
-from .model import AuditView, CallView, HookView, RoleView, RunView
+from .model import AuditView, BatchView, CallView, HookView, RoleView, RunView
 
 TEXT_CAP = 4000
 INPUT_CAP = 2000
@@ -134,18 +134,21 @@ def _timeline(v: RunView) -> str:
         return ""
     starts = [r.first for r in v.roles if r.first is not None]
     axis = _Axis(min([v.started, *starts]), v.ended)
+    calls: dict[str, list[CallView]] = {}
+    for c in v.calls:
+        calls.setdefault(c.role, []).append(c)
     rows: list[str] = []
     done: set[str] = set()
     for batch in v.batches:
-        names = [r for r in v.roles if r.name in batch.roles and r.name not in done]
-        rows.append(_batch_row(v, batch.name, batch.attempt, batch.started, batch.ended, axis))
-        for role in names:
-            rows.append(_role_row(v, role, axis))
-            done.add(role.name)
+        rows.append(_batch_row(v, batch, axis))
+        for role in v.roles:
+            if role.name in batch.roles and role.name not in done:
+                rows.append(_role_row(role, calls.get(role.name, []), axis))
+                done.add(role.name)
     rest = [r for r in v.roles if r.name not in done]
     if rest and v.batches:
         rows.append('<div class="label batch">other roles</div><div></div>')
-    rows += [_role_row(v, r, axis) for r in rest]
+    rows += [_role_row(r, calls.get(r.name, []), axis) for r in rest]
     total = seconds(axis.span)
     return (
         '<section id="timeline"><h2>Timeline</h2>'
@@ -158,14 +161,13 @@ def _timeline(v: RunView) -> str:
     )
 
 
-def _batch_row(
-    v: RunView, name: str, attempt: int, start: float | None, end: float | None, axis: _Axis
-) -> str:
+def _batch_row(v: RunView, batch: BatchView, axis: _Axis) -> str:
+    name, attempt, start = batch.name, batch.attempt, batch.started
     marks = []
     if start is not None:
         marks.append(
             f'<div class="span" style="left:{axis.left(start):.3f}%;'
-            f'width:{axis.width(start, end or v.ended or start):.3f}%"></div>'
+            f'width:{axis.width(start, batch.ended or v.ended or start):.3f}%"></div>'
         )
     for a in v.audits:
         if a.batch == name and a.attempt == attempt and a.ts is not None:
@@ -178,21 +180,20 @@ def _batch_row(
     return f'<div class="label batch" title="{esc(label)}">{esc(label)}</div><div class="track">{"".join(marks)}</div>'
 
 
-def _role_row(v: RunView, role: RoleView, axis: _Axis) -> str:
+def _role_row(role: RoleView, calls: list[CallView], axis: _Axis) -> str:
     marks = []
     if role.first is not None and role.last is not None:
         marks.append(
             f'<div class="span" style="left:{axis.left(role.first):.3f}%;'
             f'width:{axis.width(role.first, role.last):.3f}%"></div>'
         )
-    for c in v.calls:
-        if c.role == role.name:
-            kind = "refused" if c.outcome == "refused" else ("hookfail" if _hookfail(c) else "ran")
-            tip = f"#{c.index} {c.tool} {one_line(c.target, 80)}: {refusal(c.stage)}"
-            marks.append(
-                f'<a class="mark {kind}" href="#call-{c.index}" title="{esc(tip)}" '
-                f'style="left:{axis.left(c.started):.3f}%;width:{axis.width(c.started, c.ts):.3f}%"></a>'
-            )
+    for c in calls:
+        kind = "refused" if c.outcome == "refused" else ("hookfail" if _hookfail(c) else "ran")
+        tip = f"#{c.index} {c.tool} {one_line(c.target, 80)}: {refusal(c.stage)}"
+        marks.append(
+            f'<a class="mark {kind}" href="#call-{c.index}" title="{esc(tip)}" '
+            f'style="left:{axis.left(c.started):.3f}%;width:{axis.width(c.started, c.ts):.3f}%"></a>'
+        )
     return (
         f'<div class="label" title="{esc(role.name + ": " + role.status)}">{_dot(role.status)} {esc(role.name)}</div>'
         f'<div class="track">{"".join(marks)}</div>'
