@@ -160,6 +160,32 @@ def hooks_trust(workspace: WorkspaceOpt = None) -> None:
     _exit_with(hooks.trust_main, workspace)
 
 
+class ReportFormat(StrEnum):
+    md = "md"
+    html = "html"
+    junit = "junit"
+    json = "json"
+
+
+@app.command()
+def report(
+    run_dir: Annotated[
+        str, typer.Argument(metavar="RUN_DIR", help="The run directory to report on.")
+    ],
+    format: Annotated[
+        ReportFormat, typer.Option("--format", help="md (default), html, junit or json.")
+    ] = ReportFormat.md,
+    out: Annotated[
+        str | None,
+        typer.Option("-o", "--out", metavar="FILE", help="Write to FILE instead of stdout."),
+    ] = None,
+) -> None:
+    """Report on one run directory: Markdown, a self-contained HTML page, JUnit XML or JSON."""
+    from .commands import report as command
+
+    _exit_with(command.main, run_dir, format.value, out)
+
+
 @app.command()
 def schema(
     name: Annotated[str, typer.Argument(help="inputs | plan | script | result | event | crew")],

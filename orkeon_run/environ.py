@@ -18,6 +18,9 @@ CREDENTIAL_NAME = re.compile(
 )
 # orkeon's own variables: where trust is recorded, and the switch that grants it.
 OWN_VARS = ("ORKEON_CONFIG_DIR", "ORKEON_TRUST_PROJECT_HOOKS")
+# GitHub Actions' command files: a program the model steers that appended to one would set
+# the step's outputs and summary, or the environment and PATH of the job's later steps.
+CI_FILE_VARS = ("GITHUB_ENV", "GITHUB_PATH", "GITHUB_OUTPUT", "GITHUB_STATE", "GITHUB_STEP_SUMMARY")
 # Variables orkeon set for its own process only (set_for_this_process).
 _SET_HERE: dict[str, str] = {}
 
@@ -36,10 +39,15 @@ def scrubbed(
     credentials: bool = True,
     environ: Mapping[str, str] | None = None,
 ) -> dict[str, str]:
-    """`environ` (default: orkeon's) without `remove`, orkeon's own variables and, with
-    `credentials`, every credential-like name."""
+    """`environ` (default: orkeon's) without `remove`, orkeon's own variables, GitHub
+    Actions' command files and, with `credentials`, every credential-like name."""
     env = os.environ if environ is None else environ
-    drop = {*OWN_VARS, *remove, *(k for k, v in _SET_HERE.items() if env.get(k) == v)}
+    drop = {
+        *OWN_VARS,
+        *CI_FILE_VARS,
+        *remove,
+        *(k for k, v in _SET_HERE.items() if env.get(k) == v),
+    }
     return {
         k: v
         for k, v in env.items()

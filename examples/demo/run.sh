@@ -22,7 +22,7 @@ else
   export PYTHONPATH="$root${PYTHONPATH:+:$PYTHONPATH}"
 fi
 python="${PYTHON:-python3}"
-# orkeon logs go to stderr; the demo prints its own summary, so only warnings show.
+# orkeon logs go to stderr; the demo prints each run's report, so only warnings show.
 export ORKEON_LOG_LEVEL="${ORKEON_LOG_LEVEL:-warning}"
 
 work="${1:-$(mktemp -d "${TMPDIR:-/tmp}/orkeon-demo.XXXXXX")}"
@@ -44,7 +44,7 @@ for step in dev-spec dev-plan dev-batches; do
     --workspace "$work" --run-dir "$run_dir" --output text)"
   code=$?
   set -e
-  "$python" "$here/summary.py" "$run_dir"
+  "${orkeon[@]}" report "$run_dir"
   printf '%s\n' "$result"
   if [ "$code" -ne 0 ]; then
     echo "$step exited $code; the run is in $run_dir"
@@ -55,5 +55,7 @@ done
 echo
 echo "== what the crew changed (git status --short)"
 git -C "$work" status --short
+"${orkeon[@]}" report "$work/.orkeon/runs/dev-batches" --format html -o "$work/.orkeon/runs/dev-batches.html"
 echo
 echo "Runs, events and transcripts: $work/.orkeon/runs/"
+echo "The batches as one page (timeline, every call, what the model read): $work/.orkeon/runs/dev-batches.html"

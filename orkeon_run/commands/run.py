@@ -4,6 +4,7 @@ code (docs/output.md)."""
 from __future__ import annotations
 
 import json
+import os
 import sys
 
 from ..errors import InputError
@@ -18,8 +19,10 @@ def main(
     output: str | None = None,
     resume: str | None = None,
 ) -> int:
+    import anyio
+
     from ..config.inputs import load_document
-    from ..run import runner
+    from ..run.runner import execute, open_run
     from .summary import summary
 
     if inputs is None and resume is None:
@@ -29,11 +32,16 @@ def main(
     doc = load_document(inputs) if inputs is not None else None
     mode = output or ("text" if sys.stdout.isatty() else "json")
     stream = sys.stdout if mode == "stream-json" else None
-    result = runner.run(
+    opened = open_run(
         step, doc, workspace=workspace, run_dir=run_dir, resume_dir=resume, stream=stream
     )
+    result = anyio.run(execute, opened)
     if mode == "json":
         sys.stdout.write(json.dumps(result, ensure_ascii=False) + "\n")
     elif mode == "text":
         sys.stdout.write(summary(result))
+    if os.environ.get("GITHUB_ACTIONS") == "true":
+        from ..report.github import publish
+
+        publish(opened.run_dir, result, os.environ, sys.stderr)
     return int(result["exit_code"])

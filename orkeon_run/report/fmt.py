@@ -1,0 +1,75 @@
+"""Numbers and texts as every report format writes them."""
+
+from __future__ import annotations
+
+import time
+
+# The mark before a status word (the word is always written too).
+MARKS = {
+    "succeeded": "✅",
+    "passed": "✅",
+    "failed": "❌",
+    "error": "❌",
+    "stopped": "❌",
+    "budget_exhausted": "⏱️",
+    "interrupted": "⏹️",
+    "unfinished": "⚠️",
+    "not_started": "⏸️",
+}
+
+
+def mark(status: str) -> str:
+    return MARKS.get(status, "❔")
+
+
+def seconds(value: float | None) -> str:
+    if value is None:
+        return "—"
+    if value < 60:
+        return f"{value:.2f} s"
+    minutes, secs = divmod(round(value), 60)
+    if minutes < 60:
+        return f"{minutes} min {secs:02d} s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours} h {minutes:02d} min"
+
+
+def money(usd: float | None) -> str:
+    return "unknown" if usd is None else f"${usd:.4f}"
+
+
+def count(n: int) -> str:
+    return f"{n:,}"
+
+
+def clip(value: str, limit: int) -> str:
+    """`value` cut to `limit` characters, saying how much was cut."""
+    if len(value) <= limit:
+        return value
+    return value[:limit] + f"\n… ({len(value) - limit:,} more characters in events.jsonl)"
+
+
+def one_line(value: str, limit: int = 200) -> str:
+    """`value` on one line (line breaks and control characters shown escaped), cut to
+    `limit` characters."""
+    if not value.isprintable():
+        value = "".join(c if c.isprintable() else repr(c)[1:-1] for c in value)
+    return value if len(value) <= limit else value[: limit - 1] + "…"
+
+
+def utc(ts: float | None) -> str:
+    if ts is None:
+        return "—"
+    return time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(ts))
+
+
+def stages(refused_by: dict[str, int]) -> str:
+    """`{"gate": 2, "hook": 1}` -> `gate 2, hook 1`."""
+    return ", ".join(f"{k} {n}" for k, n in sorted(refused_by.items()))
+
+
+def refusal(stage: str | None) -> str:
+    """How a call ended, in words: `ran`, `refused by gate`, `invalid (refused)`."""
+    if stage is None:
+        return "ran"
+    return "invalid (refused)" if stage == "invalid" else f"refused by {stage}"

@@ -1,0 +1,202 @@
+"""The composite action (`action.yml`), its shell steps run here as GitHub's runner runs
+them: `bash --noprofile --norc -eo pipefail SCRIPT`, each step with fresh
+`$GITHUB_OUTPUT` and `$GITHUB_STEP_SUMMARY` files, `${{ inputs.* }}` and
+`${{ steps.*.outputs.* }}` substituted (any other expression fails the test).
+
+The install step really runs (a virtual environment, `pip install "$GITHUB_ACTION_PATH"`),
+offline: pip may not use an index, and orkeon's dependencies and its build backend come
+from the test's own environment through PYTHONPATH, as PyPI would give them on a runner.
+That takes seconds, so the module installs once."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import site
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from reportkit import hook_script, mixed_doc
+from stepkit import GIT_ENV, make_workspace
+
+yaml = pytest.importorskip("yaml")
+
+ROOT = Path(__file__).resolve().parent.parent
+ACTION = yaml.safe_load((ROOT / "action.yml").read_text())
+EXPR = re.compile(r"\$\{\{\s*(.*?)\s*\}\}")
+
+
+def read_outputs(path: Path) -> dict[str, str]:
+    from test_report_github import read_outputs as parse
+
+    return parse(path.read_text()) if path.exists() else {}
+
+
+class Runner:
+    """Runs the action's `run:` steps in order, as GitHub's runner would."""
+
+    def __init__(self, tmp: Path, inputs: dict[str, str], env: dict[str, str]) -> None:
+        self.tmp, self.env = tmp, env
+        declared = ACTION["inputs"]
+        assert set(inputs) <= set(declared), set(inputs) - set(declared)
+        self.inputs = {
+            k: inputs.get(k, str(spec.get("default", ""))) for k, spec in declared.items()
+        }
+        self.steps: dict[str, dict[str, str]] = {}
+        self.summaries: list[str] = []
+
+    def value(self, text: str) -> str:
+        def one(m: re.Match[str]) -> str:
+            expr = m.group(1)
+            if expr.startswith("inputs."):
+                return self.inputs[expr.removeprefix("inputs.")]
+            found = re.fullmatch(r"steps\.([\w-]+)\.outputs\.([\w-]+)", expr)
+            assert found, f"the test knows no expression {expr!r}"
+            return self.steps.get(found.group(1), {}).get(found.group(2), "")
+
+        return EXPR.sub(one, text)
+
+    def run(self, *ids: str) -> int:
+        """Run these `run:` steps, in the action's order, until one fails; its code."""
+        code = 0
+        assert set(ids) <= {s.get("id") for s in ACTION["runs"]["steps"]}
+        for n, step in enumerate(ACTION["runs"]["steps"]):
+            if step.get("id") not in ids:
+                continue
+            out, summary = self.tmp / f"output-{n}", self.tmp / f"summary-{n}"
+            script = self.tmp / f"step-{n}.sh"
+            script.write_text(step["run"])
+            env = {
+                **self.env,
+                **{k: self.value(str(v)) for k, v in (step.get("env") or {}).items()},
+                "GITHUB_OUTPUT": str(out),
+                "GITHUB_STEP_SUMMARY": str(summary),
+                "GITHUB_ENV": str(self.tmp / f"env-{n}"),
+                "GITHUB_PATH": str(self.tmp / f"path-{n}"),
+            }
+            done = subprocess.run(
+                ["bash", "--noprofile", "--norc", "-eo", "pipefail", str(script)],
+                cwd=self.env["GITHUB_WORKSPACE"], env=env, capture_output=True, text=True, timeout=300,
+            )  # fmt: skip
+            self.last = done
+            self.steps[step.get("id", str(n))] = read_outputs(out)
+            self.summaries.append(summary.read_text() if summary.exists() else "")
+            code = done.returncode
+            if code != 0:
+                return code
+        return code
+
+    def outputs(self) -> dict[str, str]:
+        return {name: self.value(spec["value"]) for name, spec in ACTION["outputs"].items()}
+
+
+def deps_path() -> str:
+    """The test environment's site-packages: orkeon's dependencies and hatchling."""
+    return os.pathsep.join(site.getsitepackages())
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str], str]:
+    tmp = tmp_path_factory.mktemp("action")
+    (tmp / "repo").mkdir()
+    env = {
+        "PATH": os.environ["PATH"],
+        "HOME": str(tmp),
+        "LANG": "C.UTF-8",
+        "GITHUB_ACTIONS": "true",
+        "GITHUB_ACTION_PATH": str(ROOT),
+        "GITHUB_WORKSPACE": str(tmp / "repo"),
+        "RUNNER_TEMP": str(tmp / "runner-temp"),
+        "PYTHONPATH": deps_path(),
+        "PIP_NO_INDEX": "1",
+        "PIP_NO_BUILD_ISOLATION": "0",  # pip's spelling of --no-build-isolation
+        "ORKEON_CONFIG_DIR": str(tmp / "config"),
+        "ORKEON_LOG_LEVEL": "error",
+        **GIT_ENV,
+    }
+    (tmp / "runner-temp").mkdir()
+    runner = Runner(tmp, {"step": "dev-batches", "inputs": "{}", "python": sys.executable}, env)
+    assert runner.run("install") == 0, runner.last.stderr[-3000:]
+    return tmp, env, runner.steps["install"]["orkeon"]
+
+
+def test_the_action_declares_its_inputs_outputs_and_steps() -> None:
+    assert ACTION["runs"]["using"] == "composite"
+    assert {"step", "inputs", "workspace", "output", "upload-artifact"} <= set(ACTION["inputs"])
+    assert set(ACTION["outputs"]) == {"status", "exit_code", "run_dir", "cost_usd"}
+    for step in ACTION["runs"]["steps"]:
+        if "run" in step:
+            assert step["shell"] == "bash"
+            assert "${{" not in step["run"], "an input pasted into a script can become a command"
+    (upload,) = [s for s in ACTION["runs"]["steps"] if "uses" in s]
+    assert upload["uses"].startswith("actions/upload-artifact@")
+    assert upload["with"]["path"] == "${{ steps.run.outputs.run_dir }}"
+    assert upload["with"]["include-hidden-files"] is True  # the run is under .orkeon/
+    assert upload["if"].startswith("always() && inputs.upload-artifact == 'true'")
+
+
+def test_the_action_runs_a_step_and_reports_it(
+    installed: tuple[Path, dict[str, str], str], tmp_path: Path
+) -> None:
+    tmp, env, orkeon = installed
+    assert orkeon == str(tmp / "runner-temp" / "orkeon-venv" / "bin" / "orkeon")
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    ws = make_workspace(
+        repo, {"README.md": "# app\n", "src/a/__init__.py": "", "src/b/__init__.py": ""}
+    )
+    (repo / "ci").mkdir()
+    (repo / "ci" / "inputs.json").write_text(json.dumps(mixed_doc(hook_script(tmp_path))))
+    env = {**env, "GITHUB_WORKSPACE": str(repo)}
+    runner = Runner(tmp_path, {"step": "dev-batches", "inputs": "@ci/inputs.json", "workspace": "ws",
+                               "run-dir": "ws/.orkeon/runs/ci", "python": sys.executable}, env)  # fmt: skip
+    runner.steps["install"] = {"orkeon": orkeon}  # installed once for the module
+    code = runner.run("run")
+    assert code == 1, runner.last.stderr[-3000:]
+    rd = str(ws / ".orkeon" / "runs" / "ci")
+    assert runner.outputs() == {
+        "status": "failed",
+        "exit_code": "1",
+        "run_dir": rd,
+        "cost_usd": "0.0",
+    }
+    assert runner.summaries[-1].startswith("### ❌ orkeon `dev-batches`: failed (exit 1)")
+    assert runner.last.stdout.startswith("dev-batches: failed (exit 1)")  # --output text
+    assert (
+        "::error title=orkeon dev-batches%3A the audit of batch b1 failed::" in runner.last.stderr
+    )
+    assert "::warning file=ws/secret/key.txt,title=" in runner.last.stderr
+    assert json.loads((Path(rd) / "result.json").read_text())["status"] == "failed"
+
+
+def test_nothing_ran_is_exit_code_2_and_no_status(
+    installed: tuple[Path, dict[str, str], str], tmp_path: Path
+) -> None:
+    _, env, orkeon = installed
+    (tmp_path / "repo").mkdir()
+    env = {**env, "GITHUB_WORKSPACE": str(tmp_path / "repo")}
+    runner = Runner(tmp_path, {"step": "dev-batches", "inputs": '{"budget": 3}'}, env)
+    runner.steps["install"] = {"orkeon": orkeon}
+    assert runner.run("run") == 2
+    assert runner.outputs() == {"status": "", "exit_code": "2", "run_dir": "", "cost_usd": ""}
+    assert runner.last.stderr.startswith("orkeon: ")
+
+
+def test_an_old_python_is_refused_with_the_fix(tmp_path: Path) -> None:
+    fake = tmp_path / "python-3.10"
+    fake.write_text("#!/bin/sh\nexit 1\n")  # `sys.version_info < (3, 11)` answers 1
+    fake.chmod(0o755)
+    env = {
+        "PATH": os.environ["PATH"],
+        "GITHUB_WORKSPACE": str(tmp_path),
+        "RUNNER_TEMP": str(tmp_path),
+    }
+    runner = Runner(tmp_path, {"step": "x", "inputs": "{}", "python": str(fake)}, env)
+    assert runner.run("install") == 2
+    assert (
+        "::error title=orkeon::" in runner.last.stdout
+        and "actions/setup-python" in runner.last.stdout
+    )
