@@ -24,10 +24,13 @@ def run(
     run_dir: str | None = None,
     output: str | None = None,
     resume: str | None = None,
+    progress: str | None = None,
 ) -> int:
-    """Run one step; print the result as `output` asks; return the step's exit code."""
+    """Run one step; print the result as `output` asks; show `progress` on stderr; return
+    the step's exit code."""
     from . import render, runner
     from .inputs import load_document
+    from .run.progress import choose
 
     if inputs is None and resume is None:
         raise InputError("--inputs: required (or --resume RUN_DIR)")
@@ -36,8 +39,15 @@ def run(
     doc = load_document(inputs) if inputs is not None else None
     mode = output or ("text" if sys.stdout.isatty() else "json")
     stream = sys.stdout if mode == "stream-json" else None
+    shown = choose(progress, output=mode)
     result = runner.run(
-        step, doc, workspace=workspace, run_dir=run_dir, resume_dir=resume, stream=stream
+        step,
+        doc,
+        workspace=workspace,
+        run_dir=run_dir,
+        resume_dir=resume,
+        stream=stream,
+        progress=shown,
     )
     if mode == "json":
         sys.stdout.write(json.dumps(result, ensure_ascii=False) + "\n")

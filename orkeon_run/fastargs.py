@@ -35,9 +35,14 @@ COMMANDS = {
             "--run-dir": "run_dir",
             "--output": "output",
             "--resume": "resume",
+            "--progress": "progress",
         },
         required=(),
-        choices={"step": _STEPS, "output": ("text", "json", "stream-json")},
+        choices={
+            "step": _STEPS,
+            "output": ("text", "json", "stream-json"),
+            "progress": ("auto", "live", "plain", "none"),
+        },
     ),
     "validate": _Command(
         positional=(),

@@ -30,8 +30,9 @@ Each tool run is charged to the ledger as "tool" and each native hook run as "ho
 moment it ends; a native hook's limit is `ledger.cap(60)`, the tool's `ledger.cap(timeout)`.
 Once the time budget is spent in the middle of a call, nothing more starts: a pre-tool
 stage refuses with the budget text, a post-tool hook adds its `could not run` line.
-Exactly one `tool.call` event is emitted per call (INTERFACE section 7); `seq` counts the
-calls of each role through this pipeline, from 1.
+Exactly one `tool.call` event is emitted per call (INTERFACE section 7), when it is done,
+and a `tool.start` as it begins; `seq` counts the calls of each role through this
+pipeline, from 1.
 """
 
 from __future__ import annotations
@@ -65,6 +66,17 @@ from .rules import RuleSet, call_subjects
 
 def budget_text(which: str) -> str:
     return f"[refused: {spent_text(which)}]"
+
+
+def call_target(tool: str, input: Any) -> str | None:
+    """What a call acts on, for a `tool.start` event: its path as the model wrote it, or
+    the shell command's first line; at most 200 characters; None when there is none."""
+    if not isinstance(input, dict):
+        return None
+    value = input.get("command") if tool == "shell" else tools_mod.path_arg(tool, input)
+    if not isinstance(value, str):
+        return None
+    return value.strip().partition("\n")[0][:200]
 
 
 @dataclass
@@ -121,6 +133,15 @@ class Pipeline:
         if counter is None:
             counter = self._seq[ctx.role] = itertools.count(1)
         seq = next(counter)
+        self.events.emit(
+            "tool.start",
+            step=self.step,
+            batch=ctx.batch,
+            role=ctx.role,
+            seq=seq,
+            tool=tool,
+            target=call_target(tool, input),
+        )
         out = await self._call(ctx, tool, input, call_id)
         self.events.emit(
             "tool.call",

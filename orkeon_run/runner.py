@@ -65,9 +65,11 @@ def run(
     resume_dir: str | None,
     stream: IO[str] | None,
     environ: Mapping[str, str] | None = None,
+    progress: str = "none",
 ) -> dict[str, Any]:
     """Run one step; return the result document. Input problems raise InputError (exit 2)
-    before anything is written."""
+    before anything is written. `progress` (live, plain, none) is shown on stderr; traces
+    are exported when the OTEL_* variables ask for them (run/telemetry.py)."""
     runner = step_runner(step)
     resume = resume_dir is not None
     state: dict[str, Any] = {}
@@ -105,10 +107,25 @@ def run(
     _save_inputs(rd, prep.doc, resume)
     atomic_write_json(rd / "state.json", state)
     events = EventLog(rd / "events.jsonl", stream)
+    watchers = _watchers(progress)
+    events.listeners.extend(watchers)
     try:
         return _run_step(step, runner, prep, rd, run_id, events, resume, state, environ)
     finally:
         events.close()
+        for watcher in watchers:
+            watcher.close()
+
+
+def _watchers(progress: str) -> list[Any]:
+    """The run's event listeners: its progress view and its trace exporter, each with a
+    `close()` (the final summary; the traces flushed, bounded in time)."""
+    from .run import progress as progress_view
+    from .run import telemetry
+
+    watchers = progress_view.listeners(progress)
+    traces = telemetry.from_environ()
+    return [*watchers, traces] if traces is not None else watchers
 
 
 def _read_state(rd: Path) -> dict[str, Any]:
@@ -188,6 +205,7 @@ def _run_step(
         workspace=str(prep.workspace),
         run_dir=str(rd),
         resume=resume,
+        budget=ledger.limits.model_dump(),
     )
     log = logs.get()
     log.info("step started", step=step, run_id=run_id, run_dir=str(rd))

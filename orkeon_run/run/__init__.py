@@ -1,0 +1,1 @@
+"""One run: prepare, runner, steps, audit, result, progress, telemetry."""
