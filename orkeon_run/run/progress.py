@@ -15,6 +15,7 @@ view that cannot write any more (stderr closed) goes quiet.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import sys
@@ -74,6 +75,15 @@ def listeners(mode: str) -> list[Listener]:
 
         return [LiveProgress(sys.stderr)]
     return []
+
+
+def gave_up(exc: Exception) -> None:
+    """One warning when a view stops showing the run (a bug; or stderr is gone, and then
+    nothing can be said)."""
+    from .. import logs
+
+    with contextlib.suppress(Exception):
+        logs.warn(f"progress: stopped showing the run: {type(exc).__name__}: {exc}")
 
 
 def _tty(stream: Any) -> bool:
@@ -175,7 +185,7 @@ class Tracker:
     step: str = ""
     run_id: str = ""
     started: float | None = None
-    limits: dict[str, float | None] = field(default_factory=dict)
+    limits: dict[str, float] = field(default_factory=dict)  # the limits set
     used: dict[str, float] = field(
         default_factory=lambda: {"seconds": 0.0, "turns": 0, "tokens": 0, "usd": 0.0}
     )

@@ -27,7 +27,7 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
-from .progress import Role, Tracker, clean, duration, money
+from .progress import Role, Tracker, clean, duration, gave_up, money
 
 _STYLES = {
     "succeeded": "green",
@@ -76,8 +76,9 @@ class LiveProgress:
                 self._live.start()
             elif self._live is not None and event["type"] in _REDRAW:
                 self._live.refresh()
-        except Exception:  # stderr went away, or a bug here: the run goes on without us
+        except Exception as exc:  # stderr went away, or a bug here: the run goes on
             self._quiet = True
+            gave_up(exc)
 
     def close(self) -> None:
         if self._live is not None:
@@ -106,10 +107,7 @@ class LiveProgress:
         budget = self._budget()
         if budget:
             head.append(f" · budget {budget}")
-        table = Table.grid(padding=(0, 2))
-        for _ in range(8):
-            table.add_column(no_wrap=True)
-        table.add_column(no_wrap=True, overflow="ellipsis")
+        table = _table(now=True)
         listed: set[str] = set()
         for b in t.batches.values():
             audit = ""
@@ -117,10 +115,9 @@ class LiveProgress:
                 audit = "audit: passed" if b.audit.get("passed") else "audit: FAILED"
             elif b.status == "running" and b.roles:
                 audit = "audit: pending"
-            blank = [Text("")] * 6
             audit_style = _STYLES.get(audit.rpartition(" ")[2], "")
-            table.add_row(Text(f"batch {b.name}", style="bold"), _status(b.status), *blank,
-                          Text(audit, style=audit_style))  # fmt: skip
+            table.add_row(Text(f"batch {b.name}", style="bold"), _status(b.status),
+                          *[Text("")] * 6, Text(audit, style=audit_style, no_wrap=True, overflow="ellipsis"))  # fmt: skip
             for name in b.roles:
                 listed.add(name)
                 table.add_row(*self._role_row(t.role(name), now_ts, indent=True))
@@ -142,17 +139,20 @@ class LiveProgress:
         elif r.error:
             now = clean(r.error, 100)
         started = r.started is not None
+        cells = (
+            [str(r.turns), str(r.calls), str(r.refused), duration(t.role_seconds(r, now_ts)),
+             f"{r.charged:.1f} s", "unknown" if r.usd is None else money(r.usd)]
+            if started
+            else [""] * 6
+        )  # fmt: skip
         return [
             Text(("  " if indent else "") + r.name),
             _status(r.status),
-            Text(f"{r.turns} turns" if started else ""),
-            Text(f"{r.calls} calls" if started else ""),
-            Text(f"{r.refused} refused" if started else "", style="yellow" if r.refused else ""),
-            Text(duration(t.role_seconds(r, now_ts)) if started else ""),
-            Text(f"{r.charged:.1f} s charged" if started else ""),
-            Text("" if not started or r.usd is None else money(r.usd)),
-            Text(now, style="dim" if r.status != "running" else ""),
-        ]
+            *(Text(c, style="yellow" if i == 2 and r.refused else "") for i, c in enumerate(cells)),
+            # The one column that gives way on a narrow terminal: cut, never wrapped.
+            Text(now, style="" if r.status == "running" else "dim", no_wrap=True,
+                 overflow="ellipsis"),
+        ]  # fmt: skip
 
     def _budget(self) -> str:
         t = self.tracker
@@ -171,16 +171,13 @@ class LiveProgress:
         head = Text(f"{e['step']} ", style="bold")
         head.append_text(_status(e["status"]))
         head.append(f" (exit {e['exit_code']}) in {took} · run {clean(e.get('run_id', ''))}")
-        table = Table.grid(padding=(0, 2))
-        for _ in range(8):
-            table.add_column(no_wrap=True)
+        table = _table(now=False)
         for r in t.roles.values():
             if r.started is not None:
                 table.add_row(*self._role_row(r, e["ts"], indent=True)[:8])
         for a in t.audits:
-            table.add_row(
-                Text(f"  audit {a.get('batch')}"), _status("passed" if a["passed"] else "FAILED")
-            )
+            verdict = _status("passed" if a["passed"] else "FAILED")
+            table.add_row(Text(f"  audit {a.get('batch')}"), verdict)
         b = e.get("budget") or {}
         usd = "unknown" if b.get("usd") is None else money(b["usd"])
         tail = [
@@ -192,6 +189,19 @@ class LiveProgress:
         if e.get("error"):
             tail.append(Text(f"  error: {clean(e['error'], 300)}", style="red"))
         return Group(head, table, *tail)
+
+
+def _table(*, now: bool) -> Table:
+    """Role rows under a header: name, status, turns, calls, refused, time, seconds
+    charged, cost, and (`now`) what runs now."""
+    names = ["", "status", "turns", "calls", "refused", "time", "charged", "cost"]
+    table = Table.grid(padding=(0, 2))
+    for i, _ in enumerate(names):
+        table.add_column(no_wrap=True, justify="right" if i >= 2 else "left")
+    if now:
+        table.add_column(no_wrap=False)  # see _role_row
+    table.add_row(*(Text(n, style="dim") for n in names), *([Text("now", style="dim")] * now))
+    return table
 
 
 def _status(word: str) -> Text:

@@ -15,7 +15,7 @@ the batch (`b1: audit passed`), the step (`dev-batches: …`) or `budget:`. So
     b1/api: succeeded: 4 turns, 3 calls, 1 refused, 42.0 s
     budget: 50 % of the time budget used (900.0 s of 1800.0 s)
     b1: audit FAILED: changed outside the roots: docs/x.md
-    dev-batches: failed (exit 1) in 2m 13s: 2 roles, 5 calls, 1 refused; the audit of …
+    dev-batches: failed (exit 1) in 2m 13s: 2 roles, 5 calls, 1 refused, $0.4100; the …
 
 Under GitHub Actions (`GITHUB_ACTIONS=true`) a batch's lines sit inside a
 `::group::`/`::endgroup::` block; its audit and outcome follow the block, so they show
@@ -38,7 +38,7 @@ from typing import IO, Any
 
 from .. import logs
 from ..pipeline import call_target
-from .progress import Role, Tracker, amount, clean, duration, first_line, money
+from .progress import Role, Tracker, amount, clean, duration, first_line, gave_up, money
 
 HEARTBEAT = 60.0  # seconds of waiting before the first heartbeat line, then between them
 FLUSH = 0.2  # seconds a line may wait to be written with the next ones
@@ -115,8 +115,9 @@ class PlainProgress:
                         target=self._timer, name="orkeon-progress", daemon=True
                     )
                     self._thread.start()
-        except Exception:  # stderr went away, or a bug here: the run goes on without us
+        except Exception as exc:  # stderr went away, or a bug here: the run goes on
             self._quiet = True
+            gave_up(exc)
             self._wake.set()
 
     def close(self) -> None:
@@ -334,6 +335,11 @@ class PlainProgress:
                 if self._pending:
                     due = min(due, self._written + self.flush)
             self._wake.wait(max(0.0, due - now))
+
+    def heartbeats(self, now: float) -> list[str]:
+        """The heartbeat lines due at `now` (by the view's clock), each said once."""
+        with self._lock:
+            return self._due(now)[0]
 
     def _due(self, now: float) -> tuple[list[str], float]:
         """The heartbeat lines due at `now`, and when the next one is."""
