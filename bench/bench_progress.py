@@ -172,10 +172,18 @@ def main() -> None:
                 if name == "none":
                     own.append(replay(root / f"run{k}") / w)
 
-    def added(mode: str, base: str) -> float:
-        return statistics.median(
+    def ratios(mode: str, base: str) -> list[float]:
+        return sorted(
             (c - n) / (n - e) for c, n, e in zip(cpu[mode], cpu[base], cpu["empty"], strict=True)
         )
+
+    def added(mode: str, base: str) -> float:
+        return statistics.median(ratios(mode, base))
+
+    def spread(mode: str, base: str) -> str:
+        """The middle half of the rounds' ratios: how far the noise reaches."""
+        r = ratios(mode, base)
+        return f"{r[len(r) // 4]:+.0%} to {r[(3 * len(r)) // 4]:+.0%}"
 
     med = {name: statistics.median(v) for name, v in cpu.items()}
     walls = {name: statistics.median(v) for name, v in wall.items()}
@@ -192,6 +200,8 @@ def main() -> None:
         med["plain"] / med["none"], "", None)  # fmt: skip
     row("run.start to result: none, plain", f"{walls['plain']:.3f} s",
         f"{walls['none']:.3f} s", walls["plain"] / walls["none"], "", None)  # fmt: skip
+    print(f"(end to end, the middle half of the rounds' CPU added: plain {spread('plain', 'none')}, "
+          f"live {spread('live', 'tnone')})")  # fmt: skip
     print(f"(medians of {REPEAT} rounds. Own time: the view fed the none run's events, over "
           "that run's run.start-to-result time (the baseline column). CPU added: (plain - "
           "none) / (none - empty) per round; baseline column: none - empty, the calls' own "
