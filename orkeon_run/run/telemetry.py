@@ -61,7 +61,9 @@ def from_environ(environ: Mapping[str, str] | None = None) -> Traces | None:
             "traces: OTEL_* variables ask for traces, but the OpenTelemetry extra is not "
             f"installed (pip install 'orkeon[otel]'): {exc}"
         )
-        return None
+    except Exception as exc:  # a setting the SDK cannot use: the run goes on without traces
+        logs.warn(f"traces: cannot start: {type(exc).__name__}: {exc}")
+    return None
 
 
 def endpoint(environ: Mapping[str, str]) -> str:

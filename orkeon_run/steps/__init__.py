@@ -112,10 +112,10 @@ async def role_agent(
     finally:
         with anyio.move_on_after(CLOSE_GRACE, shield=True):
             await agent.close(reason)
-        role_end(sr, agent, raised)
+        _role_end(sr, agent, raised)
 
 
-def role_end(sr: StepRun, agent: Agent, raised: BaseException | None) -> None:
+def _role_end(sr: StepRun, agent: Agent, raised: BaseException | None) -> None:
     """The `role.end` event: the role's status and counts once its session is closed; a
     role cut off by an exception is `interrupted` (cancelled) or `failed` (a bug)."""
     r = agent.result
