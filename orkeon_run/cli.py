@@ -38,6 +38,13 @@ class Output(StrEnum):
     stream_json = "stream-json"
 
 
+class Progress(StrEnum):
+    auto = "auto"
+    live = "live"
+    plain = "plain"
+    none = "none"
+
+
 InputsOpt = Annotated[
     str, typer.Option("--inputs", help="JSON inline, @PATH for a file, or - for standard input.")
 ]
@@ -101,6 +108,14 @@ def run(
         str | None,
         typer.Option("--resume", help="Continue the run in RUN_DIR with its saved inputs."),
     ] = None,
+    progress: Annotated[
+        Progress | None,
+        typer.Option(
+            "--progress",
+            help="Progress on stderr: auto (live on a terminal, else plain; default, or "
+            "ORKEON_PROGRESS), live, plain, none.",
+        ),
+    ] = None,
 ) -> None:
     """Run one step with its crew. Exit 0 succeeded, 1 failed, 2 bad input, 3 budget, 130 interrupted."""
     from .commands import run as command
@@ -113,6 +128,7 @@ def run(
         run_dir=run_dir,
         output=output.value if output else None,
         resume=resume,
+        progress=progress.value if progress else None,
     )
 
 

@@ -1,7 +1,8 @@
 """Logging: structlog to stderr, never stdout (stdout carries only what --output promises).
 
 Human-readable on a terminal, JSON lines otherwise. Level from ORKEON_LOG_LEVEL
-(debug, info, warning, error; default info).
+(debug, info, warning, error; default info). Colours follow `colors()`: NO_COLOR turns
+them off, FORCE_COLOR on (and the human-readable form with them, on any stderr).
 
 `get` hands out a small logger that compares a message's level with the configured one
 before anything else, and imports and configures structlog only for the first message
@@ -27,14 +28,33 @@ def _threshold(level: str | None = None) -> int:
     return number if isinstance(number, int) else logging.INFO
 
 
+def colors(stream: Any = None) -> bool:
+    """Whether text for `stream` (default: stderr) is coloured: never when NO_COLOR is set
+    (not empty), always when FORCE_COLOR is (not empty), else when it is a terminal. The
+    rules of no-color.org and force-color.org, as rich applies them."""
+    if os.environ.get("NO_COLOR", "") != "":
+        return False
+    if forced_color():
+        return True
+    stream = sys.stderr if stream is None else stream
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):  # no isatty, or a closed file
+        return False
+
+
+def forced_color() -> bool:
+    return os.environ.get("FORCE_COLOR", "") != ""
+
+
 def configure(level: str | None = None) -> None:
     global _configured
     import structlog
 
     numeric = _threshold(level)
     tail: list[Any]
-    if sys.stderr.isatty():
-        tail = [structlog.dev.ConsoleRenderer(colors=True)]
+    if sys.stderr.isatty() or forced_color():
+        tail = [structlog.dev.ConsoleRenderer(colors=colors())]
     else:
         # format_exc_info: a JSON line carries the traceback as text, not `exc_info: true`.
         tail = [structlog.processors.format_exc_info, structlog.processors.JSONRenderer()]

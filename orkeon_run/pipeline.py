@@ -26,7 +26,8 @@ as the tool returned it.
 
 The tool's run is charged to the ledger as "tool" the moment it ends (hooks charge their
 own); its limit is `ledger.cap(tool_timeout)`. Exactly one `tool.call` event is emitted per
-call (docs/output.md); `seq` counts the calls of each role through this pipeline, from 1.
+call (docs/output.md); `seq` counts the calls of each role through this pipeline, from 1. A `tool.start` event
+is emitted as a call begins.
 """
 
 from __future__ import annotations
@@ -82,6 +83,22 @@ def check_call(workspace: Path, tool: str, input: Any) -> CheckedCall | Refusal:
     return CheckedCall(entry, input, args, raw, path, outside)
 
 
+def call_target(tool: str, input: Any) -> str | None:
+    """What a call acts on, for a `tool.start` event: its path as the model wrote it, or
+    the shell command's first line; at most 200 characters; None when there is none."""
+    if not isinstance(input, dict):
+        return None
+    value = input.get("command") if tool == "shell" else _path_arg(tool, input)
+    if not isinstance(value, str):
+        return None
+    return value.strip().partition("\n")[0][:200]
+
+
+def _path_arg(tool: str, input: dict[str, Any]) -> Any:
+    entry = catalog.TOOLS.get(tool)
+    return input.get(entry.path_field) if entry and entry.path_field else None
+
+
 class Pipeline:
     def __init__(
         self,
@@ -119,6 +136,15 @@ class Pipeline:
         if counter is None:
             counter = self._seq[ctx.role] = itertools.count(1)
         seq = next(counter)
+        self.events.emit(
+            "tool.start",
+            step=self.step,
+            batch=ctx.batch,
+            role=ctx.role,
+            seq=seq,
+            tool=tool,
+            target=call_target(tool, input),
+        )
         out = await self._call(ctx, tool, input, call_id)
         self.events.emit(
             "tool.call",

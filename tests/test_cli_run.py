@@ -73,9 +73,15 @@ def test_output_json_is_the_result_document_and_nothing_else(tmp_path):
     run_dir = ws / ".orkeon" / "runs" / result["run_id"]
     assert json.loads((run_dir / "result.json").read_text()) == result
     assert (ws / ".orkeon" / "spec.md").read_text() == "# Spec\n"
-    # Logs go to stderr, as JSON lines when stderr is not a terminal.
-    for line in proc.stderr.splitlines():
-        assert "event" in json.loads(line)
+    # Logs go to stderr, as JSON lines when stderr is not a terminal; so does progress,
+    # plain (the default there), a line per notable event.
+    lines = proc.stderr.splitlines()
+    logged = [json.loads(line) for line in lines if line.startswith("{")]
+    assert [e["event"] for e in logged] == ["step started", "step ended"]
+    progress = [line for line in lines if not line.startswith("{")]
+    assert progress[0] == f"dev-spec: started run {result['run_id']} (budget: 1800.0 s)"
+    assert "writer: #1 file_write .orkeon/spec.md: ran (" in progress[4]
+    assert progress[-1].startswith("dev-spec: succeeded (exit 0) in ")
 
 
 def test_stream_json_is_the_events_then_the_result(tmp_path):

@@ -22,7 +22,7 @@ RUN = (
 def run_dev_spec(tmp: Path, level: str) -> tuple[dict[str, object], list[dict[str, object]]]:
     ws = make_workspace(tmp, FILES)
     env = {**environ(tmp), "ORKEON_LOG_LEVEL": level}
-    argv = ["run", "dev-spec", "--workspace", str(ws), "--output", "stream-json",
+    argv = ["run", "dev-spec", "--workspace", str(ws), "--output", "stream-json", "--progress", "none",
             "--inputs", json.dumps(spec_inputs([WRITE_SPEC]))]  # fmt: skip
     proc = subprocess.run(
         [sys.executable, "-c", "import json; " + RUN, *argv],

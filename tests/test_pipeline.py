@@ -69,10 +69,12 @@ class Harness:
     async def call(self, tool: str, input: dict[str, Any], ctx: CallContext = ROLE) -> CallOutcome:
         return await self.pipeline.call(ctx, tool, input, "call-1")
 
-    def events(self) -> list[dict[str, Any]]:
+    def events(self, kind: str | None = "tool.call") -> list[dict[str, Any]]:
+        """The `tool.call` events (`kind=None`: every event)."""
         if not self.events_path.exists():
             return []
-        return [json.loads(line) for line in self.events_path.read_text().splitlines()]
+        lines = [json.loads(line) for line in self.events_path.read_text().splitlines()]
+        return [e for e in lines if kind is None or e["type"] == kind]
 
     def log(self) -> list[str]:
         """Lines the log_call.sh hooks wrote (one per hook run)."""
@@ -103,8 +105,15 @@ async def test_a_call_runs_and_emits_one_event_with_every_field(ws: Path) -> Non
     assert (ws / "src/api/y.py").read_text() == "new\n"
     await h.call("file_read", {"file_path": "src/api/y.py"})
     await h.call("file_read", {"file_path": "README.md"}, FREE)
+    # Each call: a tool.start as it begins, its one tool.call when it is done.
+    assert [e["type"] for e in h.events(None)] == ["tool.start", "tool.call"] * 3
+    starts = h.events("tool.start")
+    assert [(e["role"], e["seq"], e["tool"], e["target"]) for e in starts] == [
+        ("b1/api", 1, "file_write", "src/api/y.py"),
+        ("b1/api", 2, "file_read", "src/api/y.py"),
+        ("writer", 1, "file_read", "README.md"),
+    ]
     events = h.events()
-    assert [e["type"] for e in events] == ["tool.call"] * 3
     first = events[0]
     assert set(first) == EVENT_KEYS
     assert first["step"] == "dev-batches" and first["batch"] == "b1" and first["role"] == "b1/api"

@@ -283,6 +283,7 @@ class Agent:
             usd=None if usd is None else round(usd, 8),
             tool_calls=len(turn.tool_calls),
             seconds=round(seconds, 6),
+            text=turn.text[:200],  # a stream shows what the model is doing
         )
         return turn
 

@@ -18,10 +18,14 @@ def main(
     run_dir: str | None = None,
     output: str | None = None,
     resume: str | None = None,
+    progress: str | None = None,
 ) -> int:
+    """Run one step; print the result as `output` asks; show `progress` on stderr; return
+    the step's exit code."""
     import anyio
 
     from ..config.inputs import load_document
+    from ..run.progress import choose
     from ..run.runner import execute, open_run
     from .summary import summary
 
@@ -33,7 +37,13 @@ def main(
     mode = output or ("text" if sys.stdout.isatty() else "json")
     stream = sys.stdout if mode == "stream-json" else None
     opened = open_run(
-        step, doc, workspace=workspace, run_dir=run_dir, resume_dir=resume, stream=stream
+        step,
+        doc,
+        workspace=workspace,
+        run_dir=run_dir,
+        resume_dir=resume,
+        stream=stream,
+        progress=choose(progress, output=mode),
     )
     result = anyio.run(execute, opened)
     if mode == "json":

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import signal
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
@@ -38,6 +38,9 @@ class OpenRun:
     state: dict[str, Any]
     events: EventLog
     environ: Mapping[str, str] | None = None
+    # What watches the run's events: its progress view and its trace exporter, each with a
+    # `close()` (the final summary; the traces flushed, bounded in time).
+    watchers: list[Any] = field(default_factory=list)
 
 
 def open_run(
@@ -49,9 +52,11 @@ def open_run(
     resume_dir: str | None,
     stream: IO[str] | None,
     environ: Mapping[str, str] | None = None,
+    progress: str = "none",
 ) -> OpenRun:
     """Prepare the run and open its directory. Input problems raise InputError (exit 2)
-    before anything is written."""
+    before anything is written. `progress` (live, plain, none) is shown on stderr; traces
+    are exported when the OTEL_* variables ask for them (run/telemetry.py)."""
     step_module(step)  # an unknown step is a usage error before anything is read
     resume = resume_dir is not None
     state: dict[str, Any] = {}
@@ -80,7 +85,18 @@ def open_run(
     save_inputs(rd, config.doc, resume)
     atomic_write_json(rd / "state.json", state)
     events = EventLog(rd / "events.jsonl", stream)
-    return OpenRun(config, rd, run_id, resume, state, events, environ)
+    watchers = _watchers(progress)
+    events.listeners.extend(watchers)
+    return OpenRun(config, rd, run_id, resume, state, events, environ, watchers)
+
+
+def _watchers(progress: str) -> list[Any]:
+    from . import progress as progress_view
+    from . import telemetry
+
+    watchers = progress_view.listeners(progress)
+    traces = telemetry.from_environ()
+    return [*watchers, traces] if traces is not None else watchers
 
 
 def run(
@@ -138,6 +154,7 @@ async def execute(opened: OpenRun, *, watch_signals: bool = True) -> dict[str, A
         workspace=str(config.workspace),
         run_dir=str(sr.run_dir),
         resume=sr.resume,
+        budget=ledger.limits.model_dump(),
     )
     log = logs.get()
     log.info("step started", step=step, run_id=sr.run_id, run_dir=str(sr.run_dir))
@@ -145,6 +162,8 @@ async def execute(opened: OpenRun, *, watch_signals: bool = True) -> dict[str, A
         return await _finish(sr, await _outcome(sr, watch_signals))
     finally:
         events.close()
+        for watcher in opened.watchers:
+            watcher.close()
 
 
 async def _outcome(sr: StepRun, watch_signals: bool) -> StepOutcome:

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...calls import CallContext
 from ...config.crews import Crew
+from ...errors import Interrupted
 from ...vocabulary import spent_text
 from ..context import StepOutcome, StepRun, StepStatus
 
@@ -96,15 +97,40 @@ async def role_agent(
         resume=resume,
     )
     sr.agents[ctx.role] = agent
+    sr.events.emit("role.start", step=sr.step, batch=ctx.batch, role=ctx.role)
     reason = "other"
+    raised: BaseException | None = None
     try:
         yield agent
-    except BaseException:
-        reason = "interrupted"
+    except BaseException as exc:
+        reason, raised = "interrupted", exc
         raise
     finally:
         with anyio.move_on_after(CLOSE_GRACE, shield=True):
             await agent.close(reason)
+        _role_end(sr, agent, raised)
+
+
+def _role_end(sr: StepRun, agent: Agent, raised: BaseException | None) -> None:
+    """The `role.end` event: the role's status and counts once its session is closed; a
+    role cut off by an exception is `interrupted` (cancelled) or `failed` (a bug)."""
+    r = agent.result
+    status, error = r.status, r.error
+    if isinstance(raised, Exception) and not isinstance(raised, Interrupted):
+        status, error = "failed", f"{type(raised).__name__}: {raised}"
+    elif raised is not None:
+        status = "interrupted"
+    sr.events.emit(
+        "role.end",
+        step=sr.step,
+        batch=agent.ctx.batch,
+        role=r.name,
+        status=status,
+        error=error,
+        turns=r.turns,
+        calls=r.calls,
+        refused=r.refused,
+    )
 
 
 def role_failure(results: Sequence[RoleResult]) -> str | None:
