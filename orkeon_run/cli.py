@@ -27,6 +27,11 @@ app = typer.Typer(
 )
 hooks_app = typer.Typer(help="List, check and trust hooks.", no_args_is_help=True)
 app.add_typer(hooks_app, name="hooks")
+jobs_app = typer.Typer(
+    help="Many jobs: check a job list, run one shard of it, slice it for CI, merge the results.",
+    no_args_is_help=True,
+)
+app.add_typer(jobs_app, name="jobs")
 
 
 class Output(StrEnum):
@@ -227,6 +232,90 @@ def schema(
     if name not in NAMES:
         raise InputError(f"NAME: unknown schema {name!r} (one of: {', '.join(NAMES)})")
     sys.stdout.write(text(name))
+
+
+class Engine(StrEnum):
+    github = "github"
+    gitlab = "gitlab"
+    kubernetes = "kubernetes"
+
+
+class ReportFormat(StrEnum):
+    json = "json"
+    md = "md"
+    html = "html"
+    junit = "junit"
+
+
+JobsArg = Annotated[str, typer.Argument(help="The job list: a JSON Lines file (or a JSON array).")]
+
+
+@jobs_app.command("validate")
+def jobs_validate(jobs: JobsArg) -> None:
+    """Check the whole job list and every job's inputs; run nothing."""
+    from .jobs import commands
+
+    _exit_with(commands.validate, jobs)
+
+
+@jobs_app.command("run")
+def jobs_run(
+    jobs: JobsArg,
+    out: Annotated[str, typer.Option("--out", help="Folder that gets one run directory per job.")],
+    shard: Annotated[str, typer.Option("--shard", help="I/N: run shard I of N.")] = "1/1",
+    concurrency: Annotated[int, typer.Option("--concurrency", help="Jobs at a time.")] = 4,
+) -> None:
+    """Run one shard of the list. Exit 0 all succeeded, 1 some failed, 3 budgets, 4 provider, 130 interrupted."""
+    from .jobs import commands
+
+    _exit_with(commands.run, jobs, shard=shard, concurrency=concurrency, out=out)
+
+
+@jobs_app.command("matrix")
+def jobs_matrix(
+    jobs: JobsArg,
+    shards: Annotated[int, typer.Option("--shards", help="How many shards.")],
+    engine: Annotated[Engine, typer.Option("--for", help="github | gitlab | kubernetes")],
+    image: Annotated[
+        str, typer.Option("--image", help="kubernetes: the container image with orkeon.")
+    ] = "orkeon:latest",
+    concurrency: Annotated[
+        int, typer.Option("--concurrency", help="kubernetes: jobs at a time in each pod.")
+    ] = 4,
+    parallelism: Annotated[
+        int | None, typer.Option("--parallelism", help="kubernetes: pods at a time (default: all).")
+    ] = None,
+) -> None:
+    """Print the matrix (github, gitlab) or the Indexed Job manifest (kubernetes) for the shards."""
+    from .jobs import commands
+
+    _exit_with(
+        commands.matrix,
+        jobs,
+        shards=shards,
+        engine=engine.value,
+        image=image,
+        concurrency=concurrency,
+        parallelism=parallelism,
+    )
+
+
+@jobs_app.command("merge")
+def jobs_merge(
+    dirs: Annotated[
+        list[str], typer.Argument(help="Folders holding job folders (--out of each shard).")
+    ],
+    fmt: Annotated[
+        ReportFormat, typer.Option("--format", help="json | md | html | junit")
+    ] = ReportFormat.json,
+    output: Annotated[
+        str | None, typer.Option("--output", "-o", help="Write here, not stdout.")
+    ] = None,
+) -> None:
+    """One report over every job found under DIRS."""
+    from .jobs import commands
+
+    _exit_with(commands.merge, dirs, fmt=fmt.value, output=output)
 
 
 def _parser_error(exc: Exception) -> int | None:

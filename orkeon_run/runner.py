@@ -13,7 +13,7 @@ import signal
 import sys
 from collections.abc import Mapping
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from . import logs
 from .budget import Ledger
@@ -22,6 +22,9 @@ from .events import EventLog
 from .prepare import Prepared, prepare, stdin_tty
 from .rundir import atomic_write_json, new_run_id, read_json, redact
 from .steprun import StepOutcome, StepRun
+
+if TYPE_CHECKING:
+    import anyio
 
 STEP_MODULES = {
     "dev-spec": "spec",
@@ -68,6 +71,54 @@ def run(
 ) -> dict[str, Any]:
     """Run one step; return the result document. Input problems raise InputError (exit 2)
     before anything is written."""
+    step, runner, prep, rd, run_id, events, resume, state = _start(
+        step, doc, workspace, run_dir, resume_dir, stream, environ
+    )
+    try:
+        return _run_step(step, runner, prep, rd, run_id, events, resume, state, environ)
+    finally:
+        events.close()
+
+
+async def run_async(
+    step: str,
+    doc: Any,
+    *,
+    workspace: str | None,
+    run_dir: str | None,
+    resume_dir: str | None,
+    stream: IO[str] | None,
+    environ: Mapping[str, str] | None = None,
+    watch_signals: bool = True,
+    stop: anyio.Event | None = None,
+) -> dict[str, Any]:
+    """`run` inside a running event loop, so that many runs can share one (`orkeon jobs
+    run`). With `watch_signals=False` the run does not listen for SIGINT/SIGTERM itself;
+    `stop` (an `anyio.Event`) then ends it as a signal would: no new call starts, what
+    finished is kept, the result says "interrupted". The preparation (inputs, run
+    directory) runs in the loop's thread and blocks it briefly."""
+    step, runner, prep, rd, run_id, events, resume, state = _start(
+        step, doc, workspace, run_dir, resume_dir, stream, environ
+    )
+    try:
+        return await _run_step_async(
+            step, runner, prep, rd, run_id, events, resume, state, environ, watch_signals, stop
+        )
+    finally:
+        events.close()
+
+
+def _start(
+    step: str,
+    doc: Any,
+    workspace: str | None,
+    run_dir: str | None,
+    resume_dir: str | None,
+    stream: IO[str] | None,
+    environ: Mapping[str, str] | None,
+) -> tuple[str, Any, Prepared, Path, str, EventLog, bool, dict[str, Any]]:
+    """Everything before the step's loop: inputs prepared, the run directory made, its
+    inputs and state saved, the event log open (the caller closes it)."""
     runner = step_runner(step)
     resume = resume_dir is not None
     state: dict[str, Any] = {}
@@ -105,10 +156,7 @@ def run(
     _save_inputs(rd, prep.doc, resume)
     atomic_write_json(rd / "state.json", state)
     events = EventLog(rd / "events.jsonl", stream)
-    try:
-        return _run_step(step, runner, prep, rd, run_id, events, resume, state, environ)
-    finally:
-        events.close()
+    return step, runner, prep, rd, run_id, events, resume, state
 
 
 def _read_state(rd: Path) -> dict[str, Any]:
@@ -148,6 +196,53 @@ def _run_step(
 ) -> dict[str, Any]:
     import anyio
 
+    sr = _step_run(step, prep, rd, run_id, events, resume, state, environ)
+    try:
+        outcome = anyio.run(_main, runner, sr, True, None)
+    except Exception as exc:  # a bug, or a failure no step handled: still leave a result
+        outcome = _crashed(sr, exc)
+    return _finish(sr, outcome)
+
+
+async def _run_step_async(
+    step: str,
+    runner: Any,
+    prep: Prepared,
+    rd: Path,
+    run_id: str,
+    events: EventLog,
+    resume: bool,
+    state: dict[str, Any],
+    environ: Mapping[str, str] | None,
+    watch_signals: bool,
+    stop: anyio.Event | None,
+) -> dict[str, Any]:
+    import anyio
+
+    sr = _step_run(step, prep, rd, run_id, events, resume, state, environ)
+    try:
+        outcome = await _main(runner, sr, watch_signals, stop)
+    except anyio.get_cancelled_exc_class():
+        # Cancelled from outside (not through `stop`): the result still says so.
+        with anyio.move_on_after(5, shield=True):
+            await sr.provider.aclose()
+        _finish(sr, _interrupted(sr))
+        raise
+    except Exception as exc:  # a bug, or a failure no step handled: still leave a result
+        outcome = _crashed(sr, exc)
+    return _finish(sr, outcome)
+
+
+def _step_run(
+    step: str,
+    prep: Prepared,
+    rd: Path,
+    run_id: str,
+    events: EventLog,
+    resume: bool,
+    state: dict[str, Any],
+    environ: Mapping[str, str] | None,
+) -> StepRun:
     from .crew import load_crew
     from .gate import Gate
     from .models import build_provider
@@ -189,49 +284,73 @@ def _run_step(
         run_dir=str(rd),
         resume=resume,
     )
+    logs.get().info("step started", step=step, run_id=run_id, run_dir=str(rd))
+    return sr
+
+
+async def _main(
+    runner: Any, sr: StepRun, watch_signals: bool, stop: anyio.Event | None
+) -> StepOutcome:
+    """The step, until it ends, a signal comes (`watch_signals`) or `stop` is set."""
+    import anyio
+
     log = logs.get()
-    log.info("step started", step=step, run_id=run_id, run_dir=str(rd))
+    outcome: StepOutcome | None = None
+    interrupted = False
+    async with anyio.create_task_group() as tg:
 
-    async def main() -> StepOutcome:
-        outcome: StepOutcome | None = None
-        interrupted = False
-        async with anyio.create_task_group() as tg:
+        async def signals() -> None:
+            nonlocal interrupted
+            with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as received:
+                async for signum in received:
+                    interrupted = True
+                    log.warning("interrupted; stopping the roles", signal=signum)
+                    tg.cancel_scope.cancel()
+                    return
 
-            async def watch_signals() -> None:
-                nonlocal interrupted
-                with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
-                    async for signum in signals:
-                        interrupted = True
-                        log.warning("interrupted; stopping the roles", signal=signum)
-                        tg.cancel_scope.cancel()
-                        return
+        async def stopped(stop: anyio.Event) -> None:
+            nonlocal interrupted
+            await stop.wait()
+            interrupted = True
+            tg.cancel_scope.cancel()
 
-            async def body() -> None:
-                nonlocal outcome
-                outcome = await runner(sr)
-                tg.cancel_scope.cancel()
+        async def body() -> None:
+            nonlocal outcome
+            outcome = await runner(sr)
+            tg.cancel_scope.cancel()
 
-            tg.start_soon(watch_signals)
-            tg.start_soon(body)
-        # The provider's HTTP client is closed inside the loop that opened it.
-        with anyio.move_on_after(5, shield=True):
-            await sr.provider.aclose()
-        if interrupted or outcome is None:
-            roles = [a.result for a in sr.agents.values() if a.turns or a.calls]
-            return StepOutcome(status="interrupted", roles=roles, error="interrupted by a signal")
-        return outcome
+        if watch_signals:
+            tg.start_soon(signals)
+        if stop is not None:
+            tg.start_soon(stopped, stop)
+        tg.start_soon(body)
+    # The provider's HTTP client is closed inside the loop that opened it.
+    with anyio.move_on_after(5, shield=True):
+        await sr.provider.aclose()
+    if interrupted or outcome is None:
+        return _interrupted(sr)
+    return outcome
 
-    try:
-        outcome = anyio.run(main)
-    except Exception as exc:  # a bug, or a failure no step handled: still leave a result
-        cause = _first_cause(exc)
-        log.error("step crashed", exc_info=cause)
-        roles = [a.result for a in sr.agents.values() if a.turns or a.calls]
-        outcome = StepOutcome(status="error", roles=roles, error=f"{type(cause).__name__}: {cause}")
-    result = result_document(run_id, step, outcome, ledger)
-    atomic_write_json(rd / "result.json", result)
-    events.emit("result", **result)
-    log.info("step ended", step=step, status=result["status"], exit_code=result["exit_code"])
+
+def _interrupted(sr: StepRun) -> StepOutcome:
+    roles = [a.result for a in sr.agents.values() if a.turns or a.calls]
+    return StepOutcome(status="interrupted", roles=roles, error="interrupted by a signal")
+
+
+def _crashed(sr: StepRun, exc: Exception) -> StepOutcome:
+    cause = _first_cause(exc)
+    logs.get().error("step crashed", exc_info=cause)
+    roles = [a.result for a in sr.agents.values() if a.turns or a.calls]
+    return StepOutcome(status="error", roles=roles, error=f"{type(cause).__name__}: {cause}")
+
+
+def _finish(sr: StepRun, outcome: StepOutcome) -> dict[str, Any]:
+    result = result_document(sr.run_id, sr.step, outcome, sr.ledger)
+    atomic_write_json(sr.run_dir / "result.json", result)
+    sr.events.emit("result", **result)
+    logs.get().info(
+        "step ended", step=sr.step, status=result["status"], exit_code=result["exit_code"]
+    )
     return result
 
 
