@@ -55,7 +55,9 @@ def run(src: str, *, shard: str, concurrency: int, out: str) -> int:
     if problems:
         raise InputError(problems)
     code, summary = anyio.run(execute.run_shard, mine, folder, f"{index}/{total}", concurrency)
-    sys.stdout.write(json.dumps(summary, ensure_ascii=False) + "\n")
+    # ASCII escapes: an error line may hold a lone surrogate (a JSON "\\ud800" a model
+    # sent), which no UTF-8 stdout can take as it is.
+    sys.stdout.write(json.dumps(summary) + "\n")
     return code
 
 
@@ -104,16 +106,20 @@ def merge(dirs: list[str], *, fmt: str = "json", output: str | None = None) -> i
         raise InputError(missing)
     rep = collect.report(collect.merge_rows(collect.find_jobs(folders)))
     if fmt == "json":
-        text = json.dumps(rep, ensure_ascii=False, indent=2) + "\n"
+        text = json.dumps(rep, indent=2) + "\n"
     elif fmt == "md":
         text = render.markdown(rep)
     elif fmt == "html":
         text = render.html_page(rep)
     else:
         text = render.junit(rep)
+    # A lone surrogate from a run's text has no UTF-8 form: written as its escape.
+    text = text.encode("utf-8", "backslashreplace").decode("utf-8")
     if output is None:
         sys.stdout.write(text)
     else:
-        Path(os.path.expanduser(output)).write_text(text, encoding="utf-8")
-    sys.stderr.write(f"orkeon jobs merge: {rep['jobs']['total']} jobs\n")
+        try:
+            Path(os.path.expanduser(output)).write_text(text, encoding="utf-8")
+        except OSError as exc:
+            raise InputError(f"--output: cannot write {output}: {exc.strerror or exc}") from None
     return 0

@@ -70,16 +70,23 @@ async def run_shard(
         for job in queue:  # one iterator shared by the workers: each job is taken once
             if stop.is_set():
                 return
-            await _run_job(job, out, shard, stop)
+            try:
+                await _run_job(job, out, shard, stop)
+            except Exception as exc:  # its folder cannot be written (a full disk): go on
+                logs.get().error("job crashed", job=job.id, exc_info=exc)
+                _say(f"job {job.id}: not run: {type(exc).__name__}: {exc}")
 
     async def watch_signals() -> None:
+        # Listening until the workers are done: a second signal (CI engines send SIGTERM
+        # after SIGINT) must not turn into a KeyboardInterrupt that cuts the runs' own
+        # stopping short.
         nonlocal interrupted
         with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as received:
             async for signum in received:
+                if not interrupted:
+                    logs.get().warning("interrupted; stopping the running jobs", signal=signum)
                 interrupted = True
-                logs.get().warning("interrupted; stopping the running jobs", signal=signum)
                 stop.set()
-                return
 
     async with anyio.create_task_group() as outer:
         outer.start_soon(watch_signals)
@@ -109,13 +116,14 @@ async def _run_job(job: Job, out: Path, shard: str, stop: anyio.Event) -> None:
     jd = out / job.id
     jobdir.begin(jd, job.definition, shard, job.fingerprint)
     try:
-        if isinstance(job.workspace, GitSource):
-            ws = await _unless_stopped(lambda: clone.workspace(job.workspace, jd), stop)  # type: ignore[arg-type]
+        source = job.workspace
+        if isinstance(source, GitSource):
+            ws = await _unless_stopped(lambda: clone.workspace(source, jd), stop)
             if ws is None:
                 _say(f"job {job.id}: interrupted before its workspace was cloned")
                 return
         else:
-            ws = job.workspace
+            ws = source
         resume = (jd / "inputs.json").is_file()
         await runner.run_async(
             job.step,

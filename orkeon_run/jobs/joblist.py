@@ -186,15 +186,20 @@ def _entries(text: str, name: str) -> tuple[list[tuple[int, Any]], list[str]]:
 def _array_lines(text: str) -> list[int]:
     """The line each element of a valid JSON array starts on."""
     decoder = json.JSONDecoder()
-    ws = re.compile(r"[ \t\n\r]*")
-    i = ws.match(text, text.index("[") + 1).end()  # type: ignore[union-attr]
+
+    def skip(i: int) -> int:
+        while text[i] in " \t\n\r":
+            i += 1
+        return i
+
+    i = skip(text.index("[") + 1)
     lines: list[int] = []
     while text[i] != "]":
         lines.append(text.count("\n", 0, i) + 1)
         _, i = decoder.raw_decode(text, i)
-        i = ws.match(text, i).end()  # type: ignore[union-attr]
+        i = skip(i)
         if text[i] == ",":
-            i = ws.match(text, i + 1).end()  # type: ignore[union-attr]
+            i = skip(i + 1)
     return lines
 
 
@@ -225,8 +230,8 @@ def _job(
     canonical = json.dumps(definition, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     digest = hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()
     return Job(
-        id=job_id,  # type: ignore[arg-type]
-        step=step,  # type: ignore[arg-type]
+        id=str(job_id),
+        step=str(step),
         line=line,
         workspace=workspace,
         inputs=inputs,
@@ -253,7 +258,7 @@ def _workspace(value: Any, where: str, base: Path, problems: list[str]) -> Path 
         problems.append(f"{where}: workspace.ref: {ref!r} is not a branch, tag or commit name")
     if len(problems) > before:
         return None
-    return GitSource(url=url, ref=ref)  # type: ignore[arg-type]
+    return GitSource(url=str(url), ref=None if ref is None else str(ref))
 
 
 def _inputs(

@@ -58,8 +58,8 @@ def gitlab(jobs: JobList, shards: int) -> str:
         }
     }
     head = (
-        f"# orkeon jobs matrix: {len(jobs.jobs)} jobs of {jobs.name} in {len(held)} of "
-        f"{shards} shards; a job runs them with `extends: .orkeon-shards` and $SHARD\n"
+        f"# orkeon jobs matrix: {jobs.name}, {len(jobs.jobs)} jobs, {len(held)} of {shards} "
+        "shards hold some; a job runs them with `extends: .orkeon-shards` and $SHARD\n"
     )
     return head + _yaml(doc)
 
@@ -124,8 +124,8 @@ def kubernetes(
         },
     }
     head = (
-        f"# orkeon jobs matrix: {len(jobs.jobs)} jobs of {jobs.name} in {shards} shards; "
-        "pod INDEX runs shard INDEX+1 (JOB_COMPLETION_INDEX)\n"
+        f"# orkeon jobs matrix: {jobs.name}, {len(jobs.jobs)} jobs, {shards} shards; "
+        "pod JOB_COMPLETION_INDEX runs shard JOB_COMPLETION_INDEX + 1\n"
     )
     return head + _yaml(manifest)
 
