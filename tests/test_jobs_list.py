@@ -240,3 +240,60 @@ def test_merge_renders_markdown_html_and_junit_with_what_runs_wrote_escaped(tmp_
 
     code, _, err = cli(capsys, "jobs", "merge", str(tmp_path / "nowhere"))
     assert (code, err) == (2, f"orkeon: DIR: not a folder: {tmp_path / 'nowhere'}\n")
+
+
+def test_bad_command_lines_are_one_line_and_exit_2_and_an_empty_shard_is_exit_0(tmp_path, capsys):
+    (tmp_path / "ws").mkdir()
+    jobs = tmp_path / "jobs.jsonl"
+    jobs.write_text(job("a") + "\n")
+    (tmp_path / "file").write_text("")
+    run = ("jobs", "run", str(jobs), "--out")
+    out = str(tmp_path / "out")
+    cases = {
+        (
+            *run,
+            out,
+            "--shard",
+            "0/8",
+        ): "orkeon: --shard: '0/8' is not I/N with 1 <= I <= N <= 100000 (e.g. 1/8)",
+        (
+            *run,
+            out,
+            "--shard",
+            "9/8",
+        ): "orkeon: --shard: '9/8' is not I/N with 1 <= I <= N <= 100000 (e.g. 1/8)",
+        (
+            *run,
+            out,
+            "--shard",
+            "x",
+        ): "orkeon: --shard: 'x' is not I/N with 1 <= I <= N <= 100000 (e.g. 1/8)",
+        (*run, out, "--concurrency", "0"): "orkeon: --concurrency: 0 is not between 1 and 256",
+        (*run, str(tmp_path / "file")): f"orkeon: --out: not a folder: {tmp_path / 'file'}",
+        (
+            "jobs",
+            "run",
+            str(tmp_path / "nope.jsonl"),
+            "--out",
+            out,
+        ): f"orkeon: JOBS: no such file: {tmp_path / 'nope.jsonl'}",
+        (
+            "jobs",
+            "matrix",
+            str(jobs),
+            "--shards",
+            "0",
+            "--for",
+            "gitlab",
+        ): "orkeon: --shards: 0 is not between 1 and 100000",
+    }
+    for args, line in cases.items():
+        assert cli(capsys, *args) == (2, "", line + "\n"), args
+    assert not (tmp_path / "out").exists()
+
+    # Shard 1 of 2 of a one-job list is empty for one of the two: nothing runs, exit 0.
+    empty = "1/2" if shard_of("a", 2) == 2 else "2/2"
+    code, stdout, err = cli(capsys, *run, out, "--shard", empty)
+    summary = json.loads(stdout)
+    assert (code, summary["jobs"]["total"], summary["rows"]) == (0, 0, [])
+    assert err == f"jobs: shard {empty}: 0 jobs (exit 0)\n"
