@@ -3,6 +3,9 @@
 The one place that turns a step's outcome (or an exception) into the result document
 and the exit code. SIGINT and SIGTERM cancel the step: no new call starts, what finished
 is kept, the result says "interrupted", exit 130.
+
+`run` runs the step in an event loop of its own; `run_async` is the same inside a running
+loop, where many runs share one (`orkeon jobs run`, docs/scale.md).
 """
 
 from __future__ import annotations

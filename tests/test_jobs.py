@@ -90,7 +90,8 @@ def test_two_hundred_jobs_add_up_the_same_as_one_shard_and_as_eight_processes(tm
         "unfinished": 0,
     }
     assert one["calls"] == 200 - count["budget"] + count["refused"]
-    assert one["refused"]["total"] == one["refused"]["gate"] == count["refused"]
+    assert one["refused"] == one["refused_by"]["gate"] == count["refused"]
+    assert sum(one["refused_by"].values()) == one["refused"]
     assert one["hook_failures"] == count["hooked"]
     used = [n for n in range(200) if kind[n] != "budget"]
     assert one["tokens_in"] == sum(100 + n for n in used)

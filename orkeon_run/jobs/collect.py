@@ -5,8 +5,9 @@ A row is read from the job's files only: its outcome from result.json and job.js
 (jobdir.py), its counts from events.jsonl, over every attempt (a resumed job's events
 file holds them all, a killed attempt's lines included):
 
-- `calls`, `refused` (by the stage that refused: gate, workspace, rules, roots, hook,
-  budget, and `invalid` for a call the pipeline refused as malformed): `tool.call` events;
+- `calls`, `refused` and `refused_by` (the stage that refused: gate, workspace, rules,
+  roots, hook, budget, and `invalid` for a call the pipeline refused as malformed):
+  `tool.call` events;
 - `hook_failures`: hook runs (in a `tool.call`'s `hooks`, and `hook.run` events) that
   exited non-zero, ran past their limit or could not run;
 - `turns`, `tokens_in`, `tokens_out`, `usd`: `model.turn` events (`usd` null when a
@@ -183,12 +184,11 @@ def merge_rows(folders: Iterable[Path]) -> list[dict[str, Any]]:
 def report(rows: list[dict[str, Any]]) -> dict[str, Any]:
     """The totals over `rows`, the slowest and most expensive jobs, and the rows."""
     jobs = {"total": len(rows), **dict.fromkeys(OUTCOMES, 0)}
-    refused = {"total": 0, **dict.fromkeys(STAGES, 0)}
+    refused_by = dict.fromkeys(STAGES, 0)
     for row in rows:
         jobs[row["status"]] += 1
-        refused["total"] += row["refused"]
         for stage, n in row["refused_by"].items():
-            refused[stage] += n
+            refused_by[stage] += n
     known = [r["usd"] for r in rows if r["usd"] is not None]
     slowest = sorted(rows, key=lambda r: (-r["seconds"], r["id"]))[:TOP]
     costly = sorted(
@@ -197,7 +197,8 @@ def report(rows: list[dict[str, Any]]) -> dict[str, Any]:
     return {
         "jobs": jobs,
         "calls": sum(r["calls"] for r in rows),
-        "refused": refused,
+        "refused": sum(r["refused"] for r in rows),
+        "refused_by": refused_by,
         "hook_failures": sum(r["hook_failures"] for r in rows),
         "turns": sum(r["turns"] for r in rows),
         "tokens_in": sum(r["tokens_in"] for r in rows),

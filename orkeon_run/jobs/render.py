@@ -43,15 +43,15 @@ def _cells(row: dict[str, Any]) -> list[str]:
 def _summary_lines(rep: dict[str, Any]) -> list[tuple[str, str]]:
     jobs = rep["jobs"]
     by_status = ", ".join(f"{jobs[o]} {o}" for o in OUTCOMES if jobs[o]) or "none"
-    refused = rep["refused"]
-    stages = ", ".join(f"{refused[s]} {s}" for s in STAGES if refused[s])
+    by = rep["refused_by"]
+    stages = ", ".join(f"{by[s]} {s}" for s in STAGES if by[s])
     cost = f"${rep['usd']:.4f}" + (
         f" ({rep['usd_unknown']} jobs of unknown price)" if rep["usd_unknown"] else ""
     )
     return [
         ("jobs", f"{jobs['total']}: {by_status}"),
         ("tool calls", str(rep["calls"])),
-        ("refused", f"{refused['total']}" + (f" ({stages})" if stages else "")),
+        ("refused", f"{rep['refused']}" + (f" ({stages})" if stages else "")),
         ("hook failures", str(rep["hook_failures"])),
         ("model turns", str(rep["turns"])),
         ("tokens in / out", f"{rep['tokens_in']} / {rep['tokens_out']}"),
