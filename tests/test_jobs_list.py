@@ -7,6 +7,7 @@ import json
 import os
 import shlex
 import subprocess
+from pathlib import Path
 from xml.etree import ElementTree as ET
 
 import pytest
@@ -26,11 +27,18 @@ def cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
 
 
 def job(job_id: object, **more: object) -> str:
-    return json.dumps({"id": job_id, "step": "dev-spec", "workspace": "ws", "inputs": SPEC, **more})
+    """A job line whose workspace is `w-ID` (each job needs its own)."""
+    line = {"id": job_id, "step": "dev-spec", "workspace": f"w-{job_id}", "inputs": SPEC}
+    return json.dumps({**line, **more})
+
+
+def folders(root: Path, *ids: str) -> None:
+    for i in ids:
+        (root / f"w-{i}").mkdir()
 
 
 def test_validate_names_every_problem_by_line_and_field(tmp_path, capsys):
-    (tmp_path / "ws").mkdir()
+    folders(tmp_path, "a", "c", "e", "g", "h", "i")
     (tmp_path / "other.json").write_text(json.dumps({"request": "r", "colour": "red"}))
     git = {"git": "https://example.invalid/r.git", "ref": "--upload-pack=touch /tmp/x"}
     lines = [
@@ -45,6 +53,7 @@ def test_validate_names_every_problem_by_line_and_field(tmp_path, capsys):
         job("g", inputs="@missing.json"),
         job("h", inputs="@other.json"),
         job("i", inputs={"request": "r", "workspace": "elsewhere"}),
+        job("k", workspace="./w-a/"),
         "",
         "[1, 2]",
         json.dumps({"step": "dev-plan"}),
@@ -65,10 +74,11 @@ def test_validate_names_every_problem_by_line_and_field(tmp_path, capsys):
         f"orkeon: {j}:6: workspace.ref: '--upload-pack=touch /tmp/x' is not a branch, tag or commit name",
         f"orkeon: {j}:9: inputs: no such file: {tmp_path / 'missing.json'}",
         f"orkeon: {j}:11: inputs.workspace: the job's workspace is used; remove this key",
-        f"orkeon: {j}:13: a job must be a JSON object",
-        f"orkeon: {j}:14: id: required",
-        f"orkeon: {j}:14: workspace: required",
-        f"orkeon: {j}:14: inputs: required",
+        f"orkeon: {j}:12: workspace: also the workspace of line 1 (jobs run at the same time: give each its own)",
+        f"orkeon: {j}:14: a job must be a JSON object",
+        f"orkeon: {j}:15: id: required",
+        f"orkeon: {j}:15: workspace: required",
+        f"orkeon: {j}:15: inputs: required",
     ]
 
     # With the shape right, each job's inputs are checked as `orkeon validate` checks them.
@@ -83,14 +93,25 @@ def test_validate_names_every_problem_by_line_and_field(tmp_path, capsys):
         f"orkeon: {j}:5: inputs.colour: unknown key",
     ]
 
+    # A tasks-repair job takes the plan from the failed run's saved inputs, as its run will.
+    failed = tmp_path / "failed-run"
+    failed.mkdir()
+    plan = {"batches": [{"name": "b1", "roles": [{"name": "api", "roots": ["src/"], "task": "t"}]}]}
+    (failed / "inputs.json").write_text(json.dumps({"plan": plan}))
+    repair = {"repair": {"run": str(failed), "role": "b1/api"}}
     jobs.write_text(
-        lines[0] + "\n" + job("b", workspace={"git": "file:///nowhere", "ref": "v1.2"}) + "\n"
+        lines[0]
+        + "\n"
+        + job("b", workspace={"git": "file:///nowhere", "ref": "v1.2"})
+        + "\n"
+        + job("h", step="tasks-repair", inputs=repair)
+        + "\n"
     )
-    assert cli(capsys, "jobs", "validate", str(jobs)) == (0, "2 jobs are valid\n", "")
+    assert cli(capsys, "jobs", "validate", str(jobs)) == (0, "3 jobs are valid\n", "")
 
 
 def test_a_json_array_is_a_job_list_too_and_its_problems_name_their_lines(tmp_path, capsys):
-    (tmp_path / "ws").mkdir()
+    folders(tmp_path, "a", "b")
     jobs = tmp_path / "jobs.json"
     jobs.write_text(f"[\n  {job('a')},\n\n  {job('b', step='dev-nope')}\n]\n")
     code, _, err = cli(capsys, "jobs", "validate", str(jobs))
@@ -123,7 +144,7 @@ def test_a_jobs_shard_depends_on_its_id_only(tmp_path, capsys):
 
 def test_the_github_matrix_stays_within_256_entries(tmp_path, capsys):
     jobs = tmp_path / "jobs.jsonl"
-    (tmp_path / "ws").mkdir()
+    folders(tmp_path, *(f"j{n}" for n in range(600)))
     jobs.write_text("".join(job(f"j{n}") + "\n" for n in range(600)))
     code, out, _ = cli(capsys, "jobs", "matrix", str(jobs), "--shards", "256", "--for", "github")
     assert code == 0 and "\n" not in out.rstrip("\n")  # one line, for $GITHUB_OUTPUT
@@ -243,7 +264,7 @@ def test_merge_renders_markdown_html_and_junit_with_what_runs_wrote_escaped(tmp_
 
 
 def test_bad_command_lines_are_one_line_and_exit_2_and_an_empty_shard_is_exit_0(tmp_path, capsys):
-    (tmp_path / "ws").mkdir()
+    folders(tmp_path, "a")
     jobs = tmp_path / "jobs.jsonl"
     jobs.write_text(job("a") + "\n")
     (tmp_path / "file").write_text("")

@@ -73,6 +73,7 @@ def read(src: str) -> JobList:
     entries, problems = _entries(text, name)
     jobs: list[Job] = []
     seen: dict[str, int] = {}
+    folders: dict[Path, int] = {}
     docs: dict[Path, Any] = {}  # an inputs file shared by many jobs is read once
     for line, value in entries:
         where = f"{name}:{line}"
@@ -83,6 +84,16 @@ def read(src: str) -> JobList:
             problems.append(f"{where}: id: {job.id!r} is also the id of line {seen[job.id]}")
             continue
         seen[job.id] = line
+        if isinstance(job.workspace, Path):
+            # Jobs run at the same time, on any machine: two in one folder would change
+            # it under each other and each audit the other's work.
+            if job.workspace in folders:
+                problems.append(
+                    f"{where}: workspace: also the workspace of line {folders[job.workspace]} "
+                    "(jobs run at the same time: give each its own)"
+                )
+                continue
+            folders[job.workspace] = line
         jobs.append(job)
     if problems:
         raise InputError(problems)
@@ -113,9 +124,14 @@ def check_inputs(
                     warn(f"{where}: {line}")
 
             git = isinstance(job.workspace, GitSource)
+            doc = job.inputs
+            if job.step == "tasks-repair":
+                from ..steps.repair import repair_document
+
+                doc = repair_document(doc)  # as the run will: keys the failed run gives
             try:
                 prepare(
-                    job.inputs,
+                    doc,
                     step=None if git else job.step,
                     workspace=empty if git else str(job.workspace),
                     stdin_is_tty=tty,
