@@ -216,6 +216,11 @@ def test_git_workspaces_are_cloned_shallow_from_a_branch_a_tag_or_a_commit(tmp_p
             + "\n"
             for name, ref in refs.items()
         )
+        # Checked only once cloned: the repository has no plan file.
+        + json.dumps(
+            {"id": "no-plan", "step": "dev-batches", "workspace": {"git": url}, "inputs": {}}
+        )
+        + "\n"
     )
     out = tmp_path / "out"
     code, summary, err = in_process(capsys, "jobs", "run", str(jobs), "--out", str(out))
@@ -227,6 +232,7 @@ def test_git_workspaces_are_cloned_shallow_from_a_branch_a_tag_or_a_commit(tmp_p
         "commit": "succeeded",
         "default": "succeeded",
         "missing": "not_started",
+        "no-plan": "not_started",
     }
     for name in ("branch", "tag", "commit", "default"):
         ws = out / name / "workspace"
@@ -238,12 +244,16 @@ def test_git_workspaces_are_cloned_shallow_from_a_branch_a_tag_or_a_commit(tmp_p
     assert row["error"].startswith("workspace: git clone exited 128: ")
     assert "job missing: not started: workspace: git clone exited 128" in err
     assert not (out / "missing" / "workspace").exists()
+    assert "job no-plan: not started: plan: no such file in the workspace: .orkeon/plan.json" in err
+    assert (out / "no-plan" / "workspace" / "README.md").is_file()  # cloned, then refused
+    assert not (out / "no-plan" / "inputs.json").exists()
 
     # A job that could not start is not finished: the next run tries it again, alone.
     git("branch", "nope", cwd=bare)
     code, summary, err = in_process(capsys, "jobs", "run", str(jobs), "--out", str(out))
-    assert code == 0, err
-    assert [r["status"] for r in summary["rows"]] == ["succeeded"] * 5
+    assert code == 1, err
+    status = {r["id"]: r["status"] for r in summary["rows"]}
+    assert status == {**dict.fromkeys(refs, "succeeded"), "no-plan": "not_started"}
     assert summary["skipped"] == 4
     assert json.loads((out / "missing" / "job.json").read_text())["attempts"] == 2
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import shlex
+import shutil
 import subprocess
 from pathlib import Path
 from xml.etree import ElementTree as ET
@@ -258,6 +259,19 @@ def test_merge_renders_markdown_html_and_junit_with_what_runs_wrote_escaped(tmp_
     assert failure is not None and failure.get("type") == "failed"
     assert "<script>alert(1)</script>|*x*\ufffd" in failure.get("message", "")
     assert cases["job-002"].find("failure").get("type") == "budget_exhausted"
+
+    # Found below a folder that holds other things too, the same folder given twice, and
+    # a copy of one job elsewhere: each job counts once.
+    code, twice, err = cli(capsys, "jobs", "merge", str(tmp_path), str(out))
+    assert (code, err) == (0, "")
+    assert json.loads(twice)["jobs"]["total"] == 3
+    shutil.copytree(out / "job-001", tmp_path / "elsewhere" / "a" / "job-001")
+    code, copied, err = cli(capsys, "jobs", "merge", str(out), str(tmp_path / "elsewhere"))
+    assert json.loads(copied)["jobs"]["total"] == 3
+    assert err == (
+        f"orkeon: job job-001 found twice: using {out / 'job-001'}, "
+        f"not {tmp_path / 'elsewhere' / 'a' / 'job-001'}\n"
+    )
 
     code, _, err = cli(capsys, "jobs", "merge", str(tmp_path / "nowhere"))
     assert (code, err) == (2, f"orkeon: DIR: not a folder: {tmp_path / 'nowhere'}\n")
