@@ -247,7 +247,10 @@ class ReportFormat(StrEnum):
     junit = "junit"
 
 
-JobsArg = Annotated[str, typer.Argument(help="The job list: a JSON Lines file (or a JSON array).")]
+JobsArg = Annotated[
+    str,
+    typer.Argument(metavar="JOBS", help="The job list: a JSON Lines file (or a JSON array)."),
+]
 
 
 @jobs_app.command("validate")
@@ -303,7 +306,8 @@ def jobs_matrix(
 @jobs_app.command("merge")
 def jobs_merge(
     dirs: Annotated[
-        list[str], typer.Argument(help="Folders holding job folders (--out of each shard).")
+        list[str],
+        typer.Argument(metavar="DIR", help="Folders holding job folders (--out of each shard)."),
     ],
     fmt: Annotated[
         ReportFormat, typer.Option("--format", help="json | md | html | junit")
@@ -312,7 +316,7 @@ def jobs_merge(
         str | None, typer.Option("--output", "-o", help="Write here, not stdout.")
     ] = None,
 ) -> None:
-    """One report over every job found under DIRS."""
+    """One report over every job found in or below each DIR."""
     from .jobs import commands
 
     _exit_with(commands.merge, dirs, fmt=fmt.value, output=output)
