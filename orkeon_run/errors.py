@@ -79,3 +79,12 @@ STATUS_EXIT = {
     "budget_exhausted": EXIT_BUDGET,
     "interrupted": EXIT_INTERRUPTED,
 }
+
+
+def one_line(text: str) -> str:
+    """`text` with its control characters escaped (`\\n`, `\\x00`, a lone `\\ud800`): a
+    problem names fields and values from the document, and a key holding a newline split
+    its `orkeon: FIELD: message` line in two."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)

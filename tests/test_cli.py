@@ -21,6 +21,11 @@ COMMANDS = [
     ["hooks", "check"],
     ["hooks", "trust"],
     ["schema"],
+    ["jobs"],
+    ["jobs", "validate"],
+    ["jobs", "run"],
+    ["jobs", "matrix"],
+    ["jobs", "merge"],
 ]
 
 

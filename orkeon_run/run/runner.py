@@ -13,13 +13,16 @@ import signal
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from .. import logs
 from ..events import EventLog
 from ..jsonio import atomic_write_json
 from ..ledger import Ledger
 from ..vocabulary import StepStatus
+
+if TYPE_CHECKING:
+    import anyio
 from .context import StepOutcome, StepRun, step_hooks
 from .prepare import RunConfig, prepare, stdin_tty
 from .result import result_document
@@ -124,10 +127,41 @@ def run(
     return anyio.run(execute, opened)
 
 
-async def execute(opened: OpenRun, *, watch_signals: bool = True) -> dict[str, Any]:
+async def run_async(
+    step: str,
+    doc: Any,
+    *,
+    workspace: str | None,
+    run_dir: str | None,
+    resume_dir: str | None,
+    stream: IO[str] | None = None,
+    environ: Mapping[str, str] | None = None,
+    watch_signals: bool = True,
+    stop: anyio.Event | None = None,
+) -> dict[str, Any]:
+    """`run` inside a running event loop, so that many runs can share one (`orkeon jobs
+    run`, docs/scale.md). The preparation runs in the loop's thread and blocks it briefly."""
+    opened = open_run(
+        step,
+        doc,
+        workspace=workspace,
+        run_dir=run_dir,
+        resume_dir=resume_dir,
+        stream=stream,
+        environ=environ,
+    )
+    return await execute(opened, watch_signals=watch_signals, stop=stop)
+
+
+async def execute(
+    opened: OpenRun, *, watch_signals: bool = True, stop: anyio.Event | None = None
+) -> dict[str, Any]:
     """Run the opened step to its end; write result.json; return the result document.
-    With `watch_signals`, SIGINT and SIGTERM interrupt it (a caller running several runs
-    in one loop watches them itself and cancels)."""
+    With `watch_signals`, SIGINT and SIGTERM interrupt it. A caller running several runs in
+    one loop watches them itself and sets `stop`, which ends the run as a signal would: no
+    new call starts, what finished is kept, the result says "interrupted". Cancelled from
+    outside, the run still leaves that result before the cancellation goes on."""
+    import anyio
 
     from ..models import build_provider
 
@@ -159,14 +193,20 @@ async def execute(opened: OpenRun, *, watch_signals: bool = True) -> dict[str, A
     log = logs.get()
     log.info("step started", step=step, run_id=sr.run_id, run_dir=str(sr.run_dir))
     try:
-        return await _finish(sr, await _outcome(sr, watch_signals))
+        try:
+            outcome = await _outcome(sr, watch_signals, stop)
+        except anyio.get_cancelled_exc_class():
+            with anyio.CancelScope(shield=True):
+                await _finish(sr, _partial(sr, "interrupted", "interrupted"))
+            raise
+        return await _finish(sr, outcome)
     finally:
         events.close()
         for watcher in opened.watchers:
             watcher.close()
 
 
-async def _outcome(sr: StepRun, watch_signals: bool) -> StepOutcome:
+async def _outcome(sr: StepRun, watch_signals: bool, stop: anyio.Event | None) -> StepOutcome:
     import anyio
 
     log = logs.get()
@@ -185,6 +225,12 @@ async def _outcome(sr: StepRun, watch_signals: bool) -> StepOutcome:
                         tg.cancel_scope.cancel()
                         return
 
+            async def stopped(event: anyio.Event) -> None:
+                nonlocal interrupted
+                await event.wait()
+                interrupted = True
+                tg.cancel_scope.cancel()
+
             async def body() -> None:
                 nonlocal outcome
                 outcome = await module.run(sr)
@@ -192,6 +238,8 @@ async def _outcome(sr: StepRun, watch_signals: bool) -> StepOutcome:
 
             if watch_signals:
                 tg.start_soon(watch)
+            if stop is not None:
+                tg.start_soon(stopped, stop)
             tg.start_soon(body)
     except Exception as exc:  # a bug, or a failure no step handled: still leave a result
         cause = _first_cause(exc)

@@ -1,0 +1,197 @@
+"""`orkeon jobs run`: one shard's jobs, K at a time, in one process and one event loop.
+
+Each job runs as `orkeon run` would (`run.runner.run_async`), in its own run directory
+`OUT/ID/` with its own budget, events and result. A finished job (jobdir.py) is skipped;
+any other is run again, resumed where its run directory holds an earlier attempt. One
+job's failure, crash or bad inputs never stops the others.
+
+SIGINT and SIGTERM stop the shard: no job starts after them, the running ones stop as
+`orkeon run` stops on a signal (their results say "interrupted"), and the exit is 130.
+
+Exit code over every job of the shard, those skipped included (so a re-run that skips a
+failed job still says it failed), first match wins:
+
+    130  interrupted by a signal
+    4    a job could not reach its model provider: run the shard again later, which
+         redoes only those jobs (and any other that did not finish)
+    1    a job failed, crashed, could not start, or did not finish
+    3    a job ran out of budget (and nothing worse happened)
+    0    every job succeeded (also: a shard with no jobs)
+"""
+
+from __future__ import annotations
+
+import signal
+import sys
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import anyio
+
+from .. import logs
+from ..errors import InputError, OrkeonError
+from . import clone, collect, jobdir
+from .joblist import GitSource, Job
+
+T = TypeVar("T")
+
+
+def exit_code(outcomes: list[str], interrupted: bool) -> int:
+    """The shard's exit code (module docstring)."""
+    if interrupted:
+        return 130
+    if "provider_failed" in outcomes:
+        return 4
+    if any(o not in ("succeeded", "budget_exhausted") for o in outcomes):
+        return 1
+    return 3 if "budget_exhausted" in outcomes else 0
+
+
+async def run_shard(
+    jobs: list[Job], out: Path, shard: str, concurrency: int
+) -> tuple[int, dict[str, Any]]:
+    """Run `jobs` (one shard's, already checked) into `out`; (exit code, summary)."""
+    out.mkdir(parents=True, exist_ok=True)
+    stop = anyio.Event()
+    interrupted = False
+    skipped = 0
+    pending: list[Job] = []
+    for job in jobs:
+        status = jobdir.job_outcome(out / job.id)
+        if status in jobdir.FINISHED:
+            skipped += 1
+            _say(f"job {job.id}: {status} earlier, skipped")
+        else:
+            pending.append(job)
+    queue = iter(pending)
+
+    async def worker() -> None:
+        for job in queue:  # one iterator shared by the workers: each job is taken once
+            if stop.is_set():
+                return
+            try:
+                await _run_job(job, out, shard, stop)
+            except Exception as exc:  # its folder cannot be written (a full disk): go on
+                logs.get().error("job crashed", job=job.id, exc_info=exc)
+                _say(f"job {job.id}: not run: {type(exc).__name__}: {exc}")
+
+    async def watch_signals() -> None:
+        # Listening until the workers are done: a second signal (CI engines send SIGTERM
+        # after SIGINT) must not turn into a KeyboardInterrupt that cuts the runs' own
+        # stopping short.
+        nonlocal interrupted
+        with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as received:
+            async for signum in received:
+                if not interrupted:
+                    logs.get().warning("interrupted; stopping the running jobs", signal=signum)
+                interrupted = True
+                stop.set()
+
+    async with anyio.create_task_group() as outer:
+        outer.start_soon(watch_signals)
+        async with anyio.create_task_group() as workers:
+            for _ in range(min(concurrency, len(pending))):
+                workers.start_soon(worker)
+        outer.cancel_scope.cancel()
+
+    rows = [collect.read_job(out / job.id, job.id) for job in jobs]
+    code = exit_code([r["status"] for r in rows], interrupted)
+    summary = {
+        "shard": shard,
+        "out": str(out),
+        "exit_code": code,
+        "interrupted": interrupted,
+        "skipped": skipped,
+        **collect.report(rows),
+    }
+    counts = ", ".join(f"{n} {k}" for k, n in summary["jobs"].items() if n and k != "total")
+    _say(f"jobs: shard {shard}: {len(rows)} jobs{', ' if counts else ''}{counts} (exit {code})")
+    return code, summary
+
+
+async def _run_job(job: Job, out: Path, shard: str, stop: anyio.Event) -> None:
+    from ..run import runner
+
+    jd = out / job.id
+    jobdir.begin(jd, job.definition, shard, job.fingerprint)
+    try:
+        source = job.workspace
+        if isinstance(source, GitSource):
+            ws = await _unless_stopped(lambda: clone.workspace(source, jd), stop)
+            if ws is None:
+                _say(f"job {job.id}: interrupted before its workspace was cloned")
+                return
+        else:
+            ws = source
+        resume = (jd / "inputs.json").is_file()
+        await runner.run_async(
+            job.step,
+            job.inputs,
+            workspace=str(ws),
+            run_dir=None if resume else str(jd),
+            resume_dir=str(jd) if resume else None,
+            stream=None,
+            watch_signals=False,
+            stop=stop,
+        )
+    except clone.CloneFailed as exc:
+        _not_started(jd, job, f"workspace: {exc}")
+        return
+    except InputError as exc:
+        _not_started(jd, job, "; ".join(exc.problems))
+        return
+    except OrkeonError as exc:
+        _not_started(jd, job, str(exc))
+        return
+    except Exception as exc:  # a bug: this job is lost, the others go on
+        logs.get().error("job crashed", job=job.id, exc_info=exc)
+        _not_started(jd, job, f"internal error: {type(exc).__name__}: {exc}")
+        return
+    row = collect.read_job(jd, job.id)
+    usd = "unknown" if row["usd"] is None else f"${row['usd']:.4f}"
+    why = f": {row['error']}" if row["error"] and row["status"] != "succeeded" else ""
+    _say(
+        f"job {job.id}: {row['status']} ({row['calls']} calls, {row['refused']} refused, "
+        f"{row['seconds']:.2f} s, {usd}) {jd}{why}"
+    )
+
+
+def _not_started(jd: Path, job: Job, error: str) -> None:
+    jobdir.could_not_start(jd, error)
+    _say(f"job {job.id}: not started: {error}")
+
+
+async def _unless_stopped(fn: Callable[[], Awaitable[T]], stop: anyio.Event) -> T | None:
+    """`fn()`'s value, or None when `stop` is set first (fn is then cancelled). What fn
+    raises is raised as it is, not wrapped in an ExceptionGroup."""
+    value: T | None = None
+    error: Exception | None = None
+    async with anyio.create_task_group() as tg:
+
+        async def watch() -> None:
+            await stop.wait()
+            tg.cancel_scope.cancel()
+
+        async def work() -> None:
+            nonlocal value, error
+            try:
+                value = await fn()
+            except Exception as exc:
+                error = exc
+            tg.cancel_scope.cancel()
+
+        tg.start_soon(watch)
+        tg.start_soon(work)
+    if error is not None:
+        raise error
+    return value
+
+
+def _say(line: str) -> None:
+    """A line for the person or the CI log watching the shard (stderr; never a log line,
+    so ORKEON_LOG_LEVEL=warning keeps these and silences each run's own)."""
+    from ..errors import one_line
+
+    sys.stderr.write(one_line(line) + "\n")
+    sys.stderr.flush()
