@@ -72,6 +72,11 @@ TOOLS = [
         input_schema={"type": "object"},
     ),
     types.Tool(
+        name="spawn_stubborn",
+        description="As spawn, but the process ignores SIGTERM.",
+        input_schema={"type": "object"},
+    ),
+    types.Tool(
         name="env",
         description="The value of an environment variable, or null.",
         input_schema={"type": "object", "properties": {"name": {"type": "string"}}},
@@ -128,6 +133,11 @@ async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.Call
         os._exit(7)
     if name == "spawn":
         child = subprocess.Popen(["sleep", "300"], stdin=subprocess.DEVNULL)
+        return text(str(child.pid))
+    if name == "spawn_stubborn":
+        # An ignored signal stays ignored across exec: `sleep` ignores SIGTERM too.
+        argv = ["sh", "-c", "trap '' TERM; exec sleep 300"]
+        child = subprocess.Popen(argv, stdin=subprocess.DEVNULL)
         return text(str(child.pid))
     if name == "env":
         return text(repr(os.environ.get(str(args.get("name")))))

@@ -126,6 +126,12 @@ class McpHub:
         """The process (and process group) id of a stdio server that started."""
         return self._servers[server].pid
 
+    def client(self, server: str) -> Any:
+        """The SDK's client of a running server, None otherwise (for benchmarks and tests:
+        calls go through `call`)."""
+        s = self._servers[server]
+        return s.client if s.state == "running" else None
+
     def owns(self, name: str) -> bool:
         """`name` is `mcp__SERVER__…` for a configured SERVER: the hub answers the call."""
         return self._server_of(name) is not None

@@ -111,6 +111,11 @@ class ServerRun:
 
     @contextlib.asynccontextmanager
     async def _client(self) -> AsyncIterator[Any]:
+        from . import sdk_problem
+
+        missing = sdk_problem()
+        if missing:
+            raise _NotStarted(missing)
         from mcp import Client
         from mcp_types import Implementation
 
