@@ -18,7 +18,7 @@ import pytest
 from orkeon_run.tools.mcp.hub import McpHub
 from orkeon_run.tools.mcp.results import RESULT_CHARS
 from tests.fakes.mcp_server import ODD_SCHEMA
-from tests.test_mcp_stdio import Events, with_hub
+from tests.mcpkit import Events, with_hub
 
 SERVER = Path(__file__).parent / "fakes" / "mcp_server.py"
 
@@ -36,6 +36,8 @@ class HttpServer:
     def stop(self) -> None:
         self.proc.kill()
         self.proc.wait()
+        if self.proc.stdout is not None:
+            self.proc.stdout.close()
 
 
 @pytest.fixture(scope="module")

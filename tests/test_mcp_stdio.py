@@ -10,7 +10,6 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -23,9 +22,7 @@ from orkeon_run.tools.mcp.check import check_servers_sync
 from orkeon_run.tools.mcp.hub import McpHub
 from orkeon_run.tools.mcp.results import RESULT_CHARS
 from tests.fakes.mcp_server import ODD_SCHEMA
-
-FAKES = Path(__file__).parent / "fakes"
-FAKE = {"command": [sys.executable, str(FAKES / "mcp_server.py"), "stdio"]}
+from tests.mcpkit import FAKE, FAKES, Events, git_server, group_running, running, with_hub
 
 
 @pytest.fixture
@@ -38,77 +35,6 @@ def repo(tmp_path: Path) -> Path:
     subprocess.run([*git, "add", "README.md"], check=True)
     subprocess.run([*git, "commit", "-q", "-m", "first commit"], check=True)
     return repo.resolve()
-
-
-def git_server(repo: Path) -> dict[str, Any]:
-    return {"command": [sys.executable, "-m", "mcp_server_git", "--repository", str(repo)]}
-
-
-class Events:
-    """The hub's `mcp.server` events, and a way to await one."""
-
-    def __init__(self) -> None:
-        self.seen: list[dict[str, Any]] = []
-        self._waiters: list[tuple[Callable[[dict[str, Any]], bool], anyio.Event]] = []
-
-    def __call__(self, type: str, **fields: Any) -> None:
-        assert type == "mcp.server"
-        self.seen.append(fields)
-        for match, event in self._waiters:
-            if match(fields):
-                event.set()
-
-    async def wait(self, **want: Any) -> dict[str, Any]:
-        def match(e: dict[str, Any]) -> bool:
-            return all(e.get(k) == v for k, v in want.items())
-
-        event = anyio.Event()
-        self._waiters.append((match, event))
-        if not any(match(e) for e in self.seen):
-            with anyio.fail_after(60):
-                await event.wait()
-        return next(e for e in self.seen if match(e))
-
-
-def with_hub(
-    servers: dict[str, Any], cwd: Path, body: Callable[[McpHub, Events], Awaitable[Any]], **kw: Any
-) -> Any:
-    events = Events()
-    kw.setdefault("environ", scrubbed())
-
-    async def go() -> Any:
-        async with McpHub(parse_servers(servers), cwd=cwd, emit=events, **kw) as hub:
-            return await body(hub, events)
-
-    return anyio.run(go)
-
-
-def state(pid: int) -> str | None:
-    """A process's state letter (R, S, Z, ...), None when it is gone."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_bytes()
-    except FileNotFoundError:
-        return None
-    return stat[stat.rfind(b")") + 2 :].split()[0].decode()
-
-
-def running(pid: int) -> bool:
-    return state(pid) not in (None, "Z", "X")
-
-
-def group_running(pgid: int) -> list[int]:
-    """The processes of a group that still run (zombies no one reaps do not count)."""
-    found = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                stat = Path(f"/proc/{entry}/stat").read_bytes()
-            except OSError:
-                continue
-            fields = stat[stat.rfind(b")") + 2 :].split()
-            if int(fields[2]) == pgid and fields[0] not in (b"Z", b"X"):
-                found.append(int(entry))
-    return found
 
 
 # --- mcp-server-git ------------------------------------------------------------------------
@@ -145,11 +71,12 @@ def test_git_server_lists_its_tools_as_declared_and_answers_calls(repo: Path) ->
         assert str(bad.result).startswith("error: ") and "max_count" in str(bad.result)
         unknown = await hub.call("mcp__git__git_push", {"repo_path": str(repo)}, 30)
         assert unknown.result == "error: there is no tool named 'mcp__git__git_push'"
+        assert unknown.refused
         outside = await hub.call("mcp__git__git_status", {"repo_path": "/"}, 30)
         assert str(outside.result).startswith("error: ")  # the server's own confinement
-        assert (await hub.call("mcp__git__git_status", ["x"], 30)).result == (
-            "error: mcp__git__git_status: the input must be a JSON object"
-        )
+        not_object = await hub.call("mcp__git__git_status", ["x"], 30)
+        assert not_object.refused
+        assert not_object.result == "error: mcp__git__git_status: the input must be a JSON object"
 
     with_hub({"git": git_server(repo)}, repo, body)
 
@@ -234,19 +161,16 @@ def test_calls_from_several_tasks_share_one_server(tmp_path: Path) -> None:
 
 def test_servers_that_cannot_start_are_refused_with_the_reason(tmp_path: Path) -> None:
     exits = "import sys; sys.stderr.write('warming up\\nbad config: no --db given\\n'); sys.exit(3)"
-    hangs = "import time; time.sleep(600)"
     servers = {
         "fake": FAKE,
         "missing": {"command": str(tmp_path / "no-such-server")},
         "exits": {"command": [sys.executable, "-c", exits]},
-        "needs": {"command": [sys.executable, "-c", hangs], "env": {"KEY": "${MCP_TEST_UNSET}"}},
-        "hangs": {"command": [sys.executable, "-c", hangs]},
+        "needs": {"command": [sys.executable, "-c", "pass"], "env": {"KEY": "${MCP_TEST_UNSET}"}},
     }
     expected = {
         "missing": f"no such program: {tmp_path / 'no-such-server'}",
         "exits": "it exited with code 3 before it answered; its stderr ends: bad config: no --db given",
         "needs": "env.KEY: ${MCP_TEST_UNSET} is not set",
-        "hangs": "it did not answer within 1 s of starting",
     }
 
     async def body(hub: McpHub, events: Events) -> None:
@@ -258,12 +182,24 @@ def test_servers_that_cannot_start_are_refused_with_the_reason(tmp_path: Path) -
             assert reply.result == f"[refused: MCP server {name} is not running: {reason}]"
             failed = await events.wait(server=name, state="failed")
             assert failed["reason"] == reason
-        assert events.seen[-1]["state"] != "stopped"
-        hung = await events.wait(server="hangs", state="failed")
-        assert not running(hung["pid"])  # stopped when its start ran out of time
         assert (await hub.call("mcp__fake__echo", {"text": "ok"}, 30)).result == "ok"
 
-    with_hub(servers, tmp_path, body, start_timeout=1.0)
+    with_hub(servers, tmp_path, body)
+
+
+def test_a_server_that_never_answers_fails_after_the_start_time_limit(tmp_path: Path) -> None:
+    hangs = {"command": [sys.executable, "-c", "import time; time.sleep(600)"]}
+
+    async def body(hub: McpHub, events: Events) -> None:
+        reason = "it did not answer within 1 s of starting"
+        assert hub.failed() == {"hangs": reason}
+        failed = await events.wait(server="hangs", state="failed")
+        assert failed["reason"] == reason
+        assert not running(failed["pid"])  # stopped when its start ran out of time
+        reply = await hub.call("mcp__hangs__x", {}, 30)
+        assert reply.result == f"[refused: MCP server hangs is not running: {reason}]"
+
+    with_hub({"hangs": hangs}, tmp_path, body, start_timeout=1.0)
 
 
 def test_a_server_that_dies_mid_run_gets_a_clear_text_and_nothing_crashes(
@@ -366,6 +302,8 @@ def test_sigterm_to_an_orkeon_like_parent_leaves_no_server_behind(
         if parent.poll() is None:
             parent.kill()
             parent.wait()
+        if parent.stdout is not None:
+            parent.stdout.close()
     for pid in pids:
         assert not running(pid), pid
     for pgid in ready["pids"].values():

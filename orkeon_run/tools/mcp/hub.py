@@ -67,9 +67,11 @@ class McpTool:
 
 @dataclass(frozen=True)
 class McpReply:
-    """What one call came to. `refused`: the server was not running and nothing was sent
-    (`result` is the `[refused: …]` text); otherwise the call ran and `result` is what the
-    model reads: the server's result, or an `error: …` text."""
+    """What one call came to, `result` being what the model reads. `refused`: nothing was
+    sent to a server: it is not running (`[refused: MCP server S is not running: …]`), or
+    the call names no tool it lists, or its input is not an object (`error: …`, the texts
+    the pipeline gives any call it cannot run). Otherwise the call ran and `result` is the
+    server's result or an `error: …` text."""
 
     result: Result
     refused: bool = False
@@ -141,14 +143,14 @@ class McpHub:
         seconds (the tool limit, or what is left of the step's budget if less)."""
         s = self._server_of(name)
         if s is None:
-            return McpReply(no_tool(name))
+            return McpReply(no_tool(name), refused=True)
         if s.state != "running":
             return McpReply(not_running(s.name, s.reason or "it was stopped"), refused=True)
         tool = self._tools.get(name)
         if tool is None:
-            return McpReply(no_tool(name))
+            return McpReply(no_tool(name), refused=True)
         if not isinstance(arguments, Mapping):
-            return McpReply(f"error: {name}: the input must be a JSON object")
+            return McpReply(f"error: {name}: the input must be a JSON object", refused=True)
         from httpx2 import TransportError
         from mcp import MCPError
         from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT

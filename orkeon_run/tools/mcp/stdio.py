@@ -94,15 +94,23 @@ def _killpg(pgid: int, sig: int) -> None:
 
 async def stop_group(pgid: int, grace: float) -> None:
     """SIGTERM to every process of the group still running, SIGKILL to those left after
-    `grace` seconds. Returns at once when nothing runs."""
+    `grace` seconds; returns once none runs (at once when none did), or `grace` seconds
+    after the SIGKILL (a process in uninterruptible sleep dies only when it wakes)."""
     if not live_members(pgid):
         return
     _killpg(pgid, signal.SIGTERM)
-    with anyio.move_on_after(grace):
-        while live_members(pgid):
-            await anyio.sleep(_GROUP_POLL)
+    if await _gone(pgid, grace):
         return
     _killpg(pgid, signal.SIGKILL)
+    await _gone(pgid, grace)  # a killed process still has to be scheduled to die
+
+
+async def _gone(pgid: int, limit: float) -> bool:
+    with anyio.move_on_after(limit):
+        while live_members(pgid):
+            await anyio.sleep(_GROUP_POLL)
+        return True
+    return False
 
 
 class ServerProcess:
