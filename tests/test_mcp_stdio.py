@@ -89,8 +89,14 @@ def test_results_come_back_in_the_servers_form_within_the_size_cap(tmp_path: Pat
         tools = {t.name: t for t in hub.tools}
         odd = tools["mcp__fake__odd"]
         assert json.dumps(odd.input_schema) == json.dumps(ODD_SCHEMA)
-        assert "mcp__fake__weird_name_with_spaces" in tools
         assert tools["mcp__fake__weird_name_with_spaces"].tool == "weird.name with spaces"
+        assert hub.warnings == [
+            f"MCP tool mcp__fake__{'x' * 60} is left out: model APIs refuse tool names longer "
+            "than 64 characters",
+            "MCP server fake lists two tools named mcp__fake__weird_name_with_spaces; the second "
+            "is left out",
+        ]
+        assert all(len(t.name) <= 64 for t in hub.tools)
 
         async def call(name: str, args: dict[str, Any]) -> Any:
             reply = await hub.call(f"mcp__fake__{name}", args, 30)
@@ -276,9 +282,12 @@ def test_stopping_leaves_no_process_of_any_group_behind(tmp_path: Path, repo: Pa
     assert group_running(seen["git"]) == []
 
 
-@pytest.mark.parametrize("mode", ["context", "taskgroup"])
+@pytest.mark.parametrize(
+    ("mode", "signum"),
+    [("context", signal.SIGTERM), ("taskgroup", signal.SIGTERM), ("context", signal.SIGINT)],
+)
 def test_sigterm_to_an_orkeon_like_parent_leaves_no_server_behind(
-    tmp_path: Path, repo: Path, mode: str
+    tmp_path: Path, repo: Path, mode: str, signum: int
 ) -> None:
     servers = json.dumps({"fake": FAKE, "git": git_server(repo)})
     root = Path(__file__).parent.parent
@@ -296,7 +305,7 @@ def test_sigterm_to_an_orkeon_like_parent_leaves_no_server_behind(
         ready = json.loads(line)
         pids = [*ready["pids"].values(), ready["spawned"]]
         assert all(running(p) for p in pids)
-        parent.send_signal(signal.SIGTERM)
+        parent.send_signal(signum)
         assert parent.wait(timeout=60) == 130
     finally:
         if parent.poll() is None:

@@ -86,7 +86,13 @@ TOOLS = [
         description="A tool name Claude Code would normalize.",
         input_schema={"type": "object"},
     ),
+    # Left out by the hub: a name too long for model APIs, and a name another tool's takes.
+    types.Tool(name="x" * 60, description="Too long.", input_schema={"type": "object"}),
+    types.Tool(
+        name="weird_name_with_spaces", description="Taken.", input_schema={"type": "object"}
+    ),
 ]
+LEFT_OUT = ("x" * 60, "weird_name_with_spaces")
 
 
 def text(value: str, *, error: bool = False, structured: Any = None) -> types.CallToolResult:
