@@ -1,0 +1,40 @@
+"""Tools from MCP (Model Context Protocol) servers: configuration, names, selection, and
+the hub that runs the servers of one run.
+
+Importing this package (or `config`, `names`, `select`, `results`) does not import the MCP
+SDK, which costs over half a second; `hub`, `stdio` and `check` import it when a server is
+started, so a run without servers never loads it.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+
+from .config import McpServer, McpServers, expand, parse_servers, servers_from_settings
+from .names import is_mcp_name, normalize, tool_name
+from .select import pattern_problem, select_tools, split_pattern, unmatched
+
+SDK_MISSING = "the MCP SDK is not installed: pip install 'orkeon[mcp]'"
+
+
+def sdk_problem() -> str | None:
+    """SDK_MISSING when the SDK cannot be imported, else None; does not import it."""
+    return SDK_MISSING if importlib.util.find_spec("mcp") is None else None
+
+
+__all__ = [
+    "SDK_MISSING",
+    "McpServer",
+    "McpServers",
+    "expand",
+    "is_mcp_name",
+    "normalize",
+    "parse_servers",
+    "pattern_problem",
+    "sdk_problem",
+    "select_tools",
+    "servers_from_settings",
+    "split_pattern",
+    "tool_name",
+    "unmatched",
+]

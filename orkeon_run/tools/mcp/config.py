@@ -1,0 +1,274 @@
+"""MCP servers as configured: the `mcp_servers` input and the `mcpServers` object of a
+Claude Code `.mcp.json` or settings file, read into the same frozen models.
+
+SERVER is Claude Code's shape:
+
+- stdio: `{"command": "PROGRAM", "args": [...], "env": {...}}` (`"type": "stdio"` optional),
+  or `{"command": [PROGRAM, ARG...]}`; `args`, when also given, follow the list.
+- streamable HTTP: `{"type": "http", "url": URL, "headers": {...}}` (`type` optional when
+  `url` is given).
+
+Unknown keys are errors, as everywhere in the inputs: an option orkeon does not honour is
+never silently dropped. `${VAR}` and `${VAR:-default}` in `command`, `args`, `env` values,
+`url` and `headers` values are expanded as Claude Code expands them, from orkeon's own
+environment, when the server starts (`expand`): the models keep the text as written, so
+the inputs saved in a run directory never hold a secret the expansion brought in.
+
+This module imports only pydantic, so the inputs can use its models without loading the
+MCP SDK.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Annotated, Any, Literal
+from urllib.parse import urlsplit, urlunsplit
+
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    TypeAdapter,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+
+from .names import normalize, server_name_problem
+
+Transport = Literal["stdio", "http"]
+
+
+class McpServer(BaseModel):
+    """One server. `transport` and `argv` say how to reach it."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    type: Transport | None = None
+    command: str | list[str] | None = None
+    args: list[str] = Field(default_factory=list)
+    env: dict[str, str] = Field(default_factory=dict)
+    url: str | None = None
+    headers: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("type", mode="before")
+    @classmethod
+    def _known_type(cls, v: Any) -> Any:
+        if v == "sse":
+            raise ValueError(
+                '"sse" (the old HTTP+SSE transport) is not supported; use "http" (streamable HTTP)'
+            )
+        if v is not None and v not in ("stdio", "http"):
+            raise ValueError('must be "stdio" or "http"')
+        return v
+
+    @field_validator("command", mode="before")
+    @classmethod
+    def _program(cls, v: Any) -> Any:
+        if isinstance(v, str):
+            if not v:
+                raise ValueError("is empty")
+        elif isinstance(v, list) and all(isinstance(x, str) for x in v):
+            if not v or not v[0]:
+                raise ValueError("an argv list needs a program")
+        elif v is not None:
+            raise ValueError("must be a program (a string) or an argv list of strings")
+        return v
+
+    @field_validator("command", "args")
+    @classmethod
+    def _no_nul(cls, v: str | list[str] | None) -> str | list[str] | None:
+        if v is not None and any("\x00" in x for x in ([v] if isinstance(v, str) else v)):
+            raise ValueError("a NUL character cannot be passed to a program")
+        return v
+
+    @field_validator("env")
+    @classmethod
+    def _env_names(cls, v: dict[str, str]) -> dict[str, str]:
+        for name, value in v.items():
+            if not name or "=" in name or "\x00" in name:
+                raise ValueError(f"{name!r} is not a variable name")
+            if "\x00" in value:
+                raise ValueError(f"{name}: a NUL character cannot be passed to a program")
+        return v
+
+    @model_validator(mode="after")
+    def _one_transport(self) -> McpServer:
+        given = self.model_fields_set
+        if self.command is not None and self.url is not None:
+            raise ValueError('give "command" (a stdio server) or "url" (an http server), not both')
+        if self.command is None and self.url is None:
+            raise ValueError('needs "command" (a stdio server) or "url" (an http server)')
+        if self.url is not None:
+            if self.type == "stdio":
+                raise ValueError('"type": "stdio" needs "command", not "url"')
+            extra = sorted(given & {"args", "env"})
+            if extra:
+                raise ValueError(f'"{extra[0]}" is for a stdio server ("command"), not "url"')
+            problem = url_problem(self.url)
+            if problem and "${" not in self.url:
+                raise ValueError(f"url: {problem}")
+        else:
+            if self.type == "http":
+                raise ValueError('"type": "http" needs "url", not "command"')
+            if "headers" in given:
+                raise ValueError('"headers" is for an http server ("url"), not "command"')
+        return self
+
+    @property
+    def transport(self) -> Transport:
+        return "http" if self.url is not None else "stdio"
+
+    @property
+    def argv(self) -> list[str]:
+        """The program and its arguments (stdio); [] for an http server."""
+        if self.command is None:
+            return []
+        head = [self.command] if isinstance(self.command, str) else list(self.command)
+        return head + list(self.args)
+
+    def describe(self) -> str:
+        """One line for `validate` and `hooks list`: `stdio: git-mcp --repo .`, `http: URL`.
+        Header and env values, and the URL's query and user info, are left out: they often
+        hold credentials."""
+        if self.url is not None:
+            return f"http: {shown_url(self.url)}"
+        import shlex
+
+        return "stdio: " + shlex.join(self.argv)
+
+
+def shown_url(url: str) -> str:
+    """`url` without user info and query: what may be printed and recorded."""
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError:
+        return "(a URL that does not parse)"
+    host = parts.hostname or ""
+    if ":" in host:
+        host = f"[{host}]"
+    if port is not None:
+        host = f"{host}:{port}"
+    query = "…" if parts.query else ""
+    return urlunsplit((parts.scheme, host, parts.path, query, ""))
+
+
+def url_problem(url: str) -> str | None:
+    """Why `url` cannot reach a streamable-HTTP server, or None."""
+    m = re.match(r"^(https?)://([^/?#]+)", url)
+    if m is None:
+        return f"{url!r} must start with http:// or https:// and name a host"
+    return None
+
+
+def _check_names(servers: dict[str, McpServer]) -> dict[str, McpServer]:
+    problems = [p for p in map(server_name_problem, servers) if p]
+    seen: dict[str, str] = {}
+    for name in servers:
+        shown = normalize(name)
+        if shown in seen:
+            problems.append(
+                f"servers {seen[shown]!r} and {name!r} both give tool names mcp__{shown}__…; "
+                "rename one"
+            )
+        seen.setdefault(shown, name)
+    if problems:
+        raise ValueError("; ".join(problems))
+    return servers
+
+
+# The type of the `mcp_servers` input: server name -> server.
+McpServers = Annotated[dict[str, McpServer], AfterValidator(_check_names)]
+
+_SERVERS: TypeAdapter[dict[str, McpServer]] = TypeAdapter(McpServers)
+
+
+def parse_servers(doc: Any, prefix: str = "mcp_servers") -> dict[str, McpServer]:
+    """The `mcp_servers` input (an object of server name -> SERVER). InputError with one
+    line per problem, each naming the field: `mcp_servers.git.command: is empty`."""
+    from ...errors import InputError
+    from ...config.inputs import error_lines
+
+    try:
+        return _SERVERS.validate_python(doc)
+    except ValidationError as exc:
+        raise InputError(error_lines(exc, prefix=prefix)) from None
+
+
+def servers_from_settings(doc: Mapping[str, Any], origin: str) -> dict[str, McpServer]:
+    """The `mcpServers` object of a Claude Code `.mcp.json` or settings document (parsed
+    JSON); {} when it has none. Every line of an InputError starts with `origin`."""
+    from ...errors import InputError
+
+    raw = doc.get("mcpServers", {})
+    if not isinstance(raw, dict):
+        raise InputError(f"{origin}: mcpServers: must be an object of server names")
+    try:
+        return parse_servers(raw, prefix="mcpServers")
+    except InputError as exc:
+        raise InputError([f"{origin}: {p}" for p in exc.problems]) from None
+
+
+# --- ${VAR} expansion ---------------------------------------------------------------
+
+_VAR = re.compile(r"\$\{([^}]+)\}")
+
+
+def _expand(text: str, environ: Mapping[str, str], missing: list[str]) -> str:
+    """Claude Code's rule: `${NAME}` is NAME's value (an empty value counts as set),
+    `${NAME:-default}` falls back to the default when NAME is unset; an unset NAME with no
+    default is left as written and reported."""
+
+    def one(m: re.Match[str]) -> str:
+        name, sep, default = m.group(1).partition(":-")
+        value = environ.get(name)
+        if value is not None:
+            return value
+        if sep:
+            return default
+        missing.append(name)
+        return m.group(0)
+
+    return _VAR.sub(one, text)
+
+
+def expand(server: McpServer, environ: Mapping[str, str]) -> tuple[McpServer, list[str]]:
+    """`server` with `${VAR}` expanded from `environ`, and one line per variable that is
+    not set (`env.TOKEN: ${TOKEN} is not set`); a server with such a line must not start."""
+    problems: list[str] = []
+
+    def text(where: str, value: str) -> str:
+        missing: list[str] = []
+        out = _expand(value, environ, missing)
+        problems.extend(f"{where}: ${{{name}}} is not set" for name in missing)
+        return out
+
+    update: dict[str, Any] = {}
+    if isinstance(server.command, str):
+        update["command"] = text("command", server.command)
+    elif server.command is not None:
+        update["command"] = [text(f"command[{i}]", a) for i, a in enumerate(server.command)]
+    update["args"] = [text(f"args[{i}]", a) for i, a in enumerate(server.args)]
+    update["env"] = {k: text(f"env.{k}", v) for k, v in server.env.items()}
+    if server.url is not None:
+        update["url"] = text("url", server.url)
+        problem = url_problem(update["url"])
+        if problem and not problems:
+            problems.append(f"url: {problem}")
+    update["headers"] = {k: text(f"headers.{k}", v) for k, v in server.headers.items()}
+    return server.model_copy(update=update), problems
+
+
+__all__ = [
+    "McpServer",
+    "McpServers",
+    "Transport",
+    "expand",
+    "parse_servers",
+    "servers_from_settings",
+    "shown_url",
+    "url_problem",
+]

@@ -1,0 +1,242 @@
+"""The MCP servers of one run: each started once, its tools listed, called with a time
+limit, and all stopped at the end.
+
+    async with McpHub(servers, environ=scrubbed_env, cwd=workspace, emit=events.emit) as hub:
+        specs = [t.spec for t in select_tools(role_tools, hub.tools)]
+        reply = await hub.call("mcp__git__git_status", {"repo_path": "."}, timeout=left)
+
+or, in a task group the run already has, `await tg.start(hub.serve)` and `hub.stop()` at the
+end. Either way the SDK's client of each server is entered and left in one task the hub
+starts for that server (anyio's rule for cancel scopes), and calls may come from any task.
+
+Contract:
+- Servers start in parallel; entering the hub (or `serve` reporting started) waits until
+  each is running or has failed, for at most `start_timeout` seconds each. A server that
+  fails is no error: its tools are missing, `failed()` says why, and a call to any
+  `mcp__SERVER__…` name is refused with `[refused: MCP server SERVER is not running: …]`.
+- A stdio server runs with `environ` (the caller's scrubbed environment) plus its own
+  `env`, in `cwd`, in a process group of its own (`stdio.py`); its stderr goes to
+  `log_dir/SERVER.stderr.log` (a temporary file without `log_dir`), whose last line is
+  part of the reason when the server fails. An http server gets its `headers` on every
+  request. `${VAR}` in the configuration is expanded from `expand_from` (default: orkeon's
+  environment), so an operator can hand a server a credential the scrub removed.
+- `call` never raises for anything a server does (`results.py` has the texts). A server
+  that ends while the run goes on is marked so once, with an `mcp.server` event.
+- Leaving the hub (or `stop()`) stops every server, a stdio one with its whole process
+  group, also when the run is cancelled (SIGINT/SIGTERM cancel the run's task group).
+
+Events (`emit(type, **fields)`, e.g. `EventLog.emit`), one `mcp.server` per change:
+`{server, transport, state, pid, tools, reason, seconds}`, state `started` (tools: how
+many; seconds: the start-up time), `failed` (reason), `exited` (reason: it ended mid-run)
+or `stopped` (a running server stopped at the end; seconds: how long it ran).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import anyio
+import anyio.abc
+
+from ...catalog import ToolSpec
+from .config import McpServer
+from .names import MAX_NAME_CHARS, PREFIX, SEPARATOR, normalize, tool_name
+from .results import Result, call_error, no_tool, not_running, stopped_during, timed_out, to_result
+from .server import Emit, ServerRun, Settings
+
+
+@dataclass(frozen=True)
+class McpTool:
+    """One tool of one server. `name` is what the model, rules and hooks see."""
+
+    name: str  # mcp__SERVER__TOOL
+    server: str  # the server's name as configured
+    tool: str  # the tool's name as the server lists it
+    description: str
+    input_schema: dict[str, Any]  # exactly as the server declares it
+
+    @property
+    def spec(self) -> ToolSpec:
+        return ToolSpec(self.name, self.description, self.input_schema)
+
+
+@dataclass(frozen=True)
+class McpReply:
+    """What one call came to, `result` being what the model reads. `refused`: nothing was
+    sent to a server: it is not running (`[refused: MCP server S is not running: …]`), or
+    the call names no tool it lists, or its input is not an object (`error: …`, the texts
+    the pipeline gives any call it cannot run). Otherwise the call ran and `result` is the
+    server's result or an `error: …` text."""
+
+    result: Result
+    refused: bool = False
+
+
+class McpHub:
+    def __init__(
+        self,
+        servers: Mapping[str, McpServer],
+        *,
+        environ: Mapping[str, str],
+        cwd: Path,
+        expand_from: Mapping[str, str] | None = None,
+        emit: Emit | None = None,
+        log_dir: Path | None = None,
+        start_timeout: float = 30.0,
+        grace: float = 2.0,
+    ) -> None:
+        settings = Settings(
+            environ=dict(environ),
+            cwd=cwd,
+            expand_from=os.environ if expand_from is None else expand_from,
+            emit=emit,
+            log_dir=log_dir,
+            start_timeout=start_timeout,
+            grace=grace,
+        )
+        self._servers = {name: ServerRun(name, cfg, settings) for name, cfg in servers.items()}
+        self._by_prefix = {normalize(name): s for name, s in self._servers.items()}
+        self._tools: dict[str, McpTool] = {}
+        # Tools left out (a name too long for model APIs, a name taken): for the log.
+        self.warnings: list[str] = []
+        self._stop: anyio.Event | None = None
+        self._tg: anyio.abc.TaskGroup | None = None
+
+    # --- what the run sees ----------------------------------------------------------
+
+    @property
+    def tools(self) -> list[McpTool]:
+        """Every tool of every server that started, in configuration order."""
+        return list(self._tools.values())
+
+    def state(self, server: str) -> tuple[str, str | None]:
+        """(state, reason) of a configured server: `starting`, `running`, `failed`,
+        `exited` or `stopped`, and why when it is not running."""
+        s = self._servers[server]
+        return s.state, s.reason
+
+    def failed(self) -> dict[str, str]:
+        """Server name -> why it did not start, for the servers that did not."""
+        return {n: s.reason or "" for n, s in self._servers.items() if s.state == "failed"}
+
+    def pid(self, server: str) -> int | None:
+        """The process (and process group) id of a stdio server that started."""
+        return self._servers[server].pid
+
+    def client(self, server: str) -> Any:
+        """The SDK's client of a running server, None otherwise (for benchmarks and tests:
+        calls go through `call`)."""
+        s = self._servers[server]
+        return s.client if s.state == "running" else None
+
+    def owns(self, name: str) -> bool:
+        """`name` is `mcp__SERVER__…` for a configured SERVER: the hub answers the call."""
+        return self._server_of(name) is not None
+
+    async def call(self, name: str, arguments: Any, timeout: float) -> McpReply:
+        """Call tool `name` (`mcp__SERVER__TOOL`) with `arguments`, for at most `timeout`
+        seconds (the tool limit, or what is left of the step's budget if less)."""
+        s = self._server_of(name)
+        if s is None:
+            return McpReply(no_tool(name), refused=True)
+        if s.state != "running":
+            return McpReply(not_running(s.name, s.reason or "it was stopped"), refused=True)
+        tool = self._tools.get(name)
+        if tool is None:
+            return McpReply(no_tool(name), refused=True)
+        if not isinstance(arguments, Mapping):
+            return McpReply(f"error: {name}: the input must be a JSON object", refused=True)
+        from httpx2 import TransportError
+        from mcp import MCPError
+        from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT
+
+        try:
+            with anyio.move_on_after(timeout) as scope:
+                reply = await s.client.call_tool(tool.tool, dict(arguments))
+            if scope.cancelled_caught:
+                return McpReply(timed_out(s.name, timeout))
+            return McpReply(to_result(reply, name))
+        except MCPError as exc:
+            if exc.code == REQUEST_TIMEOUT:
+                return McpReply(timed_out(s.name, timeout))
+            if exc.code != CONNECTION_CLOSED:
+                return McpReply(call_error(name, exc.message))
+            return McpReply(stopped_during(s.name, await s.gone(None)))
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError, TransportError) as exc:
+            return McpReply(stopped_during(s.name, await s.gone(exc)))
+        except Exception as exc:  # the SDK's or the server's bug must not end the step
+            return McpReply(f"error: {name} failed: {type(exc).__name__}: {exc}")
+
+    # --- start and stop -------------------------------------------------------------
+
+    async def __aenter__(self) -> McpHub:
+        self._tg = anyio.create_task_group()
+        await self._tg.__aenter__()
+        try:
+            await self._tg.start(self.serve)
+        except BaseException:
+            self.stop()
+            await self._tg.__aexit__(*sys.exc_info())
+            raise
+        return self
+
+    async def __aexit__(self, *exc: Any) -> bool | None:
+        self.stop()
+        assert self._tg is not None
+        return await self._tg.__aexit__(*exc)
+
+    def stop(self) -> None:
+        """Ask every server to stop; `serve` returns once they all have."""
+        if self._stop is not None:
+            self._stop.set()
+
+    async def serve(
+        self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED
+    ) -> None:
+        """Start every server; report started once each is running or has failed; keep
+        them until `stop()` (or cancellation); stop them all."""
+        if self._stop is not None:
+            raise RuntimeError("an McpHub serves once")
+        stop = self._stop = anyio.Event()
+        async with anyio.create_task_group() as tg:
+            for s in self._servers.values():
+                s.ready = anyio.Event()
+                tg.start_soon(s.run, stop)
+            for s in self._servers.values():
+                assert s.ready is not None
+                await s.ready.wait()
+            self._index()
+            task_status.started()
+
+    def _index(self) -> None:
+        """The tool names of the servers that started; a name too long for model APIs,
+        or one two tools share, is left out with a warning."""
+        for s in self._servers.values():
+            for t in s.tools:
+                name = tool_name(s.name, t.name)
+                if len(name) > MAX_NAME_CHARS:
+                    self.warnings.append(
+                        f"MCP tool {name} is left out: model APIs refuse tool names longer "
+                        f"than {MAX_NAME_CHARS} characters"
+                    )
+                elif name in self._tools:
+                    self.warnings.append(
+                        f"MCP server {s.name} lists two tools named {name}; the second is left out"
+                    )
+                else:
+                    schema = t.input_schema if isinstance(t.input_schema, dict) else {}
+                    self._tools[name] = McpTool(name, s.name, t.name, t.description or "", schema)
+
+    def _server_of(self, name: str) -> ServerRun | None:
+        if not name.startswith(PREFIX):
+            return None
+        server, sep, _ = name[len(PREFIX) :].partition(SEPARATOR)
+        return self._by_prefix.get(server) if sep else None
+
+
+__all__ = ["McpHub", "McpReply", "McpTool"]

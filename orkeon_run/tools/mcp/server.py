@@ -1,0 +1,288 @@
+"""One configured MCP server during one run: its task, its client, and why it is not
+running when it is not (`hub.py` has the contract).
+
+`ServerRun.run` is the task that owns the SDK's client of the server from start to stop,
+so the client's cancel scopes are entered and left in one task. Its state is `starting`,
+then `running` or `failed`, then `exited` (it ended mid-run) or `stopped` (at the end).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+import tempfile
+from collections.abc import AsyncIterator, Callable, Mapping
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+from typing import IO, Any
+
+import anyio
+
+from .config import McpServer, expand
+from .names import normalize
+from .results import seconds_text
+
+Emit = Callable[..., object]
+LIST_PAGES = 100  # a server whose tool list never ends cannot hang the start
+STDERR_TAIL = 300  # characters of a server's last stderr line in a reason
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What every server of a run shares (see `McpHub`)."""
+
+    environ: Mapping[str, str]
+    cwd: Path
+    expand_from: Mapping[str, str]
+    emit: Emit | None
+    log_dir: Path | None
+    start_timeout: float
+    grace: float
+
+
+class ServerRun:
+    def __init__(self, name: str, config: McpServer, settings: Settings) -> None:
+        self.name = name
+        self.config = config
+        self.settings = settings
+        self.state = "starting"
+        self.reason: str | None = None
+        self.client: Any = None  # the SDK's Client, while running
+        self.tools: list[Any] = []  # the SDK's Tool objects, as listed
+        self.process: Any = None  # stdio.ServerProcess
+        self.watch: Any = None  # httpclient.WatchedTransport
+        self.ready: anyio.Event | None = None  # made by the hub, in its event loop
+        self._log: IO[bytes] | None = None
+        self._log_start = 0
+        self._started_at = 0.0
+
+    @property
+    def pid(self) -> int | None:
+        return None if self.process is None else self.process.pid
+
+    async def run(self, stop: anyio.Event) -> None:
+        """Start, list the tools, set `ready` (also when the start failed), keep running
+        until `stop` is set (or the task is cancelled), stop."""
+        assert self.ready is not None
+        self._started_at = anyio.current_time()
+        scope = anyio.CancelScope(deadline=self._started_at + self.settings.start_timeout)
+        try:
+            with scope:
+                async with self._client() as client:
+                    self.tools = await _list_tools(client)
+                    scope.deadline = math.inf
+                    self.client, self.state = client, "running"
+                    self._event("started", tools=len(self.tools), seconds=self._since())
+                    self.ready.set()
+                    await stop.wait()
+                    # Bounds an http server's goodbye; a stdio stop is bounded on its own.
+                    scope.deadline = anyio.current_time() + 3 * self.settings.grace
+            if self.state == "starting":
+                timeout = seconds_text(self.settings.start_timeout)
+                self._fail(f"it did not answer within {timeout} of starting")
+        except Exception as exc:
+            if self.state == "starting":
+                self._fail(await self._start_reason(exc))
+        finally:
+            self.ready.set()
+            if self.state == "running":
+                self.state = "stopped"
+                self._event("stopped", seconds=self._since())
+            if self._log is not None:
+                self._log.close()
+
+    async def gone(self, exc: BaseException | None) -> str:
+        """The connection broke during a call: why. Marks the server gone (once)."""
+        if self.state != "running":
+            return self.reason or "it was stopped"
+        if self.process is not None:
+            how = await self.process.wait_exited(self.settings.grace)
+            reason = self._with_stderr(how or "it closed its output")
+        elif self.watch is not None and self.watch.problem:
+            reason = self.watch.problem
+        else:
+            reason = "the connection broke" + (f": {_describe(exc)}" if exc else "")
+        self._mark_gone(reason)
+        return self.reason or reason
+
+    # --- start ----------------------------------------------------------------------
+
+    @contextlib.asynccontextmanager
+    async def _client(self) -> AsyncIterator[Any]:
+        from . import sdk_problem
+
+        missing = sdk_problem()
+        if missing:
+            raise _NotStarted(missing)
+        from mcp import Client
+        from mcp_types import Implementation
+
+        from ... import __version__
+
+        config, problems = expand(self.config, self.settings.expand_from)
+        if problems:
+            raise _NotStarted("; ".join(problems))
+        info = Implementation(name="orkeon", version=__version__)
+        if config.url is None:
+            from .stdio import ServerProcess
+
+            self._log = self._open_log()
+            self.process = ServerProcess(
+                config.argv,
+                env={**self.settings.environ, **config.env},
+                cwd=self.settings.cwd,
+                stderr=self._log,
+                grace=self.settings.grace,
+                on_exit=partial(self._exited),
+            )
+            async with Client(self.process.connect(), client_info=info) as client:
+                yield client
+            return
+        from mcp.client.streamable_http import streamable_http_client
+
+        from .httpclient import client as http_client
+
+        http, self.watch = http_client(config.headers)
+        async with http:
+            transport = streamable_http_client(config.url, http_client=http)
+            async with Client(transport, client_info=info) as client:
+                yield client
+
+    async def _start_reason(self, exc: BaseException) -> str:
+        exc = _leaf(exc)
+        if isinstance(exc, _NotStarted):
+            return str(exc)
+        if self.process is not None:
+            if self.process.pid is None:  # the program did not start
+                return _spawn_reason(self.process.argv[0], self.settings.cwd, exc)
+            how = await self.process.wait_exited(self.settings.grace)
+            if how is not None and _is_closed(exc):
+                return self._with_stderr(f"{how} before it answered")
+        if self.watch is not None and self.watch.problem:
+            return str(self.watch.problem)
+        if _is_closed(exc):
+            return self._with_stderr("it closed the connection before it answered")
+        return self._with_stderr(_describe(exc))
+
+    # --- state and events -----------------------------------------------------------
+
+    def _fail(self, reason: str) -> None:
+        self.state, self.reason = "failed", reason
+        self._event("failed", reason=reason, seconds=self._since())
+
+    def _exited(self, how: str) -> None:
+        """A stdio server ended on its own (called by its ServerProcess)."""
+        if self.state == "running":
+            self._mark_gone(self._with_stderr(how))
+
+    def _mark_gone(self, reason: str) -> None:
+        if self.state == "running":
+            self.state, self.reason = "exited", reason
+            self._event("exited", reason=reason)
+
+    def _event(self, state: str, **fields: Any) -> None:
+        emit = self.settings.emit
+        if emit is None:
+            return
+        event: dict[str, Any] = {"tools": None, "reason": None, "seconds": None, **fields}
+        if event["seconds"] is not None:
+            event["seconds"] = round(event["seconds"], 6)
+        transport = self.config.transport
+        emit(
+            "mcp.server", server=self.name, transport=transport, state=state, pid=self.pid, **event
+        )
+
+    def _since(self) -> float:
+        return max(0.0, anyio.current_time() - self._started_at)
+
+    # --- stderr ---------------------------------------------------------------------
+
+    def _open_log(self) -> IO[bytes]:
+        folder = self.settings.log_dir
+        if folder is None:
+            return tempfile.TemporaryFile()
+        folder.mkdir(parents=True, exist_ok=True)
+        log = open(folder / f"{normalize(self.name)}.stderr.log", "ab+")  # noqa: SIM115
+        self._log_start = log.seek(0, os.SEEK_END)  # a resumed run appends
+        return log
+
+    def _with_stderr(self, how: str) -> str:
+        line = self._stderr_line()
+        return f"{how}; its stderr ends: {line}" if line else how
+
+    def _stderr_line(self) -> str:
+        """The last non-blank line the server wrote to stderr in this run, cut short."""
+        log = self._log
+        if log is None or log.closed:
+            return ""
+        try:
+            end = log.seek(0, os.SEEK_END)
+            log.seek(max(self._log_start, end - 8192))
+            tail = log.read().decode("utf-8", "replace")
+        except OSError:
+            return ""
+        lines = [x.strip() for x in tail.splitlines() if x.strip()]
+        last = lines[-1] if lines else ""
+        return last if len(last) <= STDERR_TAIL else last[: STDERR_TAIL - 1] + "…"
+
+
+class _NotStarted(Exception):
+    """A server that cannot start for a reason known before it runs."""
+
+
+async def _list_tools(client: Any) -> list[Any]:
+    tools: list[Any] = []
+    cursor = None
+    for _ in range(LIST_PAGES):
+        page = await client.list_tools(cursor=cursor)
+        tools.extend(page.tools)
+        cursor = page.next_cursor
+        if not cursor:
+            break
+    return tools
+
+
+def _leaf(exc: BaseException) -> BaseException:
+    """The exception a task group wrapped."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    return exc
+
+
+def _is_closed(exc: BaseException) -> bool:
+    from mcp import MCPError
+    from mcp_types import CONNECTION_CLOSED
+
+    if isinstance(exc, MCPError):
+        return exc.code == CONNECTION_CLOSED
+    closed = anyio.ClosedResourceError | anyio.BrokenResourceError | anyio.EndOfStream
+    return isinstance(exc, closed)
+
+
+def _describe(exc: BaseException | None) -> str:
+    if exc is None:
+        return "unknown"
+    text = str(exc).strip()
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def _spawn_reason(program: str, cwd: Path, exc: BaseException) -> str:
+    """Why a program did not start, in the words `proc.py` uses for hooks."""
+    import errno
+
+    if isinstance(exc, OSError):
+        if exc.filename is not None and os.fsdecode(exc.filename) == os.fsdecode(cwd):
+            return f"cannot use the working directory {cwd}: {exc.strerror}"
+        if exc.errno == errno.ENOENT:
+            return f"no such program: {program}"
+        if exc.errno == errno.EACCES:
+            return f"permission denied: {program}"
+        if exc.errno == errno.ENOEXEC:
+            return f"not an executable (a script needs a #! line): {program}"
+        return f"{exc.strerror or exc}: {program}"
+    return f"cannot start {program}: {_describe(exc)}"
+
+
+__all__ = ["Emit", "ServerRun", "Settings"]

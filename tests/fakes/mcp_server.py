@@ -1,0 +1,211 @@
+"""A small MCP server for the tests, written with the SDK's own server side.
+
+    python mcp_server.py stdio
+    python mcp_server.py http [--require-header NAME=VALUE]
+
+Over http it serves streamable HTTP on 127.0.0.1 at a free port and, once uvicorn is
+listening, prints `ready URL` on stdout (the tests wait for that line). Its tools cover what
+the hub must pass on: a schema with every unusual keyword, structured and text results,
+sizes, errors, a slow tool, a tool that kills the server, and one that leaves a process in
+the server's group.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+from typing import Any
+
+import anyio
+import mcp_types as types
+from mcp.server.lowlevel import Server
+
+# Declared with keywords a client could be tempted to rewrite: $defs and $ref, enum,
+# additionalProperties, a custom x- keyword, a property order that is not sorted.
+ODD_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "$defs": {"level": {"type": "string", "enum": ["low", "high"]}},
+    "properties": {
+        "zeta": {"$ref": "#/$defs/level"},
+        "alpha": {"type": "array", "items": {"type": "integer"}, "minItems": 1},
+    },
+    "required": ["zeta"],
+    "additionalProperties": False,
+    "x-orkeon-test": {"kept": True},
+}
+
+TOOLS = [
+    types.Tool(
+        name="echo",
+        description="Return the text.",
+        input_schema={"type": "object", "properties": {"text": {"type": "string"}}},
+    ),
+    types.Tool(name="odd", description="A schema to pass on as it is.", input_schema=ODD_SCHEMA),
+    types.Tool(
+        name="structured",
+        description="Structured content, and its text form.",
+        input_schema={"type": "object", "properties": {"n": {"type": "integer"}}},
+    ),
+    types.Tool(
+        name="big",
+        description="n characters of text (structured: as a field of an object).",
+        input_schema={
+            "type": "object",
+            "properties": {"n": {"type": "integer"}, "structured": {"type": "boolean"}},
+        },
+    ),
+    types.Tool(name="fail", description="An error result.", input_schema={"type": "object"}),
+    types.Tool(name="image", description="An image and a text.", input_schema={"type": "object"}),
+    types.Tool(
+        name="slow",
+        description="Answer after `seconds`.",
+        input_schema={"type": "object", "properties": {"seconds": {"type": "number"}}},
+    ),
+    types.Tool(
+        name="die", description="The server exits at once.", input_schema={"type": "object"}
+    ),
+    types.Tool(
+        name="spawn",
+        description="Start a process that stays in the server's group; return its pid.",
+        input_schema={"type": "object"},
+    ),
+    types.Tool(
+        name="spawn_stubborn",
+        description="As spawn, but the process ignores SIGTERM.",
+        input_schema={"type": "object"},
+    ),
+    types.Tool(
+        name="env",
+        description="The value of an environment variable, or null.",
+        input_schema={"type": "object", "properties": {"name": {"type": "string"}}},
+    ),
+    types.Tool(
+        name="weird.name with spaces",
+        description="A tool name Claude Code would normalize.",
+        input_schema={"type": "object"},
+    ),
+    # Left out by the hub: a name too long for model APIs, and a name another tool's takes.
+    types.Tool(name="x" * 60, description="Too long.", input_schema={"type": "object"}),
+    types.Tool(
+        name="weird_name_with_spaces", description="Taken.", input_schema={"type": "object"}
+    ),
+]
+LEFT_OUT = ("x" * 60, "weird_name_with_spaces")
+
+
+def text(value: str, *, error: bool = False, structured: Any = None) -> types.CallToolResult:
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=value)],
+        structured_content=structured,
+        is_error=error,
+    )
+
+
+async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
+    return types.ListToolsResult(tools=TOOLS)
+
+
+async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+    args = params.arguments or {}
+    name = params.name
+    if name == "echo":
+        return text(str(args.get("text", "")))
+    if name == "odd":
+        return text(f"zeta={args.get('zeta')}")
+    if name == "structured":
+        n = int(args.get("n", 1))
+        value = {"n": n, "squares": [i * i for i in range(n)]}
+        return text(f"{n} squares", structured=value)
+    if name == "big":
+        n = int(args.get("n", 10))
+        if args.get("structured"):
+            return text("a big object (see the structured content)", structured={"data": "x" * n})
+        return text("y" * n)
+    if name == "fail":
+        return text("the thing is broken", error=True)
+    if name == "image":
+        return types.CallToolResult(
+            content=[
+                types.ImageContent(type="image", data="iVBORw0KGgo=", mime_type="image/png"),
+                types.TextContent(type="text", text="a picture"),
+            ]
+        )
+    if name == "slow":
+        await anyio.sleep(float(args.get("seconds", 60)))
+        return text("slept")
+    if name == "die":
+        os._exit(7)
+    if name == "spawn":
+        child = subprocess.Popen(["sleep", "300"], stdin=subprocess.DEVNULL)
+        return text(str(child.pid))
+    if name == "spawn_stubborn":
+        # An ignored signal stays ignored across exec: `sleep` ignores SIGTERM too.
+        argv = ["sh", "-c", "trap '' TERM; exec sleep 300"]
+        child = subprocess.Popen(argv, stdin=subprocess.DEVNULL)
+        return text(str(child.pid))
+    if name == "env":
+        return text(repr(os.environ.get(str(args.get("name")))))
+    if name == "weird.name with spaces":
+        return text("weird")
+    raise ValueError(f"no tool {name}")
+
+
+def make_server() -> Server[Any]:
+    return Server("orkeon-test", version="1", on_list_tools=list_tools, on_call_tool=call_tool)
+
+
+async def serve_stdio() -> None:
+    from mcp.server.stdio import stdio_server
+
+    server = make_server()
+    async with stdio_server() as (read, write):
+        await server.run(read, write, server.create_initialization_options())
+
+
+async def serve_http(require: tuple[str, str] | None) -> None:
+    import uvicorn
+
+    app = make_server().streamable_http_app()
+    if require is not None:
+        inner = app
+
+        async def app(scope: Any, receive: Any, send: Any) -> None:  # type: ignore[no-redef]
+            if scope["type"] == "http":
+                headers = {k.decode().lower(): v.decode() for k, v in scope["headers"]}
+                if headers.get(require[0].lower()) != require[1]:
+                    await send({"type": "http.response.start", "status": 401, "headers": []})
+                    await send({"type": "http.response.body", "body": b"no"})
+                    return
+            await inner(scope, receive, send)
+
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    config = uvicorn.Config(app, log_level="warning", lifespan="on")
+    server = uvicorn.Server(config)
+
+    async def announce() -> None:
+        while not server.started:
+            await anyio.sleep(0.01)
+        print(f"ready http://127.0.0.1:{port}/mcp", flush=True)
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(announce)
+        await server.serve(sockets=[sock])
+
+
+def main(argv: list[str]) -> None:
+    if argv[:1] == ["stdio"]:
+        anyio.run(serve_stdio)
+        return
+    require = None
+    if "--require-header" in argv:
+        name, _, value = argv[argv.index("--require-header") + 1].partition("=")
+        require = (name, value)
+    anyio.run(serve_http, require)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
