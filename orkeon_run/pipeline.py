@@ -201,7 +201,7 @@ class Pipeline:
             return refused(self._budget_refusal())
         started = time.monotonic()
         try:
-            result = await tools_mod.run_tool(tool, run_input, self.tool_env, timeout)
+            result = await tools_mod.run_tool(tool, run_input, self.tool_env, timeout, ctx.roots)
         except Exception as exc:  # a tool's bug must not end the step
             result = f"error: {tool} failed: {type(exc).__name__}: {exc}"
         tool_seconds = time.monotonic() - started

@@ -10,11 +10,11 @@ check their own paths) and acts only on the resolved path. Errors the model can 
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..models.base import ToolSpec
 from ..paths import PathOutside, resolve_in_workspace
@@ -22,6 +22,9 @@ from ..shellrules import ShellRules
 from . import files, finding
 from .shell import shell
 from .specs import SPECS, check_input
+
+if TYPE_CHECKING:
+    from .sandbox import SandboxPolicy
 
 __all__ = ["TOOLS", "Tool", "ToolEnv", "check_input", "path_arg", "run_tool"]
 
@@ -33,6 +36,9 @@ class ToolEnv:
     # The shell tool's environment; None inherits orkeon's. The pipeline may pass one with
     # the provider's key variable removed.
     environ: Mapping[str, str] | None = None
+    # The OS sandbox of the shell tool's commands, for the whole step (no roots); each
+    # call gets it with the calling role's roots (`run_tool`'s `roots`). None: unconfined.
+    sandbox: SandboxPolicy | None = None
 
 
 @dataclass(frozen=True)
@@ -74,10 +80,16 @@ def path_arg(tool: str, input: Mapping[str, Any]) -> str | None:
 
 
 async def run_tool(
-    tool: str, input: Mapping[str, Any], env: ToolEnv, timeout: float
+    tool: str,
+    input: Mapping[str, Any],
+    env: ToolEnv,
+    timeout: float,
+    roots: Sequence[str] | None = None,
 ) -> str | list[Any] | dict[str, Any]:
     """Run one call. The result is text, or a JSON list (list_files, search_files) or
-    object (shell) when the tool ran; errors are text starting with `error: `."""
+    object (shell) when the tool ran; errors are text starting with `error: `. `roots`
+    are the calling role's (None: none): with `env.sandbox`, its shell commands may write
+    only there. A shell call with no sandbox available answers `[refused: ...]`."""
     from anyio import to_thread
 
     problem = check_input(tool, input)
@@ -90,6 +102,7 @@ async def run_tool(
             rules=env.shell_rules,
             timeout=timeout,
             environ=env.environ,
+            sandbox=env.sandbox.with_roots(roots) if env.sandbox is not None else None,
         )
 
     ws = env.workspace

