@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ... import logs, proc
-from .bwrap import command, make_temp, remove_temp
+from .bwrap import command, make_temp, remove_temp, unseen
 from .policy import CREDENTIAL_STORES, SandboxPolicy, find_git_dirs
 from .probe import Availability, diagnose, probe
 
@@ -54,9 +54,12 @@ def _not_run(why: str) -> proc.ProcResult:
     return proc.ProcResult(None, "", "", 0, 0, 0.0, False, why)
 
 
-def _unrunnable(argv: Sequence[str], cwd: Path, env: Mapping[str, str]) -> str | None:
+def _unrunnable(
+    policy: SandboxPolicy, argv: Sequence[str], cwd: Path, env: Mapping[str, str]
+) -> str | None:
     """What `proc` would say of a program that cannot start, found before the sandbox is
-    made (inside it, bubblewrap would only exit 1): the same file system is visible."""
+    made (inside it, bubblewrap would only exit 1 with its own words): the command sees
+    the same files, less those the policy hides."""
     if not argv or not argv[0]:
         return "the command is empty"
     prog = argv[0]
@@ -68,6 +71,13 @@ def _unrunnable(argv: Sequence[str], cwd: Path, env: Mapping[str, str]) -> str |
     found = [c for c in candidates if os.path.isfile(c)]
     if not found:
         return f"no such program: {prog}"
+    shown = [c for c in found if not (unseen(policy, c) or unseen(policy, os.path.realpath(c)))]
+    if not shown:
+        return (
+            f"no such program in the sandbox: {prog} ({found[0]} is in a folder the "
+            "sandbox hides: the host's /tmp and /run, orkeon's run and configuration folders)"
+        )
+    found = shown
     if not any(os.access(c, os.X_OK) for c in found):
         return f"permission denied: {prog}"
     return None
@@ -79,7 +89,7 @@ def _start(
     avail = probe(policy.bwrap)
     if not avail.ok or avail.bwrap is None:
         return _not_run(f"the shell sandbox is not available here: {avail.reason}")
-    why = _unrunnable(argv, cwd, env)
+    why = _unrunnable(policy, argv, cwd, env)
     if why is not None:
         return _not_run(why)
     tmp = make_temp(policy)

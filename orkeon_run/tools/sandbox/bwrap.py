@@ -72,6 +72,15 @@ def _resolv_folder() -> str | None:
     return None
 
 
+def unseen(policy: SandboxPolicy, path: str) -> bool:
+    """Whether absolute `path` is out of the command's sight: under the host's /tmp, /run
+    or a hidden path, and not in the workspace (which is shown wherever it lies)."""
+    layers = [("/tmp", _TMP), (os.fspath(policy.workspace), _VIEW)]
+    layers += [(d, _HIDE) for d in (*_system_hidden(), *map(os.fspath, policy.hidden))]
+    over = [(p, kind) for p, kind in layers if _within(p, path)]
+    return bool(over) and max(over, key=lambda a: (_depth(a[0]), a[1]))[1] != _VIEW
+
+
 def _writable_now(policy: SandboxPolicy, path: Path) -> bool:
     """Whether `path` may be bound read-write: made first when missing (inside the
     workspace only), and still its own resolved path."""
