@@ -10,52 +10,32 @@ import os
 import signal
 import socket
 import subprocess
-import sys
 import tempfile
 import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import anyio
 import pytest
+from sandboxkit import DATA, ENV, LINUX_ONLY, PY, RULES, make_ws, require_sandbox, role, sh
 
 from orkeon_run.shellrules import ShellRules
 from orkeon_run.tools import ToolEnv, run_tool
 from orkeon_run.tools import sandbox as sb
-from orkeon_run.tools.sandbox import SandboxPolicy
 from orkeon_run.tools.shell import shell
 
-pytestmark = pytest.mark.skipif(
-    not sys.platform.startswith("linux"), reason="the shell sandbox is built on Linux namespaces"
-)
-
-DATA = Path(__file__).parent / "data" / "sandbox"
-PY = sys.executable
-RULES = ShellRules(extra_allowed_commands=(PY,))
-ENV = {"PATH": os.environ.get("PATH", os.defpath), "LC_ALL": "C"}
+pytestmark = LINUX_ONLY
 
 
 @pytest.fixture(scope="module", autouse=True)
 def sandbox_works_here() -> None:
-    avail = sb.probe()
-    assert avail.ok, f"no shell sandbox on this machine: {avail.reason}; fix: {avail.fix}"
+    require_sandbox()
 
 
 @pytest.fixture
 def ws(tmp_path: Path) -> Path:
-    """A git repository with src/ (a role's root), docs/, a nested untracked repository
-    under src/, orkeon's folder with settings and a run directory."""
-    ws = tmp_path / "ws"
-    for d in ("src/vendor/lib", "docs", ".orkeon/hooks", ".orkeon/runs/r1"):
-        (ws / d).mkdir(parents=True)
-    subprocess.run(["git", "init", "-q", str(ws)], check=True)
-    subprocess.run(["git", "init", "-q", str(ws / "src/vendor/lib")], check=True)
-    (ws / "README.md").write_text("# readme\n")
-    (ws / ".orkeon/settings.json").write_text("{}\n")
-    (ws / ".orkeon/runs/r1/state.json").write_text('{"secret": "run-state"}\n')
-    return ws.resolve()
+    return make_ws(tmp_path)
 
 
 @pytest.fixture
@@ -64,18 +44,6 @@ def config(tmp_path: Path) -> Path:
     cfg.mkdir()
     (cfg / "settings.json").write_text('{"secret": "user-config"}\n')
     return cfg.resolve()
-
-
-def role(ws: Path, roots: list[str] | None, config: Path | None = None, **kw: Any) -> SandboxPolicy:
-    return SandboxPolicy.for_role(
-        ws, roots, run_dir=ws / ".orkeon/runs/r1", config_dir=config, **kw
-    )
-
-
-def sh(ws: Path, command: str, policy: SandboxPolicy, timeout: float = 30) -> Any:
-    return anyio.run(
-        lambda: shell(command, workspace=ws, rules=RULES, timeout=timeout, environ=ENV, sandbox=policy)
-    )
 
 
 def wait_until(cond: Callable[[], bool], seconds: float = 60) -> bool:
@@ -202,12 +170,13 @@ def test_run_tool_confines_a_call_to_the_calling_roles_roots(ws: Path) -> None:
     env = ToolEnv(workspace=ws, shell_rules=RULES, environ=ENV, sandbox=role(ws, None))
     write = {"command": "touch src/from-role.py"}
     assert anyio.run(run_tool, "shell", write, env, 30, ("src",))["exit_code"] == 0
-    assert anyio.run(run_tool, "shell", {"command": "touch docs/no"}, env, 30, ("src",))[
-        "exit_code"
-    ] == 1
-    assert anyio.run(run_tool, "shell", write | {"command": "touch src/no"}, env, 30)[
-        "exit_code"
-    ] == 1
+    assert (
+        anyio.run(run_tool, "shell", {"command": "touch docs/no"}, env, 30, ("src",))["exit_code"]
+        == 1
+    )
+    assert (
+        anyio.run(run_tool, "shell", write | {"command": "touch src/no"}, env, 30)["exit_code"] == 1
+    )
     assert (ws / "src/from-role.py").exists() and not (ws / "src/no").exists()
 
 
@@ -243,8 +212,14 @@ def test_the_environment_is_the_callers_with_a_private_tmpdir(ws: Path) -> None:
     env = {**ENV, "ORKEON_SB_TEST": "given"}
     (ws / "env.py").write_text("import json, os\nprint(json.dumps(dict(os.environ)))\n")
     got = anyio.run(
-        lambda: shell(f"{PY} env.py", workspace=ws, rules=RULES, timeout=30, environ=env,
-                      sandbox=role(ws, None))  # fmt: skip
+        lambda: shell(
+            f"{PY} env.py",
+            workspace=ws,
+            rules=RULES,
+            timeout=30,
+            environ=env,
+            sandbox=role(ws, None),
+        )
     )
     out = json.loads(got["stdout"])
     assert out["ORKEON_SB_TEST"] == "given" and out["TMPDIR"] == "/tmp"
@@ -290,7 +265,9 @@ def test_a_tmpdir_made_unremovable_is_removed_anyway(ws: Path, tmp_path: Path) -
     assert sh(ws, "mkdir -p /tmp/a/b/c", policy)["exit_code"] == 0
     # chmod is not on the program lists: a script does it.
     script = ws / "lock.py"
-    script.write_text("import os\nos.makedirs('/tmp/x/y')\nos.chmod('/tmp/x/y', 0)\nos.chmod('/tmp/x', 0)\n")
+    script.write_text(
+        "import os\nos.makedirs('/tmp/x/y')\nos.chmod('/tmp/x/y', 0)\nos.chmod('/tmp/x', 0)\n"
+    )
     assert sh(ws, f"{PY} lock.py", policy)["exit_code"] == 0
     assert list(temps.iterdir()) == []
 
@@ -301,7 +278,9 @@ def test_a_tmpdir_made_unremovable_is_removed_anyway(ws: Path, tmp_path: Path) -
 def test_the_command_dies_with_a_sigkilled_orkeon(ws: Path, tmp_path: Path) -> None:
     sleep_mark, pid_file = mark(), tmp_path / "parent.pid"
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).parent.parent)}
-    parent = subprocess.Popen([PY, str(DATA / "parent.py"), str(ws), sleep_mark, str(pid_file)], env=env)
+    parent = subprocess.Popen(
+        [PY, str(DATA / "parent.py"), str(ws), sleep_mark, str(pid_file)], env=env
+    )
     try:
         assert wait_until(lambda: bool(running(sleep_mark))), "the sandboxed sleep never started"
         assert int(pid_file.read_text()) == parent.pid
@@ -341,8 +320,13 @@ def test_cancelling_the_call_stops_everything_and_removes_tmpdir(ws: Path, tmp_p
     async def main() -> None:
         async with anyio.create_task_group() as tg:
             tg.start_soon(
-                lambda: sb.arun(policy, [PY, str(DATA / "daemon.py"), "src/started", sleep_mark],
-                                cwd=ws, timeout=3600, env=ENV)  # fmt: skip
+                lambda: sb.arun(
+                    policy,
+                    [PY, str(DATA / "daemon.py"), "src/started", sleep_mark],
+                    cwd=ws,
+                    timeout=3600,
+                    env=ENV,
+                )
             )
             with anyio.fail_after(60):
                 while not started.exists():
@@ -364,7 +348,9 @@ def test_exit_codes_and_missing_programs_read_as_unconfined(ws: Path) -> None:
     assert sh(ws, "cat README.md", policy) == {"exit_code": 0, "stdout": "# readme\n", "stderr": ""}
     rules = ShellRules(extra_allowed_commands=("./missing.sh",))
     got = anyio.run(
-        lambda: shell("./missing.sh", workspace=ws, rules=rules, timeout=30, environ=ENV, sandbox=policy)
+        lambda: shell(
+            "./missing.sh", workspace=ws, rules=rules, timeout=30, environ=ENV, sandbox=policy
+        )
     )
     assert got == {"exit_code": 127, "stdout": "", "stderr": "shell: no such program: ./missing.sh"}
 
@@ -375,57 +361,9 @@ def test_a_program_in_a_hidden_folder_is_not_found(ws: Path) -> None:
     tool.chmod(0o755)
     rules = ShellRules(extra_allowed_commands=(str(tool),))
     got = anyio.run(
-        lambda: shell(str(tool), workspace=ws, rules=rules, timeout=30, environ=ENV, sandbox=role(ws, None))
+        lambda: shell(
+            str(tool), workspace=ws, rules=rules, timeout=30, environ=ENV, sandbox=role(ws, None)
+        )
     )
     assert got["exit_code"] == 127 and got["stdout"] == ""
     assert got["stderr"].startswith(f"shell: no such program in the sandbox: {tool} ("), got
-
-
-# --- no sandbox here ---------------------------------------------------------------------
-
-
-def test_without_a_sandbox_every_call_is_refused(ws: Path, tmp_path: Path) -> None:
-    missing = tmp_path / "no-bwrap"
-    policy = role(ws, ["."], bwrap=missing)
-    refusal = f"[refused: the shell sandbox is not available here: bubblewrap is not installed at {missing}]"
-    for command in ("touch made", "rm -rf .", "touch a && touch b"):
-        assert sh(ws, command, policy) == refusal
-    env = ToolEnv(workspace=ws, shell_rules=RULES, environ=ENV, sandbox=policy)
-    assert anyio.run(run_tool, "shell", {"command": "touch made"}, env, 30, (".",)) == refusal
-    assert not (ws / "made").exists()
-    got = sb.run(policy, ["touch", "made"], cwd=ws, timeout=30, env=ENV)
-    assert got.exit_code is None and got.error == refusal[len("[refused: ") : -1]
-    assert not (ws / "made").exists()
-
-
-def test_a_bubblewrap_that_cannot_make_namespaces_is_the_reason(ws: Path, tmp_path: Path) -> None:
-    """What Ubuntu 24.04's AppArmor rule does to bubblewrap, played by a program that
-    answers the same way."""
-    fake = tmp_path / "bwrap"
-    fake.write_text("#!/bin/sh\necho 'bwrap: setting up uid map: Permission denied' >&2\nexit 1\n")
-    fake.chmod(0o755)
-    avail = sb.probe(fake)
-    assert not avail.ok and avail.bwrap == fake
-    assert avail.reason == "setting up uid map: Permission denied"
-    assert avail.fix == sb.diagnose()
-    got = sh(ws, "touch made", role(ws, ["."], bwrap=fake))
-    assert got == "[refused: the shell sandbox is not available here: setting up uid map: Permission denied]"
-    assert not (ws / "made").exists()
-
-
-@pytest.mark.parametrize(
-    ("files", "says"),
-    [
-        ({"proc/kernel/apparmor_restrict_unprivileged_userns": "1\n"}, "kernel.apparmor_restrict_unprivileged_userns=0"),
-        ({"proc/kernel/unprivileged_userns_clone": "0\n"}, "kernel.unprivileged_userns_clone=1"),
-        ({"proc/user/max_user_namespaces": "0\n"}, "user.max_user_namespaces="),
-        ({"root/.dockerenv": ""}, "--security-opt seccomp=unconfined"),
-        ({}, "unprivileged user namespaces must be allowed"),
-    ],
-)
-def test_the_fix_names_what_refuses_namespaces(tmp_path: Path, files: dict[str, str], says: str) -> None:
-    for name, text in files.items():
-        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / name).write_text(text)
-    fix = sb.diagnose(tmp_path / "proc", tmp_path / "root")
-    assert says in fix and fix.endswith('"shell": {"sandbox": "off"} in the inputs to run commands unconfined')

@@ -45,7 +45,7 @@ def warn_unconfined_once() -> None:
     if not _warned:
         _warned = True
         logs.warn(
-            'shell.sandbox is "off": the model\'s shell commands and the audit\'s build and '
+            "shell.sandbox is \"off\": the model's shell commands and the audit's build and "
             "test run unconfined, with every right of the user running orkeon"
         )
 

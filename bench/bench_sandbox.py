@@ -1,0 +1,135 @@
+"""The shell sandbox's cost per call (issue 11): the same command through the shell tool,
+unconfined and in a role's sandbox (a fresh bubblewrap sandbox per call: namespaces,
+mounts, private TMPDIR made and removed), target at most 5 ms more.
+
+Each round runs the two one after the other, so a passing load weighs on both alike. The
+target is judged on the 10th percentiles: an added cost in milliseconds grows with the
+machine's run queue (a sandboxed call starts three processes where a plain one starts
+one), and the fastest tenth of the calls is what a machine with a free core gives; the
+medians are shown beside them. Rows for
+information: `git status` (a real command), the probe (once per process) and the walk for
+nested `.git` folders (once per role) over a workspace of 20,000 entries.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from orkeon_run.shellrules import ShellRules
+from orkeon_run.tools import sandbox
+from orkeon_run.tools.sandbox.probe import _probe
+from orkeon_run.tools.shell import shell
+
+from .common import header, median_seconds, row
+
+ROUNDS = 150
+TARGET_MS = 5.0
+ENV = {"PATH": os.environ.get("PATH", os.defpath)}
+
+
+def paired(
+    ws: Path, command: str, policy: sandbox.SandboxPolicy, rounds: int
+) -> dict[str, list[float]]:
+    """Seconds per call, unconfined and sandboxed, measured in alternation."""
+    rules = ShellRules()
+
+    async def once(sb: sandbox.SandboxPolicy | None) -> float:
+        start = time.perf_counter()
+        got: Any = await shell(
+            command, workspace=ws, rules=rules, timeout=60, environ=ENV, sandbox=sb
+        )
+        took = time.perf_counter() - start
+        assert isinstance(got, dict) and got["exit_code"] == 0, got
+        return took
+
+    async def run() -> dict[str, list[float]]:
+        out: dict[str, list[float]] = {"plain": [], "sandboxed": []}
+        await once(None), await once(policy)  # warm: thread pool, page cache, the probe
+        for _ in range(rounds):
+            out["plain"].append(await once(None))
+            out["sandboxed"].append(await once(policy))
+        return out
+
+    return anyio.run(run)
+
+
+def p10(samples: list[float]) -> float:
+    return sorted(samples)[len(samples) // 10]
+
+
+def workspace(root: Path) -> Path:
+    ws = root / "ws"
+    (ws / "src").mkdir(parents=True)
+    (ws / "src" / "a.py").write_text("x = 1\n")
+    subprocess.run(["git", "init", "-q", str(ws)], check=True)
+    subprocess.run(["git", "-C", str(ws), "add", "."], check=True)
+    subprocess.run(
+        ["git", "-C", str(ws), "-c", "user.name=b", "-c", "user.email=b@b", "commit", "-qm", "x"],
+        check=True,
+    )
+    (ws / ".orkeon" / "runs" / "r1").mkdir(parents=True)
+    return ws
+
+
+def tree(root: Path, entries: int) -> Path:
+    """A folder of `entries` entries, 100 files to a folder, with a few nested repos."""
+    for i in range(entries // 101):
+        d = root / f"d{i // 50}" / f"e{i}"
+        d.mkdir(parents=True)
+        for j in range(100):
+            (d / f"f{j}").touch()
+        if i % 40 == 0:
+            (d / ".git").mkdir()
+    return root
+
+
+def main() -> None:
+    avail = sandbox.probe()
+    if not avail.ok:
+        raise RuntimeError(f"no sandbox here: {avail.reason} ({avail.fix})")
+    with tempfile.TemporaryDirectory() as tmp:
+        ws = workspace(Path(tmp).resolve())
+        policy = sandbox.SandboxPolicy.for_role(ws, ["src"], run_dir=ws / ".orkeon/runs/r1")
+        results = {cmd: paired(ws, cmd, policy, ROUNDS if cmd == "true" else ROUNDS // 3)
+                   for cmd in ("true", "git status")}  # fmt: skip
+        big = tree(Path(tmp) / "big", 20_000)
+        walk = median_seconds(lambda: sandbox.find_git_dirs(big), 5)
+        probe_once: Callable[[], object] = lambda: _probe.__wrapped__(None)  # noqa: E731
+        probe = median_seconds(probe_once, 5)
+
+    header()
+    for cmd, got in results.items():
+        lo_plain, lo_boxed = p10(got["plain"]), p10(got["sandboxed"])
+        extra_ms = (lo_boxed - lo_plain) * 1000
+        target = cmd == "true"
+        row(
+            f"shell `{cmd}`, sandboxed (10th percentile)",
+            f"{lo_boxed * 1000:.2f} ms",
+            f"{lo_plain * 1000:.2f} ms",
+            lo_boxed / lo_plain,
+            f"≤ +{TARGET_MS:g} ms" if target else "",
+            extra_ms <= TARGET_MS if target else None,
+        )
+        plain, boxed = statistics.median(got["plain"]), statistics.median(got["sandboxed"])
+        row(f"shell `{cmd}`, sandboxed (median)", f"{boxed * 1000:.2f} ms",
+            f"{plain * 1000:.2f} ms", boxed / plain, "", None)  # fmt: skip
+        print(f"(`{cmd}`: +{extra_ms:.2f} ms a call at the 10th percentile, "
+              f"+{(boxed - plain) * 1000:.2f} ms at the median; "
+              f"{len(got['plain'])} calls each)")  # fmt: skip
+    row("the probe (once per process)", f"{probe * 1000:.1f} ms", "", None, "", None)
+    row("nested .git walk, 20,000 entries (once per role)", f"{walk * 1000:.1f} ms", "", None,
+        "", None)  # fmt: skip
+    print(f"(bubblewrap: {avail.bwrap}; os load average {os.getloadavg()[0]:.1f})")
+
+
+if __name__ == "__main__":
+    main()
