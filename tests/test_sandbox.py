@@ -166,6 +166,18 @@ def test_a_root_that_does_not_exist_yet_is_made_and_writable(ws: Path) -> None:
     assert (ws / "src/api/v1").is_dir()
 
 
+def test_a_missing_root_is_never_made_through_a_symlink(ws: Path, tmp_path: Path) -> None:
+    """Another role's command turned a parent of this role's root into a link out of the
+    workspace: nothing is made out there, and the root grants nothing."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    policy = role(ws, ["docs/gen/api"])
+    (ws / "docs").rmdir()
+    (ws / "docs").symlink_to(outside)
+    assert sh(ws, "touch docs/gen/api/x", policy)["exit_code"] == 1
+    assert list(outside.iterdir()) == []
+
+
 def test_run_tool_confines_a_call_to_the_calling_roles_roots(ws: Path) -> None:
     env = ToolEnv(workspace=ws, shell_rules=RULES, environ=ENV, sandbox=role(ws, None))
     write = {"command": "touch src/from-role.py"}

@@ -81,15 +81,33 @@ def unseen(policy: SandboxPolicy, path: str) -> bool:
     return bool(over) and max(over, key=lambda a: (_depth(a[0]), a[1]))[1] != _VIEW
 
 
+def _make_folder(workspace: str, path: str) -> None:
+    """Make `path` (inside `workspace`) and its missing parents, one component at a time
+    from the workspace down, never through a symlink: a folder another command swapped
+    for a link out of the workspace stops it, instead of making folders out there."""
+    parts = os.path.relpath(path, workspace).split(os.sep)
+    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
+    fd = os.open(workspace, flags)
+    try:
+        for part in parts:
+            with contextlib.suppress(FileExistsError):
+                os.mkdir(part, dir_fd=fd)
+            nxt = os.open(part, flags, dir_fd=fd)  # ELOOP/ENOTDIR for a symlink or a file
+            os.close(fd)
+            fd = nxt
+    finally:
+        os.close(fd)
+
+
 def _writable_now(policy: SandboxPolicy, path: Path) -> bool:
     """Whether `path` may be bound read-write: made first when missing (inside the
     workspace only), and still its own resolved path."""
-    text = os.fspath(path)
+    text, ws = os.fspath(path), os.fspath(policy.workspace)
     if not os.path.lexists(text):
-        if not _within(os.fspath(policy.workspace), text):
+        if text == ws or not _within(ws, text):
             return False
         with contextlib.suppress(OSError):
-            os.makedirs(text, exist_ok=True)
+            _make_folder(ws, text)
     return os.path.realpath(text) == text and os.path.exists(text)
 
 

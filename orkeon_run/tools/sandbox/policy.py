@@ -13,6 +13,7 @@ so the mounts name real folders; `bwrap.py` checks them again when each command 
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 from collections.abc import Iterable, Sequence
@@ -99,7 +100,8 @@ class SandboxPolicy:
         entries, `.orkeon/` and the run directory (hidden, like the configuration
         folder). `.orkeon/` is made when missing, so a build cannot create one."""
         ws = Path(os.path.realpath(workspace))
-        (ws / ".orkeon").mkdir(exist_ok=True)
+        with contextlib.suppress(FileExistsError):  # a file or a link there is protected as is
+            os.mkdir(ws / ".orkeon")
         return cls(
             workspace=ws,
             writable=(ws,),
