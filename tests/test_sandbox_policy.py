@@ -205,3 +205,10 @@ def test_the_fix_names_what_refuses_namespaces(
     assert says in fix and fix.endswith(
         '"shell": {"sandbox": "off"} in the inputs to run commands unconfined'
     )
+
+
+def test_running_unconfined_is_said_once(capsys: pytest.CaptureFixture[str]) -> None:
+    sb.warn_unconfined_once()
+    sb.warn_unconfined_once()
+    err = capsys.readouterr().err
+    assert err.count("run unconfined, with every right of the user running orkeon") == 1, err

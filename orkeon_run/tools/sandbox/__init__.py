@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -127,16 +128,13 @@ async def arun(
     env: Mapping[str, str],
     **kw: Any,
 ) -> proc.ProcResult:
-    """`run` from async code, as `proc.arun`: cancelling the task stops the sandbox, and
-    the private folder is still removed (in a worker thread, shielded)."""
-    from anyio import CancelScope, to_thread
+    """`run` in a worker thread, as `proc.arun`: cancelling the task stops the sandbox
+    (SIGTERM, SIGKILL after `kill_grace`) and waits until it is gone and its private
+    folder removed."""
+    from anyio import from_thread, to_thread
 
-    started = _start(policy, argv, cwd, env)
-    if isinstance(started, proc.ProcResult):
-        return started
-    wrapped, tmp = started
-    try:
-        return await proc.arun(wrapped, cwd=cwd, timeout=timeout, env=env, **kw)
-    finally:
-        with CancelScope(shield=True):
-            await to_thread.run_sync(remove_temp, tmp)
+    call = partial(
+        run, policy, argv, cwd=cwd, timeout=timeout, env=env,
+        cancel_check=from_thread.check_cancelled, **kw,
+    )  # fmt: skip
+    return await to_thread.run_sync(call)
