@@ -131,14 +131,21 @@ def test_the_audits_commands_write_the_workspace_but_not_its_guards(
     assert (ws / ".orkeon/runs/r1/state.json").read_text() == '{"secret": "run-state"}\n'
 
 
-def test_the_audit_policy_makes_orkeon_folder_so_a_build_cannot(tmp_path: Path) -> None:
+@pytest.mark.parametrize("kind", ["audit", "role"])
+def test_a_missing_orkeon_folder_is_made_so_no_command_can_plant_one(
+    tmp_path: Path, kind: str
+) -> None:
     require_sandbox()
     ws = tmp_path / "plain"
     ws.mkdir()
-    policy = SandboxPolicy.for_audit(ws, run_dir=None)
+    if kind == "audit":
+        policy = SandboxPolicy.for_audit(ws, run_dir=None)
+    else:
+        policy = SandboxPolicy.for_role(ws, ["."], run_dir=None)
     assert (ws / ".orkeon").is_dir()
     got = sb.run(policy, ["mkdir", "-p", ".orkeon/hooks"], cwd=ws.resolve(), timeout=30, env=ENV)
     assert got.exit_code == 1 and not (ws / ".orkeon/hooks").exists()
+    assert sb.run(policy, ["mkdir", "src"], cwd=ws.resolve(), timeout=30, env=ENV).exit_code == 0
 
 
 def test_git_inside_the_sandbox_reads_but_cannot_change_the_repository(ws: Path) -> None:

@@ -15,10 +15,9 @@ once it ended.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 from pathlib import Path
-from typing import Any
 
 from ... import logs, proc
 from .bwrap import command, make_temp, remove_temp, unseen
@@ -73,14 +72,13 @@ def _unrunnable(
     found = [c for c in candidates if os.path.isfile(c)]
     if not found:
         return f"no such program: {prog}"
-    shown = [c for c in found if not (unseen(policy, c) or unseen(policy, os.path.realpath(c)))]
-    if not shown:
+    seen = [c for c in found if not (unseen(policy, c) or unseen(policy, os.path.realpath(c)))]
+    if not seen:
         return (
             f"no such program in the sandbox: {prog} ({found[0]} is in a folder the "
             "sandbox hides: the host's /tmp and /run, orkeon's run and configuration folders)"
         )
-    found = shown
-    if not any(os.access(c, os.X_OK) for c in found):
+    if not any(os.access(c, os.X_OK) for c in seen):
         return f"permission denied: {prog}"
     return None
 
@@ -105,7 +103,11 @@ def run(
     cwd: Path,
     timeout: float,
     env: Mapping[str, str],
-    **kw: Any,
+    stdin: bytes | None = None,
+    cap: int = 1 << 20,
+    kill_grace: float = 2.0,
+    cancel_check: Callable[[], None] | None = None,
+    errors: str = "replace",
 ) -> proc.ProcResult:
     """`proc.run(argv, ...)` inside a sandbox made from `policy`. `env` is required: the
     sandbox passes it on as given (scrub it first). A sandbox that cannot be made, or a
@@ -115,7 +117,10 @@ def run(
         return started
     wrapped, tmp = started
     try:
-        return proc.run(wrapped, cwd=cwd, timeout=timeout, env=env, **kw)
+        return proc.run(
+            wrapped, cwd=cwd, timeout=timeout, env=env, stdin=stdin, cap=cap,
+            kill_grace=kill_grace, cancel_check=cancel_check, errors=errors,
+        )  # fmt: skip
     finally:
         remove_temp(tmp)
 
@@ -127,7 +132,10 @@ async def arun(
     cwd: Path,
     timeout: float,
     env: Mapping[str, str],
-    **kw: Any,
+    stdin: bytes | None = None,
+    cap: int = 1 << 20,
+    kill_grace: float = 2.0,
+    errors: str = "replace",
 ) -> proc.ProcResult:
     """`run` in a worker thread, as `proc.arun`: cancelling the task stops the sandbox
     (SIGTERM, SIGKILL after `kill_grace`) and waits until it is gone and its private
@@ -135,7 +143,7 @@ async def arun(
     from anyio import from_thread, to_thread
 
     call = partial(
-        run, policy, argv, cwd=cwd, timeout=timeout, env=env,
-        cancel_check=from_thread.check_cancelled, **kw,
+        run, policy, argv, cwd=cwd, timeout=timeout, env=env, stdin=stdin, cap=cap,
+        kill_grace=kill_grace, cancel_check=from_thread.check_cancelled, errors=errors,
     )  # fmt: skip
     return await to_thread.run_sync(call)

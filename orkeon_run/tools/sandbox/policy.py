@@ -69,9 +69,11 @@ class SandboxPolicy:
     ) -> SandboxPolicy:
         """A role's commands: writable under `roots` (workspace-relative, resolved; a root
         that resolves outside the workspace grants nothing; None: no roots, nothing but
-        TMPDIR is writable). Finds the workspace's `.git` entries now (once per role: use
-        `with_roots` for other roots over the same workspace)."""
+        TMPDIR is writable). Finds the workspace's `.git` entries now, once: `with_roots`
+        gives each role its own over the same findings. `.orkeon/` is made when missing,
+        so a command cannot plant one."""
         ws = Path(os.path.realpath(workspace))
+        _make_orkeon(ws)
         hidden = [*_orkeon_hidden(run_dir, config_dir)]
         if hide_credentials:
             home = Path(os.path.realpath(Path.home()))
@@ -98,15 +100,13 @@ class SandboxPolicy:
         temp_root: Path | None = None,
     ) -> SandboxPolicy:
         """The audit's build and test: the whole workspace writable except its `.git`
-        entries, `.orkeon/` and the run directory (hidden, like the configuration
-        folder). `.orkeon/` is made when missing, so a build cannot create one. Their
-        /tmp is on disk, in `temp_root` (default: the system's temporary folder): a
-        build's scratch files can outgrow memory."""
+        entries, `.orkeon/` (made when missing) and the run directory (hidden, like the
+        configuration folder). Their /tmp is on disk, in `temp_root` (default: the
+        system's temporary folder): a build's scratch files can outgrow memory."""
         import tempfile
 
         ws = Path(os.path.realpath(workspace))
-        with contextlib.suppress(FileExistsError):  # a file or a link there is protected as is
-            os.mkdir(ws / ".orkeon")
+        _make_orkeon(ws)
         return cls(
             workspace=ws,
             writable=(ws,),
@@ -188,6 +188,12 @@ def find_git_dirs(workspace: Path, limit: int = GIT_WALK_LIMIT) -> tuple[list[Pa
                     except OSError:
                         continue
     return found, True
+
+
+def _make_orkeon(workspace: Path) -> None:
+    """Make `.orkeon/` when missing: an empty one is protected like any other."""
+    with contextlib.suppress(FileExistsError):  # a file or a link there is protected as is
+        os.mkdir(workspace / ".orkeon")
 
 
 def _gitdir_target(git: Path) -> str | None:
