@@ -24,7 +24,6 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import os
-import stat
 from collections.abc import Sequence
 from functools import cache
 from pathlib import Path
@@ -190,27 +189,45 @@ def make_temp(policy: SandboxPolicy) -> Path | None:
 
 
 def remove_temp(tmp: Path | None) -> None:
-    """Remove a command's private folder, whatever it left there: when folders it made
-    unwritable or unreadable stop the removal, they are opened up (never through a
-    symlink) and the removal runs again."""
-    import shutil
-
+    """Remove a command's private folder (None: nothing to do), whatever it left there:
+    folders made unreadable or unwritable are opened up first, and a tree deeper than
+    Python's recursion or the kernel's path length is removed all the same: the walk goes
+    down and back up through folder descriptors, two open at a time, never through a
+    symlink. Anything that still resists is left for the system's temp cleaner."""
     if tmp is None:
         return
+    with contextlib.suppress(OSError):
+        _remove_tree(os.fspath(tmp))
+
+
+def _remove_tree(root: str) -> None:
+    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
+    fd = os.open(root, flags)
+    names: list[str] = []  # the path from `root` down to the folder `fd` is open on
     try:
-        shutil.rmtree(tmp)
-        return
-    except OSError:
-        pass
-    stack = [os.fspath(tmp)]
-    while stack:  # iterative: a hostile tree may be deeper than Python's recursion limit
-        folder = stack.pop()
-        try:
-            if not stat.S_ISDIR(os.lstat(folder).st_mode):
+        while True:
+            with contextlib.suppress(OSError):
+                os.fchmod(fd, 0o700)
+            sub = None
+            with os.scandir(fd) as entries:
+                for entry in entries:
+                    if entry.is_dir(follow_symlinks=False):
+                        sub = entry.name
+                        break
+                    os.unlink(entry.name, dir_fd=fd)
+            if sub is not None:
+                with contextlib.suppress(OSError):
+                    os.chmod(sub, 0o700, dir_fd=fd)
+                down = os.open(sub, flags, dir_fd=fd)
+                os.close(fd)
+                fd, names = down, [*names, sub]
                 continue
-            os.chmod(folder, 0o700)
-            with os.scandir(folder) as entries:
-                stack += [e.path for e in entries if e.is_dir(follow_symlinks=False)]
-        except OSError:
-            continue
-    shutil.rmtree(tmp, ignore_errors=True)
+            if not names:
+                break
+            up = os.open("..", flags, dir_fd=fd)
+            os.close(fd)
+            fd = up
+            os.rmdir(names.pop(), dir_fd=fd)
+    finally:
+        os.close(fd)
+    os.rmdir(root)
