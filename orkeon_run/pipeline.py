@@ -36,6 +36,7 @@ import itertools
 import os
 import time
 from collections.abc import Iterator, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -199,7 +200,8 @@ class Pipeline:
             return refused(budget_refusal(self.ledger))
         started = time.monotonic()
         try:
-            result = await run_tool(call, self.tool_env, timeout)
+            env = self.tool_env if ctx.roots is None else replace(self.tool_env, roots=ctx.roots)
+            result = await run_tool(call, env, timeout)
         except Exception as exc:  # a tool's bug must not end the step
             result = f"error: {tool} failed: {type(exc).__name__}: {exc}"
         tool_seconds = time.monotonic() - started

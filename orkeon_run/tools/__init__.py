@@ -16,11 +16,14 @@ import importlib
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..calls import CheckedCall
 from ..catalog import Tool
 from ..policy.programs import ShellRules
+
+if TYPE_CHECKING:
+    from .sandbox import SandboxPolicy
 
 __all__ = ["ToolEnv", "run_tool"]
 
@@ -34,6 +37,11 @@ class ToolEnv:
     # The shell tool's environment; None inherits orkeon's. The pipeline passes one with
     # the provider's key and credential-like variables removed.
     environ: Mapping[str, str] | None = None
+    # The OS sandbox of the shell tool's commands, for the whole step (no roots); a call
+    # gets it with the calling role's `roots`. None: unconfined (`"sandbox": "off"`).
+    sandbox: SandboxPolicy | None = None
+    # The calling role's roots (None: a role without roots); the pipeline sets them per call.
+    roots: tuple[str, ...] | None = None
 
 
 _loaded: dict[str, Implementation] = {}

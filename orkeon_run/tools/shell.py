@@ -1,5 +1,6 @@
 """The shell tool: one program and its arguments (INTERFACE section 6), run in the workspace
-through `proc`, with no shell and stdin from /dev/null."""
+through `proc`, with no shell and stdin from /dev/null; with a `SandboxPolicy`, inside the
+OS sandbox it describes (tools/sandbox), or refused when no sandbox can be made here."""
 
 from __future__ import annotations
 
@@ -15,6 +16,9 @@ from ..policy.words import CommandRefused, split_command
 
 if TYPE_CHECKING:
     from . import ToolEnv
+
+if TYPE_CHECKING:
+    from .sandbox import SandboxPolicy
 
 REFUSED_EXIT = 126  # what a shell answers for a command it will not run
 NOT_FOUND_EXIT = 127
@@ -38,7 +42,18 @@ async def shell(
     rules: ShellRules,
     timeout: float,
     environ: Mapping[str, str] | None = None,
-) -> dict[str, Any]:
+    sandbox: SandboxPolicy | None = None,
+) -> dict[str, Any] | str:
+    """Run `command` after the program rules. With `sandbox`, the command runs confined
+    (with `environ`, else orkeon's environment scrubbed) and, where no sandbox can be
+    made, is not run: the answer is the text `[refused: the shell sandbox is not available
+    here: REASON]`. Without, it runs with every right of orkeon's user."""
+    if sandbox is not None:
+        from .sandbox import probe
+
+        avail = probe(sandbox.bwrap)
+        if not avail.ok:
+            return avail.refusal()
     try:
         argv = split_command(command)
     except CommandRefused as exc:
@@ -46,7 +61,16 @@ async def shell(
     why = rules.refusal(argv)
     if why is not None:
         return refused(why)
-    res = await proc.arun(argv, cwd=workspace, timeout=timeout, env=environ, cap=SHELL_CAP)
+    if sandbox is None:
+        res = await proc.arun(argv, cwd=workspace, timeout=timeout, env=environ, cap=SHELL_CAP)
+    else:
+        from .. import environ as environ_mod
+        from . import sandbox as sandbox_mod
+
+        env = environ if environ is not None else environ_mod.scrubbed()
+        res = await sandbox_mod.arun(
+            sandbox, argv, cwd=workspace, timeout=timeout, env=env, cap=SHELL_CAP
+        )
     if res.error is not None:
         code = NOT_FOUND_EXIT if res.error.startswith("no such program") else REFUSED_EXIT
         return refused(res.error, code)
@@ -61,7 +85,7 @@ async def shell(
     }
 
 
-async def run_shell(call: CheckedCall, env: ToolEnv, timeout: float) -> dict[str, Any]:
+async def run_shell(call: CheckedCall, env: ToolEnv, timeout: float) -> dict[str, Any] | str:
     args = call.args
     assert isinstance(args, ShellInput)
     return await shell(
@@ -70,4 +94,5 @@ async def run_shell(call: CheckedCall, env: ToolEnv, timeout: float) -> dict[str
         rules=env.shell_rules,
         timeout=timeout,
         environ=env.environ,
+        sandbox=env.sandbox.with_roots(env.roots) if env.sandbox is not None else None,
     )

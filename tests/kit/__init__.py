@@ -33,6 +33,8 @@ def make_pipeline(
     ledger: Ledger | None = None,
     events: EventLog | None = None,
     step: str = "dev-batches",
+    sandbox: Any = None,
+    environ: Any = None,
 ) -> Pipeline:
     """The real Pipeline over `workspace` (resolved), wired as a step wires it: native hooks
     (`(event, command)` pairs) first, then `hooks` (settings-shape ones, or a test's own)."""
@@ -51,7 +53,7 @@ def make_pipeline(
         step=step,
         ledger=ledger or Ledger(BudgetLimits(seconds=None)),
         events=events or EventLog(None),
-        tool_env=ToolEnv(workspace=workspace, shell_rules=rules),
+        tool_env=ToolEnv(workspace=workspace, shell_rules=rules, environ=environ, sandbox=sandbox),
         gate=gate or Gate(),
         rule_sets=rule_sets,
         hooks=chain([native_set, hooks]),
@@ -75,3 +77,19 @@ def refusal_lines(verdict: Any) -> list[str]:
     if verdict.refusal is None:
         return []
     return re.split(r"\n(?=\[PreToolUse hook )", verdict.refusal.text)
+
+
+def shell_call(pipeline: Pipeline, command: str, roots: Sequence[str] | None = None) -> Any:
+    """The result of one shell call through `pipeline`, by a role with `roots`."""
+    import anyio
+
+    from orkeon_run.calls import CallContext
+
+    ctx = CallContext(
+        step=pipeline.step,
+        role="b1/a" if roots is not None else "analyst",
+        workspace=pipeline.workspace,
+        batch="b1" if roots is not None else None,
+        roots=tuple(roots) if roots is not None else None,
+    )
+    return anyio.run(pipeline.call, ctx, "shell", {"command": command}, "c1").result

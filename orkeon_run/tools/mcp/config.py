@@ -189,8 +189,8 @@ _SERVERS: TypeAdapter[dict[str, McpServer]] = TypeAdapter(McpServers)
 def parse_servers(doc: Any, prefix: str = "mcp_servers") -> dict[str, McpServer]:
     """The `mcp_servers` input (an object of server name -> SERVER). InputError with one
     line per problem, each naming the field: `mcp_servers.git.command: is empty`."""
-    from ...errors import InputError
     from ...config.inputs import error_lines
+    from ...errors import InputError
 
     try:
         return _SERVERS.validate_python(doc)

@@ -1,0 +1,149 @@
+"""The OS sandbox for the commands the model starts (the shell tool) and for the audit's
+build and test, which run the model's code. See docs/security.md, "The shell sandbox".
+
+    policy = SandboxPolicy.for_role(workspace, roots, run_dir=run_dir)
+    avail = probe(policy.bwrap)           # cached; False with a reason and a fix
+    result = await arun(policy, argv, cwd=workspace, timeout=60, env=scrubbed_env)
+
+`run`/`arun` are `proc.run`/`proc.arun` around a bubblewrap command line: time-outs,
+output caps, cancellation and the group kill are proc's, and the sandbox's PID namespace
+and `--die-with-parent` make sure nothing the command started outlives it. Each command
+gets a private /tmp (TMPDIR): in memory, or a folder made before it starts and removed
+once it ended.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping, Sequence
+from functools import partial
+from pathlib import Path
+
+from ... import logs, proc
+from .bwrap import command, make_temp, remove_temp, unseen
+from .policy import CREDENTIAL_STORES, SandboxPolicy, find_git_dirs
+from .probe import Availability, diagnose, probe
+
+__all__ = [
+    "CREDENTIAL_STORES",
+    "Availability",
+    "SandboxPolicy",
+    "arun",
+    "diagnose",
+    "find_git_dirs",
+    "probe",
+    "run",
+    "warn_unconfined_once",
+]
+
+_warned = False
+
+
+def warn_unconfined_once() -> None:
+    """The one stderr warning of a process whose shell commands run unconfined
+    (`"shell": {"sandbox": "off"}`)."""
+    global _warned
+    if not _warned:
+        _warned = True
+        logs.warn(
+            "shell.sandbox is \"off\": the model's shell commands and the audit's build and "
+            "test run unconfined, with every right of the user running orkeon"
+        )
+
+
+def _not_run(why: str) -> proc.ProcResult:
+    return proc.ProcResult(None, "", "", 0, 0, 0.0, False, why)
+
+
+def _unrunnable(
+    policy: SandboxPolicy, argv: Sequence[str], cwd: Path, env: Mapping[str, str]
+) -> str | None:
+    """What `proc` would say of a program that cannot start, found before the sandbox is
+    made (inside it, bubblewrap would only exit 1 with its own words): the command sees
+    the same files, less those the policy hides."""
+    if not argv or not argv[0]:
+        return "the command is empty"
+    prog = argv[0]
+    if "/" in prog:
+        candidates = [os.path.join(cwd, prog)]
+    else:
+        dirs = env.get("PATH", os.defpath).split(os.pathsep)
+        candidates = [os.path.join(cwd, d or ".", prog) for d in dirs]
+    found = [c for c in candidates if os.path.isfile(c)]
+    if not found:
+        return f"no such program: {prog}"
+    seen = [c for c in found if not (unseen(policy, c) or unseen(policy, os.path.realpath(c)))]
+    if not seen:
+        return (
+            f"no such program in the sandbox: {prog} ({found[0]} is in a folder the "
+            "sandbox hides: the host's /tmp and /run, orkeon's run and configuration folders)"
+        )
+    if not any(os.access(c, os.X_OK) for c in seen):
+        return f"permission denied: {prog}"
+    return None
+
+
+def _start(
+    policy: SandboxPolicy, argv: Sequence[str], cwd: Path, env: Mapping[str, str]
+) -> tuple[list[str], Path | None] | proc.ProcResult:
+    avail = probe(policy.bwrap)
+    if not avail.ok or avail.bwrap is None:
+        return _not_run(f"the shell sandbox is not available here: {avail.reason}")
+    why = _unrunnable(policy, argv, cwd, env)
+    if why is not None:
+        return _not_run(why)
+    tmp = make_temp(policy)
+    return command(policy, argv, cwd=cwd, tmp=tmp, bwrap=avail.bwrap), tmp
+
+
+def run(
+    policy: SandboxPolicy,
+    argv: Sequence[str],
+    *,
+    cwd: Path,
+    timeout: float,
+    env: Mapping[str, str],
+    stdin: bytes | None = None,
+    cap: int = 1 << 20,
+    kill_grace: float = 2.0,
+    cancel_check: Callable[[], None] | None = None,
+    errors: str = "replace",
+) -> proc.ProcResult:
+    """`proc.run(argv, ...)` inside a sandbox made from `policy`. `env` is required: the
+    sandbox passes it on as given (scrub it first). A sandbox that cannot be made, or a
+    program that cannot start, is a result with `error`, as in proc."""
+    started = _start(policy, argv, cwd, env)
+    if isinstance(started, proc.ProcResult):
+        return started
+    wrapped, tmp = started
+    try:
+        return proc.run(
+            wrapped, cwd=cwd, timeout=timeout, env=env, stdin=stdin, cap=cap,
+            kill_grace=kill_grace, cancel_check=cancel_check, errors=errors,
+        )  # fmt: skip
+    finally:
+        remove_temp(tmp)
+
+
+async def arun(
+    policy: SandboxPolicy,
+    argv: Sequence[str],
+    *,
+    cwd: Path,
+    timeout: float,
+    env: Mapping[str, str],
+    stdin: bytes | None = None,
+    cap: int = 1 << 20,
+    kill_grace: float = 2.0,
+    errors: str = "replace",
+) -> proc.ProcResult:
+    """`run` in a worker thread, as `proc.arun`: cancelling the task stops the sandbox
+    (SIGTERM, SIGKILL after `kill_grace`) and waits until it is gone and its private
+    folder removed."""
+    from anyio import from_thread, to_thread
+
+    call = partial(
+        run, policy, argv, cwd=cwd, timeout=timeout, env=env, stdin=stdin, cap=cap,
+        kill_grace=kill_grace, cancel_check=from_thread.check_cancelled, errors=errors,
+    )  # fmt: skip
+    return await to_thread.run_sync(call)
