@@ -18,9 +18,11 @@ runs; a guard is never skipped because its pattern is slow) and is logged once.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ...catalog import TOOLS
+from ...config.inputs import SETTINGS_EVENTS, MatcherGroup, SettingsCommand
 
 # Events whose matcher is tested against a field, and that field's name.
 MATCH_FIELDS: dict[str, str] = {
@@ -126,4 +128,49 @@ class Matcher:
             return True
 
 
-__all__ = ["MATCH_FIELDS", "Matcher", "matches_all", "tool_names"]
+class Selection:
+    """Which hooks of a settings-shape configuration run for one event: its matcher groups
+    in configuration order (groups with no hooks, and events orkeon does not know, left
+    out), each event-and-value answer kept once found."""
+
+    def __init__(self, config: Mapping[str, Sequence[MatcherGroup]]) -> None:
+        self._groups: dict[str, list[tuple[Matcher, Sequence[SettingsCommand]]]] = {}
+        for event, groups in config.items():
+            kept: list[tuple[Matcher, Sequence[SettingsCommand]]] = [
+                (Matcher(g.matcher), g.hooks) for g in groups if g.hooks
+            ]
+            if event in SETTINGS_EVENTS and kept:
+                self._groups[event] = kept
+        self._selected: dict[tuple[str, str | None], list[SettingsCommand]] = {}
+
+    def has(self, event: str) -> bool:
+        return event in self._groups
+
+    def commands(self, event: str, value: str | None = None) -> list[SettingsCommand]:
+        """The hooks that run for `event` on `value` (the tool, source, trigger or reason),
+        in configuration order, identical commands once (the first one's timeout)."""
+        key = (event, value)
+        found = self._selected.get(key)
+        if found is not None:
+            return found
+        field = MATCH_FIELDS.get(event)
+        found = []
+        seen: set[str] = set()
+        for matcher, hooks in self._groups.get(event, ()):
+            if field is None or value is None:
+                hit = matcher.match_all
+            elif field == "tool_name":
+                hit = matcher.matches_tool(value)
+            else:
+                hit = matcher.matches(value)
+            if not hit:
+                continue
+            for h in hooks:
+                if h.command not in seen:
+                    seen.add(h.command)
+                    found.append(h)
+        self._selected[key] = found
+        return found
+
+
+__all__ = ["MATCH_FIELDS", "Matcher", "Selection", "matches_all", "tool_names"]

@@ -26,10 +26,10 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from ... import logs
 from ...calls import Refusal
-from ...config.inputs import SETTINGS_EVENTS, MatcherGroup, SettingsCommand
+from ...config.inputs import MatcherGroup, SettingsCommand
 from ..protocol import Hooks, PostToolVerdict, PreToolVerdict, PromptVerdict
 from .answers import Answer, read_answer
-from .matchers import MATCH_FIELDS, Matcher
+from .matchers import Selection
 from .payloads import base, encode, tool_fields, tool_response
 from .run import DEFAULT_TIMEOUT, CommandRunner, hook_environment, user_shell
 from .sources import load_settings_hooks
@@ -56,14 +56,6 @@ def _join(reasons: list[str | None]) -> str | None:
     return "\n".join(kept) if kept else None
 
 
-class _Group:
-    __slots__ = ("hooks", "matcher")
-
-    def __init__(self, group: MatcherGroup) -> None:
-        self.matcher = Matcher(group.matcher)
-        self.hooks = group.hooks
-
-
 class SettingsHooks(Hooks):
     """The settings-shape hooks of one run (config already merged from every source by
     `load_settings_hooks`). One instance serves every role of the step."""
@@ -78,50 +70,19 @@ class SettingsHooks(Hooks):
     ) -> None:
         self.workspace = Path(workspace).resolve()
         self.events = events
-        self._groups: dict[str, list[_Group]] = {}
-        for event, groups in config.items():
-            if event not in SETTINGS_EVENTS:
-                continue
-            kept = [_Group(g) for g in groups if g.hooks]
-            if kept:
-                self._groups[event] = kept
+        self._groups = Selection(config)
         env = hook_environment(os.environ, self.workspace, extra_env_remove)
         self._runner = CommandRunner(self.workspace, env, user_shell(os.environ))
-        self._selected: dict[tuple[str, str | None], list[SettingsCommand]] = {}
         self._log = logs.get("orkeon.hooks")
 
     # --- selection and running -----------------------------------------------------
 
     def has(self, event: str) -> bool:
         """Whether any hook is configured for `event` (SubagentStop included)."""
-        return event in self._groups
+        return self._groups.has(event)
 
     def commands(self, event: str, value: str | None = None) -> list[SettingsCommand]:
-        """The hooks that run for `event` on `value` (the tool, source, trigger or reason),
-        in configuration order, identical commands once (the first one's timeout)."""
-        key = (event, value)
-        found = self._selected.get(key)
-        if found is not None:
-            return found
-        field = MATCH_FIELDS.get(event)
-        found = []
-        seen: set[str] = set()
-        for group in self._groups.get(event, ()):
-            m = group.matcher
-            if field is None or value is None:
-                hit = m.match_all
-            elif field == "tool_name":
-                hit = m.matches_tool(value)
-            else:
-                hit = m.matches(value)
-            if not hit:
-                continue
-            for h in group.hooks:
-                if h.command not in seen:
-                    seen.add(h.command)
-                    found.append(h)
-        self._selected[key] = found
-        return found
+        return self._groups.commands(event, value)
 
     async def _run(
         self,
@@ -207,7 +168,7 @@ class SettingsHooks(Hooks):
         """PreToolUse. Refusal lines: every hook that blocked or denied, in configuration
         order; else every hook that asked (and Notification fires: a headless run cannot
         give the approval). `allow` adds nothing: the gate, rule sets and roots ran first."""
-        if "PreToolUse" not in self._groups:
+        if not self.has("PreToolUse"):
             return PreToolVerdict()
         tool, input = call.name, call.input
         fields = {**tool_fields(tool, input), "tool_use_id": call_id}
@@ -278,7 +239,7 @@ class SettingsHooks(Hooks):
         """PostToolUse. Lines: the PreToolUse context of this call, then one feedback line
         per hook that exited 2 or answered `decision: block`, in configuration order, then
         one `<hook_context>` block."""
-        if "PostToolUse" not in self._groups:
+        if not self.has("PostToolUse"):
             return PostToolVerdict(lines=list(pre.context_lines))
         tool, input = call.name, call.input
         fields = {
@@ -315,7 +276,7 @@ class SettingsHooks(Hooks):
         """SessionStart, before the role's first prompt. Returns a `<hook_context>` block
         (plain stdout on exit 0, or `additionalContext`) to append to that prompt, or None.
         It cannot block."""
-        if "SessionStart" not in self._groups:
+        if not self.has("SessionStart"):
             return None
         answers = await self._run("SessionStart", ctx, source, {"source": source}, ledger)
         self._emit_runs("SessionStart", ctx, answers)
@@ -332,7 +293,7 @@ class SettingsHooks(Hooks):
     async def user_prompt(self, ctx: CallContext, prompt: str, ledger: Ledger) -> PromptVerdict:
         """UserPromptSubmit, before each prompt goes to the role's model (the task first).
         Exit 2 or `decision: block` blocks the prompt; context as for SessionStart."""
-        if "UserPromptSubmit" not in self._groups:
+        if not self.has("UserPromptSubmit"):
             return PromptVerdict()
         answers = await self._run("UserPromptSubmit", ctx, None, {"prompt": prompt}, ledger)
         self._emit_runs("UserPromptSubmit", ctx, answers)
@@ -365,7 +326,7 @@ class SettingsHooks(Hooks):
         blocking hook), or None. At most one continuation per turn: with
         `stop_hook_active` (this turn already continued) the hooks run, a block is not
         honoured. `continue: false` from any hook lets the role finish."""
-        if "Stop" not in self._groups:
+        if not self.has("Stop"):
             return None
         answers = await self._run("Stop", ctx, None, {"stop_hook_active": stop_hook_active}, ledger)
         self._emit_runs("Stop", ctx, answers)
@@ -385,7 +346,7 @@ class SettingsHooks(Hooks):
 
     async def pre_compact(self, ctx: CallContext, ledger: Ledger, trigger: str = "auto") -> None:
         """PreCompact, before a transcript is compacted. Side effects only."""
-        if "PreCompact" not in self._groups:
+        if not self.has("PreCompact"):
             return
         fields = {"trigger": trigger, "custom_instructions": None}
         answers = await self._run("PreCompact", ctx, trigger, fields, ledger)
@@ -395,7 +356,7 @@ class SettingsHooks(Hooks):
     async def session_end(self, ctx: CallContext, reason: str, ledger: Ledger) -> None:
         """SessionEnd, when the role ends. Each hook gets at most 3 s, so it never wedges
         the end of a run."""
-        if "SessionEnd" not in self._groups:
+        if not self.has("SessionEnd"):
             return
         answers = await self._run(
             "SessionEnd", ctx, reason, {"reason": reason}, ledger, cap=SESSION_END_CAP
@@ -406,7 +367,7 @@ class SettingsHooks(Hooks):
     async def notification(self, ctx: CallContext, message: str, ledger: Ledger) -> None:
         """Notification: orkeon would need the person's attention (an approval a headless
         run cannot give). Side effects only."""
-        if "Notification" not in self._groups:
+        if not self.has("Notification"):
             return
         answers = await self._run("Notification", ctx, None, _notification(message), ledger)
         self._emit_runs("Notification", ctx, answers)

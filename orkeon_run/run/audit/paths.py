@@ -1,0 +1,104 @@
+"""What the audit counts as a change and where: which paths are never the crew's work,
+which are guarded whatever the roots, whether a path lies under a batch's roots, and the
+fingerprint of one path's content."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import stat
+from collections.abc import Iterable, Sequence
+from pathlib import Path, PurePosixPath
+
+ALWAYS_IGNORED = (".orkeon/",)
+# Under .orkeon/ only orkeon's own outputs (spec, plan, runs) are exempt. The guards a run
+# starts with are not: a role that rewrote a hook script, the settings or a crew would
+# disarm the checks of every later batch, so such a change is outside the roots.
+GUARDED = (".orkeon/hooks/", ".orkeon/crews/", ".orkeon/settings.json")
+# Folders that test and build tools create with a `.gitignore` of `*` in them (pytest,
+# mypy, ruff, hypothesis, tox, nox, coverage's html, uv build, and venv in Python 3.13+
+# and uv): a role that runs the tests makes one, and what such a file hides is only its
+# own folder's content.
+SELF_IGNORING_TOOL_DIRS = frozenset(
+    {".pytest_cache", ".mypy_cache", ".ruff_cache", ".hypothesis", ".tox", ".nox", ".venv",
+     "venv", "env", "htmlcov", "dist", "build"}
+)  # fmt: skip
+# Fingerprint of a path: its content digest, a symlink's target, or a marker.
+Fingerprint = tuple[str, str]
+
+
+class AuditError(Exception):
+    """The audit could not tell what changed."""
+
+
+def norm_root(root: str) -> str:
+    """`./src/api/` -> `src/api`; the workspace itself -> ``."""
+    p = PurePosixPath(root.strip())
+    text = p.as_posix()
+    return "" if text in (".", "/") else text.lstrip("/")
+
+
+def under(path: str, roots: Iterable[str]) -> bool:
+    """Whether workspace-relative `path` lies in one of `roots` (whole components)."""
+    for root in roots:
+        r = norm_root(root)
+        if r == "" or path == r or path.startswith(r + "/"):
+            return True
+    return False
+
+
+def ignore_list(workspace: Path, run_dir: Path | None) -> tuple[str, ...]:
+    """What the audit never counts: `.orkeon/`, and the run directory when it lies in the
+    workspace (its events and transcripts are orkeon's, not the crew's)."""
+    out = list(ALWAYS_IGNORED)
+    if run_dir is not None:
+        try:
+            rel = run_dir.resolve().relative_to(workspace).as_posix()
+        except ValueError:
+            rel = None
+        if rel and rel != ".":
+            out.append(rel.rstrip("/") + "/")
+    return tuple(out)
+
+
+def ignored(path: str, ignore: Sequence[str]) -> bool:
+    if any(path == g.rstrip("/") or path.startswith(g) for g in GUARDED):
+        return False
+    return any(path == i.rstrip("/") or path.startswith(i) for i in ignore)
+
+
+def holds_guarded(folder: str) -> bool:
+    return any(g.startswith(folder) for g in GUARDED)
+
+
+def fingerprint(full: Path) -> Fingerprint:
+    try:
+        st = os.lstat(full)
+    except FileNotFoundError:
+        return ("missing", "")
+    except OSError as exc:
+        return ("error", str(exc))
+    if stat.S_ISLNK(st.st_mode):
+        return ("link", os.readlink(full))
+    if stat.S_ISDIR(st.st_mode):
+        return ("dir", "")
+    if not stat.S_ISREG(st.st_mode):
+        return ("special", str(st.st_mode))
+    try:
+        with open(full, "rb") as f:
+            digest = hashlib.file_digest(f, "sha256").hexdigest()
+    except OSError as exc:
+        return ("error", str(exc))
+    return (f"file:{stat.S_IMODE(st.st_mode):o}", digest)
+
+
+def stat_key(st: os.stat_result) -> tuple[int, ...]:
+    # ctime moves on every write and cannot be set back from user space, so an unchanged
+    # key means unchanged content.
+    return (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_mode)
+
+
+def shown(path: str) -> str:
+    """A path as the audit's record names it: bytes that are not UTF-8 as `\\xff`, so
+    the record is plain text wherever it is written."""
+    return os.fsencode(path).decode("utf-8", "backslashreplace")
