@@ -5,10 +5,12 @@ refuses ends the call, and what the model reads is fixed (docs/hooks.md, docs/to
 
  1. budget       a spent budget starts no call: `[refused: the step's time budget is spent]`
                  (turns/tokens/cost: `… the step's turn|token|cost budget is spent`)
- 2. the call     unknown tool or bad input: a text result `error: …`; outcome "refused",
-                 refused_by null (no stage refused it: it was not a call it could run).
-                 The path argument is resolved here, once: every later stage and the tool
-                 act on that resolution.
+ 2. the call     a tool that cannot run here (`unavailable`: the shell where no sandbox
+                 can be made, `[refused: the shell sandbox is not available here: REASON]`),
+                 an unknown tool or a bad input (a text result `error: …`): outcome
+                 "refused", refused_by null (no stage refused it: it was not a call that
+                 could run). The path argument is resolved here, once: every later stage
+                 and the tool act on that resolution.
  3. gate         the session's rules: `[refused by the gate: RULE]`
  4. workspace    the path resolves outside: `[refused: PATH is outside the workspace]`
  5. rule sets    the step's: `[refused by rule set NAME: RULE]`
@@ -35,7 +37,7 @@ from __future__ import annotations
 import itertools
 import os
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -59,10 +61,17 @@ from .policy.rules import RuleSet, call_subjects
 from .tools import ToolEnv, run_tool
 
 
-def check_call(workspace: Path, tool: str, input: Any) -> CheckedCall | Refusal:
-    """Stage 2, the call itself: a tool the catalog knows, an input its model accepts, and
-    the path argument resolved once inside `workspace` (resolved). A path that resolves
-    outside is marked, not refused: the gate comes first."""
+def check_call(
+    workspace: Path, tool: str, input: Any, unavailable: Mapping[str, str] | None = None
+) -> CheckedCall | Refusal:
+    """Stage 2, the call itself: a tool that can run here (`unavailable` maps the names of
+    those that cannot to what the model reads instead), one the catalog knows, an input
+    its model accepts, and the path argument resolved once inside `workspace` (resolved).
+    A path that resolves outside is marked, not refused: the gate comes first."""
+    if unavailable:
+        why = unavailable.get(tool)
+        if why is not None:
+            return Refusal(None, why)
     entry = catalog.TOOLS.get(tool)
     if entry is None:
         return Refusal(None, f"error: there is no tool named {tool!r}")
@@ -113,8 +122,11 @@ class Pipeline:
         rule_sets: Sequence[RuleSet] = (),
         hooks: Hooks = NO_HOOKS,
         tool_timeout: float = 600.0,
+        unavailable: Mapping[str, str] | None = None,
     ) -> None:
-        """`workspace` must be resolved."""
+        """`workspace` must be resolved. `unavailable`: tools that cannot run here, by name,
+        with what the model reads when it calls one (refused in stage 2, so neither the
+        gate nor a hook sees the call)."""
         self.workspace = workspace
         ws = os.fspath(workspace)
         self._cut = len(ws) if ws.endswith("/") else len(ws) + 1  # of "WS/" in a resolved path
@@ -126,6 +138,7 @@ class Pipeline:
         self.rule_sets = tuple(rule_sets)
         self.hooks = hooks
         self.tool_timeout = tool_timeout
+        self.unavailable = dict(unavailable or {})
         self._seq: dict[str, Iterator[int]] = {}
 
     async def call(
@@ -266,7 +279,7 @@ class Pipeline:
 
     def _check(self, ctx: CallContext, tool: str, input: Any) -> CheckedCall | Refusal:
         """Stages 2-6 on one input: the call itself, then `_police`."""
-        call = check_call(self.workspace, tool, input)
+        call = check_call(self.workspace, tool, input, self.unavailable)
         if isinstance(call, Refusal):
             return call
         return self._police(ctx, call) or call

@@ -36,6 +36,9 @@ def plan(*batches: tuple[str, list[dict[str, Any]]]) -> dict[str, Any]:
 
 
 TWO = plan(("b1", [role("a", ["src/a/"]), role("b", ["src/b/"])]))
+# The tests of what the audit catches run the model's commands unconfined: in the sandbox
+# the same writes fail (tests/test_confine.py), and the audit must hold without it too.
+UNCONFINED = {"sandbox": "off"}
 
 
 def rendezvous_doc(tmp: Path, concurrency: int, seconds: int) -> dict[str, Any]:
@@ -120,6 +123,7 @@ def test_a_shell_write_outside_the_roots_is_caught_by_the_audit(tmp_path: Path, 
         script,
         plan=plan(("b1", [role("a", ["src/a/"])]), ("b2", [role("b", ["src/b/"])])),
         audit={"build": ["touch", "build-ran"]},
+        shell=UNCONFINED,
     )
     result = run_step("dev-batches", doc, ws, run_dir=rd)
     assert result["status"] == "failed"
@@ -210,7 +214,7 @@ def test_a_shell_copy_into_git_config_fails_the_step(tmp_path: Path) -> None:
     the audit names it, even for a role whose root is the whole workspace."""
     ws = make_workspace(tmp_path, {**FILES, "cfg": "[alias]\n\tst = !touch owned\n"}, git=True)
     script = {"b1/a": [{"tool_calls": [shell("cp cfg .git/config")]}, {"text": "done"}]}
-    doc = scripted(script, plan=plan(("b1", [role("a", ["."])])))
+    doc = scripted(script, plan=plan(("b1", [role("a", ["."])])), shell=UNCONFINED)
     result = run_step("dev-batches", doc, ws, run_dir=tmp_path / "run")
     assert (result["status"], result["exit_code"]) == ("failed", 1)
     (rec,) = result["audits"]
@@ -236,7 +240,9 @@ def test_git_init_in_a_plain_workspace_cannot_blind_the_audit(
         "b2/b": [{"tool_calls": [shell("cp src/a/ex README.md")]}, {"text": "done"}],
     }  # fmt: skip
     doc = scripted(
-        script, plan=plan(("b1", [role("a", [first_root])]), ("b2", [role("b", ["src/b/"])]))
+        script,
+        plan=plan(("b1", [role("a", [first_root])]), ("b2", [role("b", ["src/b/"])])),
+        shell=UNCONFINED,
     )
     result = run_step("dev-batches", doc, ws, run_dir=tmp_path / "run")
     assert (result["status"], result["exit_code"]) == ("failed", 1)
@@ -260,7 +266,9 @@ def test_a_git_step_resumed_without_its_repository_fails_its_audit(tmp_path: Pat
         "b2/b": [{"tool_calls": [shell("touch stray.txt")]}, {"text": "done"}],
     }
     doc = scripted(
-        script, plan=plan(("b1", [role("a", ["src/a/"])]), ("b2", [role("b", ["src/b/"])]))
+        script,
+        plan=plan(("b1", [role("a", ["src/a/"])]), ("b2", [role("b", ["src/b/"])])),
+        shell=UNCONFINED,
     )
     rd = tmp_path / "run"
     first = run_step("dev-batches", doc, ws, run_dir=rd)
@@ -319,6 +327,7 @@ def test_budget_spent_mid_batch_checks_paths_only_and_exits_3(tmp_path: Path) ->
         concurrency=1,
         budget={"seconds": None, "turns": 2},  # b1/a's two turns spend it
         audit={"build": ["touch", "build-ran"]},
+        shell=UNCONFINED,
     )
     result = run_step("dev-batches", doc, ws, run_dir=rd)
     assert result["status"] == "budget_exhausted"

@@ -75,7 +75,9 @@ def test_repair_keeps_the_roles_roots_and_audits_again(tmp_path: Path) -> None:
         {"tool_calls": [write("README.md", "42"), shell("cp README.md src/api/value.txt")]},
         {"tool_calls": [shell("touch stray.txt")]},
     ]
-    result = run_step("tasks-repair", repair_doc(first, script), ws, run_dir=rd)
+    # Unconfined, so that the audit is what catches the stray write.
+    doc = repair_doc(first, script, shell={"sandbox": "off"})
+    result = run_step("tasks-repair", doc, ws, run_dir=rd)
     refused, copied = calls(rd, "b1/api")[:2]
     assert refused["refused_by"] == "roots"
     assert copied["outcome"] == "ran"
@@ -133,7 +135,8 @@ def test_a_resumed_repair_is_audited_from_its_first_start(tmp_path: Path) -> Non
     ws, first = failed_batches_run(tmp_path)
     rd = tmp_path / "repair"
     script = [{"tool_calls": [shell("touch stray.txt")]}, {"text": "done"}]
-    result = run_step("tasks-repair", repair_doc(first, script), ws, run_dir=rd)
+    doc = repair_doc(first, script, shell={"sandbox": "off"})  # the audit must catch it
+    result = run_step("tasks-repair", doc, ws, run_dir=rd)
     assert result["audits"][0]["outside_roots"] == ["stray.txt"]
     again = run_step("tasks-repair", None, ws, resume_dir=rd)
     assert again["status"] == "failed"

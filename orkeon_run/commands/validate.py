@@ -1,4 +1,6 @@
-"""`orkeon validate`: parse and check the inputs and every file they name; run nothing."""
+"""`orkeon validate`: parse and check the inputs and every file they name; run nothing.
+It also says, on stderr, whether the shell sandbox can be made here: where it cannot, the
+reason and the fix (a run would refuse every shell call, but the inputs are valid: exit 0)."""
 
 from __future__ import annotations
 
@@ -14,5 +16,19 @@ def main(inputs: str, *, step: str | None = None, workspace: str | None = None) 
     )
     for line in config.warnings:
         sys.stderr.write(f"warning: {line}\n")
+    confinement = config.confinement
+    if confinement.state == "on":
+        sys.stderr.write("shell sandbox: available here\n")
+    elif confinement.state == "off":
+        sys.stderr.write(
+            'warning: shell sandbox: off ("shell": {"sandbox": "off"}): the model\'s shell '
+            "commands and the audit's build and test would run unconfined\n"
+        )
+    else:
+        sys.stderr.write(
+            f"warning: shell sandbox: not available here: {confinement.reason}; every shell "
+            "call would be refused and the audit's build and test would not run\n"
+            f"fix: {confinement.fix}\n"
+        )
     sys.stdout.write("inputs are valid\n")
     return 0

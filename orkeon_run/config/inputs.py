@@ -155,11 +155,27 @@ class ShellInputs(Frozen):
     # None = not given here; the settings files and environment may then set it.
     allow_interpreters: bool | None = None
     extra_allowed_commands: list[str] | None = None
+    # The OS sandbox of the model's commands and the audit's build and test (docs/security.md):
+    # "auto" confines them where the machine allows it and refuses them where it does not;
+    # "off" runs them unconfined. Only the inputs set these, never a settings file.
+    sandbox: Literal["auto", "off"] = "auto"
+    network: bool = Field(default=False, strict=True)
+
+
+def _ignore_pattern(pattern: str) -> str:
+    from ..policy.pathglob import PathGlob
+
+    if pattern.startswith("!"):
+        raise ValueError("a negated pattern ('!…') is not supported: list only what to leave out")
+    PathGlob(pattern)  # ValueError names the problem
+    return pattern
 
 
 class Audit(Frozen):
     build: list[str] | None = None
     test: list[str] | None = None
+    # Gitignore-style patterns of paths the audit does not count (hook logs, caches).
+    ignore: list[Annotated[str, AfterValidator(_ignore_pattern)]] = Field(default_factory=list)
 
     @field_validator("build", "test")
     @classmethod

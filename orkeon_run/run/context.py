@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from ..models.base import Provider
     from ..pipeline import Pipeline
     from ..policy.rules import RuleSet
+    from .audit import AuditGit, Commands
 
 
 @dataclass
@@ -61,9 +62,12 @@ class StepRun:
         return self.run_dir / "transcripts" / f"{role}.jsonl"
 
     def pipeline(self, rule_sets: Sequence[RuleSet]) -> Pipeline:
+        """The step's pipeline: the shell tool in the step's sandbox (each call narrowed to
+        the calling role's roots), or refused in stage 2 where no sandbox can be made."""
         from ..pipeline import Pipeline
         from ..tools import ToolEnv
 
+        confinement = self.config.confinement
         return Pipeline(
             workspace=self.workspace,
             step=self.step,
@@ -73,11 +77,24 @@ class StepRun:
                 workspace=self.workspace,
                 shell_rules=self.config.shell_rules,
                 environ=child_environ(self.config, credentials=True),
+                sandbox=confinement.policy,
             ),
             gate=self.config.gate,
             rule_sets=rule_sets,
             hooks=self.hooks,
+            unavailable=confinement.unavailable_tools(),
         )
+
+    def audit_git(self) -> AuditGit:
+        """The audit's git: the program found before any role ran, its switches, and the
+        sandbox it runs in when the sandbox is on."""
+        return self.config.confinement.audit_git()
+
+    def audit_commands(self) -> Commands:
+        """How the audit's build and test run (run/confine.py): with orkeon's environment
+        less the model's key (a build may need a registry token)."""
+        env = child_environ(self.config, credentials=False)
+        return self.config.confinement.audit_commands(self.workspace, env)
 
     def save_state(self, **changes: Any) -> None:
         """Record progress (e.g. batches that passed) so --resume can continue."""

@@ -23,6 +23,7 @@ from ..config.inputs import Inputs, MatcherGroup, Plan, load_document, parse_inp
 from ..errors import InputError
 from ..jsonio import read_json
 from ..ledger import BudgetLimits
+from .confine import Confinement
 
 if TYPE_CHECKING:
     from ..config.crews import Crew
@@ -63,6 +64,9 @@ class RunConfig:
     plan_rel: str = ""  # the plan's path in the workspace; "" for a plan given inline
     repair: FailedRun | None = None
     warnings: tuple[str, ...] = ()
+    # The shell sandbox's state, the audit's git; the step's sandbox policy once the run
+    # directory is known (run/confine.py).
+    confinement: Confinement = field(default_factory=lambda: Confinement("off"))
 
     @property
     def key_env(self) -> str | None:
@@ -112,6 +116,9 @@ def prepare(
             repair = collect(lambda: failed_run(inputs.repair.run))  # type: ignore[union-attr]
     if problems:
         raise InputError(sorted(set(problems)))
+    from .confine import decide
+
+    confinement = decide(inputs, ws, env)
     # The crew's budget is the default; a budget in --inputs replaces it whole.
     budget = inputs.budget if "budget" in inputs.model_fields_set or crew is None else crew.budget
     return RunConfig(
@@ -130,6 +137,7 @@ def prepare(
         plan_rel=plan_rel,
         repair=repair,
         warnings=tuple(warnings),
+        confinement=confinement,
     )
 
 

@@ -65,6 +65,10 @@ class Result(_Doc):
     artifacts: dict[str, str]
     audits: list[AuditRecord]
     error: str | None
+    sandbox: Literal["on", "off", "unavailable"] = Field(
+        description='the shell sandbox: on; off ("shell": {"sandbox": "off"}: '
+        "unconfined); unavailable (no sandbox could be made here: shell calls were refused)"
+    )
 
 
 class HookRecord(_Doc):
@@ -108,8 +112,11 @@ class Event(BaseModel):
     event: ToolCallEvent | OtherEvent
 
 
-def result_document(run_id: str, step: str, outcome: StepOutcome, ledger: Ledger) -> dict[str, Any]:
-    """The result document of a step that ended with `outcome`."""
+def result_document(
+    run_id: str, step: str, outcome: StepOutcome, ledger: Ledger, *, sandbox: str
+) -> dict[str, Any]:
+    """The result document of a step that ended with `outcome`; `sandbox` is the run's
+    shell sandbox state."""
 
     return {
         "run_id": run_id,
@@ -121,4 +128,5 @@ def result_document(run_id: str, step: str, outcome: StepOutcome, ledger: Ledger
         "artifacts": dict(outcome.artifacts),
         "audits": list(outcome.audits),
         "error": outcome.error,
+        "sandbox": sandbox,
     }

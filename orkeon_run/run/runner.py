@@ -85,12 +85,28 @@ def open_run(
     else:
         run_id = state.get("run_id") or rd.name
     rd.mkdir(parents=True, exist_ok=True)
+    config = _confined(config, rd)
     save_inputs(rd, config.doc, resume)
     atomic_write_json(rd / "state.json", state)
     events = EventLog(rd / "events.jsonl", stream)
     watchers = _watchers(progress)
     events.listeners.extend(watchers)
     return OpenRun(config, rd, run_id, resume, state, events, environ, watchers)
+
+
+def _confined(config: RunConfig, run_dir: Path) -> RunConfig:
+    """The configuration with the step's sandbox policy, now that the run directory is
+    known; said once on stderr when the sandbox is off."""
+    import dataclasses
+
+    from .confine import with_run_dir
+
+    if config.confinement.state == "off":
+        from ..tools.sandbox import warn_unconfined_once
+
+        warn_unconfined_once()
+    confinement = with_run_dir(config.confinement, config.workspace, run_dir.resolve())
+    return dataclasses.replace(config, confinement=confinement)
 
 
 def _watchers(progress: str) -> list[Any]:
@@ -255,7 +271,9 @@ async def _outcome(sr: StepRun, watch_signals: bool, stop: anyio.Event | None) -
 
 
 async def _finish(sr: StepRun, outcome: StepOutcome) -> dict[str, Any]:
-    result = result_document(sr.run_id, sr.step, outcome, sr.ledger)
+    result = result_document(
+        sr.run_id, sr.step, outcome, sr.ledger, sandbox=sr.config.confinement.state
+    )
     atomic_write_json(sr.run_dir / "result.json", result)
     sr.events.emit("result", **result)
     logs.get().info(

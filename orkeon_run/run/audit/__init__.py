@@ -3,13 +3,17 @@ hook, no gate, no budget charge.
 
 1. What changed since the batch began: in a git repository, `git status --porcelain -z`
    (untracked files included) before and after, each dirty file fingerprinted by its
-   content, plus every path a moved HEAD touched; elsewhere a snapshot of every file's
-   content hash. Paths under `.orkeon/` (and the run directory) are not the crew's work.
-2. Every changed path must lie under the batch's roots. In a git repository the
-   repository's own guards (`config`, `config.worktree`, `hooks/`, `info/` of its git
-   folder) must not change at all, whatever the roots: a role that wrote them (`cp` into
+   content, the files of nested repositories git does not look into one by one, plus
+   every path a moved HEAD touched; elsewhere a snapshot of every file's content hash.
+   Paths under `.orkeon/` (and the run directory) are not the crew's work, nor those the
+   operator's `audit.ignore` names. git is the audit's own (gitcmd.py): found before any
+   role ran, with every setting that would start a program switched off.
+2. Every changed path must lie under the batch's roots. The guards of the repository and
+   of every nested one (`config`, `config.worktree`, `hooks/`, `info/` of their git
+   folders) must not change at all, whatever the roots: a role that wrote them (`cp` into
    `.git/config`) made every later `git` run a program of its choosing.
-3. `audit.build`, then `audit.test`, when given: each must exit 0.
+3. `audit.build`, then `audit.test`, when given: each must exit 0. They run the model's
+   code: inside the audit's sandbox (`Commands`) unless the sandbox is off.
 
 The first failing check decides the record: `{batch, passed, outside_roots,
 failed_command, output_tail}`.
@@ -17,19 +21,30 @@ failed_command, output_tail}`.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import os
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ... import proc
-from .paths import ALWAYS_IGNORED, AuditError, ignore_list, norm_root, shown, under
-from .snapshot import Snapshot, changed_paths, snapshot, tampered
+from .gitcmd import AuditGit, find_git
+from .paths import ALWAYS_IGNORED, AuditError, Ignore, ignore_list, norm_root, shown, under
+from .snapshot import Snapshot, changed_paths, compare, snapshot, tampered
+
+if TYPE_CHECKING:
+    from ...tools.sandbox import SandboxPolicy
 
 __all__ = [
     "ALWAYS_IGNORED",
     "AuditError",
+    "AuditGit",
+    "Commands",
+    "Ignore",
     "Snapshot",
     "changed_paths",
+    "compare",
+    "find_git",
     "ignore_list",
     "norm_root",
     "record",
@@ -43,6 +58,18 @@ __all__ = [
 TAIL_CHARS = 4000
 # The audit's own commands are not charged to the budget; this bounds a hung build.
 COMMAND_TIMEOUT = 1800.0
+
+
+@dataclass(frozen=True)
+class Commands:
+    """How `audit.build` and `audit.test` run: with `env`; inside a sandbox made by
+    `sandbox()` when it is given (made when each audit starts, so the nested `.git`
+    folders it protects are those of that moment); not at all when `refused` says why
+    (the sandbox is on but cannot be made here); unconfined otherwise (`"sandbox": "off"`)."""
+
+    env: Mapping[str, str] | None = None
+    sandbox: Callable[[], SandboxPolicy] | None = None
+    refused: str | None = None
 
 
 # --- the audit ---------------------------------------------------------------------------
@@ -91,14 +118,17 @@ async def run_audit(
     test: Sequence[str] | None = None,
     run_commands: bool = True,
     env: Mapping[str, str] | None = None,
+    git: AuditGit | None = None,
+    commands: Commands | None = None,
 ) -> dict[str, Any]:
-    """Audit the batch: what changed since `before`, then build and test (with `env`, by
-    default orkeon's). Returns the audit record. `run_commands=False` checks the paths only."""
+    """Audit the batch: what changed since `before` (through `git`, by default the git on
+    orkeon's PATH), then build and test as `commands` says (by default unconfined, with
+    `env`, else orkeon's environment). Returns the audit record. `run_commands=False`
+    checks the paths only."""
     from anyio import to_thread
 
     try:
-        changed = await to_thread.run_sync(changed_paths, workspace, before)
-        guards = await to_thread.run_sync(tampered, workspace, before)
+        changed, guards = await to_thread.run_sync(compare, workspace, before, git)
     except AuditError as exc:
         return record(batch, passed=False, output_tail=str(exc))
     outside = [shown(p) for p in changed if not under(p, roots)]
@@ -118,10 +148,20 @@ async def run_audit(
             output_tail="\n".join(lines),
         )
     if run_commands:
+        how = commands if commands is not None else Commands(env=env)
         for argv in (build, test):
             if not argv:
                 continue
-            r = await proc.arun(list(argv), cwd=workspace, timeout=COMMAND_TIMEOUT, env=env)
+            if how.refused is not None:
+                return record(
+                    batch,
+                    passed=False,
+                    failed_command=argv,
+                    output_tail=(
+                        f"{' '.join(argv)} was not run: it runs the model's code, and {how.refused}"
+                    ),
+                )
+            r = await _run_command(workspace, argv, how)
             if r.exit_code != 0:
                 return record(
                     batch,
@@ -130,3 +170,15 @@ async def run_audit(
                     output_tail=_command_output(argv, r),
                 )
     return record(batch, passed=True)
+
+
+async def _run_command(workspace: Path, argv: Sequence[str], how: Commands) -> proc.ProcResult:
+    if how.sandbox is None:
+        return await proc.arun(list(argv), cwd=workspace, timeout=COMMAND_TIMEOUT, env=how.env)
+    from anyio import to_thread
+
+    from ...tools import sandbox
+
+    policy = await to_thread.run_sync(how.sandbox)  # walks the workspace for `.git` folders
+    env = how.env if how.env is not None else os.environ
+    return await sandbox.arun(policy, list(argv), cwd=workspace, timeout=COMMAND_TIMEOUT, env=env)

@@ -1,81 +1,62 @@
 """The audit's view of a git workspace: its repository, the guard files that decide what
-git runs and reports, and what `git status` and friends say changed."""
+git runs and reports, and what `git status` and friends say changed. Every git command
+goes through a `gitcmd.Git` (the audit's own git, its switches, its sandbox)."""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import Any
 
-from ... import proc
+from .gitcmd import Git, must_have_worked
 from .paths import (
     SELF_IGNORING_TOOL_DIRS,
     AuditError,
     Fingerprint,
+    Ignore,
     fingerprint,
-    ignored,
 )
-
-GIT_TIMEOUT = 120.0
-_GIT_CAP = 1 << 26
-
-# The repository's own config is the model's to write (cp into .git/config): an fsmonitor
-# or hooks path set there must not run a program during the audit.
-_GIT = ("git", "-c", "core.quotepath=off", "-c", "core.fsmonitor=false",
-        "-c", "core.hooksPath=/dev/null")  # fmt: skip
-
-
-def _git(workspace: Path, *args: str) -> proc.ProcResult:
-    return proc.run(
-        [*_GIT, *args],
-        cwd=workspace,
-        timeout=GIT_TIMEOUT,
-        cap=_GIT_CAP,
-        # GIT_NO_REPLACE_OBJECTS: `git replace` (a plain git command a role may run) would
-        # make HEAD's tree read as the changed index, and status report nothing.
-        env={**os.environ, "GIT_OPTIONAL_LOCKS": "0", "LC_ALL": "C", "GIT_NO_REPLACE_OBJECTS": "1"},
-        # A file name that is not UTF-8 must name the same file when fingerprinted.
-        errors="surrogateescape",
-    )
 
 
 @dataclass(frozen=True)
-class _Repo:
+class Repo:
     prefix: str  # the workspace's path inside its repository ("" at the top)
     git_dir: Path
     common_dir: Path  # differs from git_dir in a linked worktree
 
 
-def git_repo(workspace: Path) -> _Repo | None:
-    """Where the workspace sits in its repository, or None: not in a git work tree."""
+def git_repo(git: Git) -> Repo | None:
+    """Where the workspace sits in its repository, or None: not in a git work tree, or no
+    git program to ask."""
+    if git.how.program is None:
+        return None
+    workspace = git.workspace
     if not (workspace / ".git").exists():
         # Only a workspace inside a work tree is a git workspace; ask git.
-        r = _git(workspace, "rev-parse", "--is-inside-work-tree")
+        r = git("rev-parse", "--is-inside-work-tree")
         if r.exit_code != 0 or r.stdout.strip() != "true":
             return None
-    r = _git(workspace, "rev-parse", "--show-prefix", "--git-dir", "--git-common-dir")
+    r = git("rev-parse", "--show-prefix", "--git-dir", "--git-common-dir")
     lines = r.stdout.split("\n")
     if r.exit_code != 0 or len(lines) < 3:
         return None
     # Only the line ends go: a folder name may begin or end with a space.
     prefix, git_dir, common_dir = (line.rstrip("\r") for line in lines[:3])
-    return _Repo(prefix, workspace / git_dir, workspace / common_dir)
+    return Repo(prefix, workspace / git_dir, workspace / common_dir)
 
 
 # What in a git folder decides which programs git runs (aliases, fsmonitor, hooks,
 # filters) or what it reports (info/exclude hides paths from `git status`). Not the rest
 # of info/: git itself writes info/refs (`git gc`, an automatic gc after a commit).
-_REPO_GUARDS = ("config", "config.worktree", "hooks", "info/exclude", "info/attributes",
-                "info/sparse-checkout", "info/grafts")  # fmt: skip
+REPO_GUARDS = ("config", "config.worktree", "hooks", "info/exclude", "info/attributes",
+               "info/sparse-checkout", "info/grafts")  # fmt: skip
 
 
 def _outside_guards(workspace: Path, prefix: str) -> dict[str, Path]:
-    """Files outside the workspace that decide what its `git status` shows, by the name
-    the audit gives them: the `.gitignore` and `.gitattributes` of the folders between
-    the repository's top and the workspace (`../.gitignore`), and the user's git
-    configuration, global ignore and attributes files (by their absolute paths)."""
+    """Files outside the workspace that decide what its `git status` shows to a role's own
+    git (the audit's reads none of the user's files): the `.gitignore` and `.gitattributes`
+    of the folders between the repository's top and the workspace (`../.gitignore`), and
+    the user's git configuration, global ignore and attributes files (by absolute path)."""
     named: dict[str, Path] = {}
     folder = workspace
     for _ in PurePosixPath(prefix).parts:
@@ -89,7 +70,7 @@ def _outside_guards(workspace: Path, prefix: str) -> dict[str, Path]:
     return named
 
 
-def _submodule_dirs(repo: _Repo) -> list[Path]:
+def _submodule_dirs(repo: Repo) -> list[Path]:
     """The git folders of the repository's submodules (`modules/NAME`, nested ones
     under theirs): a submodule's `info/exclude` hides files in it as the top one's
     does."""
@@ -101,27 +82,34 @@ def _submodule_dirs(repo: _Repo) -> list[Path]:
     return found
 
 
-def repo_guards(workspace: Path, repo: _Repo) -> dict[str, Fingerprint]:
+def folder_guards(workspace: Path, folder: Path) -> dict[str, Fingerprint]:
+    """The guard files of one git folder, by their path relative to the workspace."""
+    found: dict[str, Fingerprint] = {}
+    for name in REPO_GUARDS:
+        top = folder / name
+        paths = [top]
+        if top.is_dir() and not top.is_symlink():
+            paths = [Path(d, f) for d, _, files in os.walk(top) for f in files]
+        for path in paths:
+            fp = fingerprint(path)
+            if fp[0] != "missing":
+                found[os.path.relpath(path, workspace)] = fp
+    return found
+
+
+def repo_guards(workspace: Path, repo: Repo) -> dict[str, Fingerprint]:
     found: dict[str, Fingerprint] = {}
     for name, path in _outside_guards(workspace, repo.prefix).items():
         fp = fingerprint(path)
         if fp[0] != "missing":
             found[name] = fp
     for folder in dict.fromkeys((repo.common_dir, repo.git_dir, *_submodule_dirs(repo))):
-        for name in _REPO_GUARDS:
-            top = folder / name
-            paths = [top]
-            if top.is_dir() and not top.is_symlink():
-                paths = [Path(d, f) for d, _, files in os.walk(top) for f in files]
-            for path in paths:
-                fp = fingerprint(path)
-                if fp[0] != "missing":
-                    found[os.path.relpath(path, workspace)] = fp
+        found.update(folder_guards(workspace, folder))
     return found
 
 
-def git_head(workspace: Path) -> str | None:
-    r = _git(workspace, "rev-parse", "-q", "--verify", "HEAD^{commit}")
+def git_head(git: Git) -> str | None:
+    r = git("rev-parse", "-q", "--verify", "HEAD^{commit}")
     if r.exit_code != 0:
         return None
     return r.stdout.strip() or None
@@ -137,17 +125,11 @@ def _strip(prefix: str, path: str) -> str | None:
     return path[len(prefix) :]
 
 
-def _must_have_worked(r: proc.ProcResult, what: str) -> None:
-    """AuditError unless `what` exited 0 with all of its output read: a partial list of
-    paths would pass changes unseen."""
-    if r.exit_code != 0 or r.stdout_dropped:
-        why = r.error or r.first_line() or "its output was too long"
-        raise AuditError(f"{what} failed: {why}")
-
-
-def _git_status(workspace: Path, prefix: str, ignore: Sequence[str]) -> dict[str, str]:
-    r = _git(
-        workspace,
+def git_status(git: Git, prefix: str, ignore: Ignore) -> dict[str, str]:
+    """Dirty paths (workspace-relative) -> their XY status. An untracked folder, which
+    `--untracked-files=all` shows only for a repository nested in the workspace (git does
+    not look inside one), keeps its trailing `/`."""
+    r = git(
         "status",
         "--porcelain=v1",
         "-z",
@@ -157,31 +139,32 @@ def _git_status(workspace: Path, prefix: str, ignore: Sequence[str]) -> dict[str
         "--",
         ".",
     )
-    _must_have_worked(r, "git status")
+    must_have_worked(r, "git status")
     out: dict[str, str] = {}
     for item in _split_z(r.stdout):
         xy, raw = item[:2], item[3:]
         path = _strip(prefix, raw)
-        if path is None or not path or ignored(path, ignore):
+        if path is None or not path or ignore(path):
             continue
-        out[path.rstrip("/")] = xy
+        nested = xy == "??" and path.endswith("/")
+        out[path.rstrip("/") + ("/" if nested else "")] = xy
     return out
 
 
-def _git_list(workspace: Path, *args: str) -> list[str]:
+def _git_list(git: Git, *args: str) -> list[str]:
     """The entries of `git ls-files -z --full-name ARGS` (paths from the repository root)."""
-    r = _git(workspace, "ls-files", "-z", "--full-name", *args)
-    _must_have_worked(r, "git ls-files")
+    r = git("ls-files", "-z", "--full-name", *args)
+    must_have_worked(r, "git ls-files")
     return _split_z(r.stdout)
 
 
-def _git_unseen(workspace: Path, prefix: str, ignore: Sequence[str]) -> dict[str, str]:
+def git_unseen(git: Git, prefix: str, ignore: Ignore) -> dict[str, str]:
     """What `git status` cannot show and a role can arrange with the programs it may run:
     tracked files marked assume-unchanged or skip-worktree (`git update-index`), whose
     changes status no longer reports, and `.gitignore` files that git ignores (one holding
     `*` ignores itself and everything beside it). Each is watched like a dirty path."""
     found: dict[str, str] = {}
-    for item in _git_list(workspace, "-v", "--", "."):
+    for item in _git_list(git, "-v", "--", "."):
         tag = item[:1]
         if tag.islower() or tag == "S":  # h, s, m, r, c, k: assume-unchanged; S: skip-worktree
             found[item[2:]] = f"{tag} "
@@ -189,30 +172,27 @@ def _git_unseen(workspace: Path, prefix: str, ignore: Sequence[str]) -> dict[str
     # .gitignore inside a folder that was already ignored can hide nothing more).
     hidden = ("--others", "--ignored", "--exclude-standard", "--directory", "--",
               ":(glob)**/.gitignore")  # fmt: skip
-    for raw in _git_list(workspace, *hidden):
+    for raw in _git_list(git, *hidden):
         parts = PurePosixPath(raw).parts
         if parts[-1] == ".gitignore" and not SELF_IGNORING_TOOL_DIRS.intersection(parts):
             found[raw] = "!!"
     out = {}
     for raw, xy in found.items():
         path = _strip(prefix, raw)
-        if path and not ignored(path, ignore):
+        if path and not ignore(path):
             out[path] = xy
     return out
 
 
-def git_dirty(workspace: Path, prefix: str, ignore: Sequence[str]) -> dict[str, Any]:
-    status = _git_unseen(workspace, prefix, ignore)
-    status.update(_git_status(workspace, prefix, ignore))
-    return {p: (xy, fingerprint(workspace / p)) for p, xy in status.items()}
-
-
-def git_moved(workspace: Path, prefix: str, old: str | None, new: str | None) -> list[str]:
+def git_moved(git: Git, prefix: str, old: str | None, new: str | None) -> list[str]:
     """Paths that differ between two commits (a role moved HEAD under the audit)."""
     if old == new or new is None:
         return []
-    base = old or _git(workspace, "hash-object", "-t", "tree", "/dev/null").stdout.strip()
-    r = _git(workspace, "diff", "--name-only", "-z", "--no-renames", base, new, "--", ".")
+    base = old or git("hash-object", "--no-filters", "-t", "tree", "/dev/null").stdout.strip()
+    r = git(
+        "diff", "--name-only", "-z", "--no-renames", "--no-ext-diff", "--no-textconv",
+        base, new, "--", ".",
+    )  # fmt: skip
     if r.exit_code != 0:
         raise AuditError(f"git diff failed: {r.error or r.first_line()}")
     return [p for p in (_strip(prefix, x) for x in _split_z(r.stdout)) if p]

@@ -8,7 +8,9 @@ import hashlib
 import os
 import stat
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
+from typing import Any
 
 ALWAYS_IGNORED = (".orkeon/",)
 # Under .orkeon/ only orkeon's own outputs (spec, plan, runs) are exempt. The guards a run
@@ -65,6 +67,35 @@ def ignored(path: str, ignore: Sequence[str]) -> bool:
     if any(path == g.rstrip("/") or path.startswith(g) for g in GUARDED):
         return False
     return any(path == i.rstrip("/") or path.startswith(i) for i in ignore)
+
+
+@dataclass(frozen=True)
+class Ignore:
+    """What the audit does not count: orkeon's own folders (`prefixes`: `.orkeon/`, the run
+    directory) and the operator's `audit.ignore` (`patterns`, gitignore-style). The guards
+    under `.orkeon/` are never ignored; a repository's `.git` guards are not paths it
+    sees at all. `ignore(path)` for a file, `ignore(path + "/")` for a folder."""
+
+    prefixes: tuple[str, ...] = ALWAYS_IGNORED
+    patterns: tuple[str, ...] = ()
+    _globs: tuple[Any, ...] = field(default=(), compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.patterns and not self._globs:
+            from ...policy.pathglob import PathGlob
+
+            object.__setattr__(self, "_globs", tuple(PathGlob(p) for p in self.patterns))
+
+    def __call__(self, path: str) -> bool:
+        if any(path == g.rstrip("/") or path.startswith(g) for g in GUARDED):
+            return False
+        if ignored(path, self.prefixes):
+            return True
+        return any(g.match(path) for g in self._globs)
+
+    def skips_folder(self, rel: str) -> bool:
+        """Whether a walk may leave out folder `rel` whole: ignored, holding no guard."""
+        return self(rel + "/") and not holds_guarded(rel + "/")
 
 
 def holds_guarded(folder: str) -> bool:

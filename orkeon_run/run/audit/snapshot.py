@@ -2,22 +2,15 @@
 
 from __future__ import annotations
 
-import contextlib
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .git import git_dirty, git_head, git_moved, git_repo, repo_guards
-from .paths import (
-    ALWAYS_IGNORED,
-    AuditError,
-    fingerprint,
-    holds_guarded,
-    ignored,
-    stat_key,
-)
+from .git import git_head, git_moved, git_repo, git_status, git_unseen, repo_guards
+from .gitcmd import AuditGit, Git
+from .nested import git_entries, guard_changes, guards_of, nested_files, walk
+from .paths import ALWAYS_IGNORED, AuditError, Ignore, fingerprint, stat_key
 
 
 @dataclass(frozen=True)
@@ -28,20 +21,29 @@ class Snapshot:
     ignore: tuple[str, ...]
     prefix: str = ""  # the workspace relative to the repository root ("" or "sub/dir/")
     head: str | None = None
-    # git: path -> (XY status, content fingerprint) for dirty paths;
-    # no git: path -> content fingerprint for every file.
+    # git: path -> (XY status, content fingerprint) for dirty paths and the files of
+    # nested repositories; no git: path -> content fingerprint for every file.
     entries: dict[str, Any] = field(default_factory=dict)
-    # no git: path -> stat key, so an unchanged file is not hashed again.
+    # Path -> stat key, so an unchanged file is not hashed again: every file with no git,
+    # the files of nested repositories with git.
     stats: dict[str, tuple[int, ...]] = field(default_factory=dict)
-    # git: the repository's guard files (path relative to the workspace) -> fingerprint;
-    # None in a snapshot saved before orkeon watched them (a resumed older run).
+    # The guard files (path relative to the workspace) -> fingerprint: the repository's
+    # and its nested repositories' (git), the nested repositories' (no git); None in a
+    # snapshot saved before orkeon watched them (a resumed older run).
     guards: dict[str, Any] | None = field(default_factory=dict)
+    # The operator's `audit.ignore` when the batch began.
+    patterns: tuple[str, ...] = ()
+
+    @property
+    def exempt(self) -> Ignore:
+        return Ignore(self.ignore, self.patterns)
 
     def to_json(self) -> dict[str, Any]:
         """For state.json: a resumed batch is audited against its first start."""
         return {
             "git": self.git,
             "ignore": list(self.ignore),
+            "patterns": list(self.patterns),
             "prefix": self.prefix,
             "head": self.head,
             "entries": self.entries,
@@ -57,6 +59,7 @@ class Snapshot:
         return cls(
             git=bool(d["git"]),
             ignore=tuple(d["ignore"]),
+            patterns=tuple(d.get("patterns", ())),
             prefix=d.get("prefix", ""),
             head=d.get("head"),
             entries={k: tup(v) for k, v in d.get("entries", {}).items()},
@@ -65,104 +68,127 @@ class Snapshot:
         )
 
 
-def _walk(workspace: Path, ignore: Sequence[str]) -> dict[str, os.stat_result]:
-    found: dict[str, os.stat_result] = {}
-    ws = os.fspath(workspace)
-    for dirpath, dirnames, filenames in os.walk(ws):
-        rel_dir = os.path.relpath(dirpath, ws)
-        rel_dir = "" if rel_dir == "." else rel_dir.replace(os.sep, "/") + "/"
-        keep = []
-        for d in dirnames:
-            rel = rel_dir + d
-            if d == ".git":
-                # A repository's insides are not walked (git changes them as it works),
-                # but one appearing or going is a change like any other.
-                if not ignored(rel, ignore):
-                    with contextlib.suppress(FileNotFoundError):
-                        found[rel] = os.lstat(os.path.join(dirpath, d))
-                continue
-            if ignored(rel + "/", ignore) and not holds_guarded(rel + "/"):
-                continue
-            full = os.path.join(dirpath, d)
-            if os.path.islink(full):  # os.walk lists a symlink to a folder as a folder
-                filenames.append(d)
-                continue
-            keep.append(d)
-        dirnames[:] = keep
-        for name in filenames:
-            rel = rel_dir + name
-            if ignored(rel, ignore):
-                continue
-            try:
-                found[rel] = os.lstat(os.path.join(dirpath, name))
-            except FileNotFoundError:
-                continue
-    return found
+@dataclass(frozen=True)
+class _State:
+    """What one look at the workspace found (git mode)."""
+
+    head: str | None
+    entries: dict[str, Any]
+    stats: dict[str, tuple[int, ...]]
+    guards: dict[str, Any]
+
+
+def _look(git: Git, prefix: str, ignore: Ignore, earlier: Snapshot | None) -> _State:
+    """The workspace through git: dirty paths fingerprinted, nested repositories walked
+    file by file, the guards of the repository and of the nested ones."""
+    ws = git.workspace
+    status = git_unseen(git, prefix, ignore)
+    status.update(git_status(git, prefix, ignore))
+    nested = [p for p in status if p.endswith("/")]
+    entries: dict[str, Any] = {
+        p: (xy, fingerprint(ws / p)) for p, xy in status.items() if not p.endswith("/")
+    }
+    files, stats, gits = nested_files(
+        ws, nested, ignore, earlier.entries if earlier else None, earlier.stats if earlier else None
+    )
+    entries.update(files)
+    for rel in git_entries(ws, gits):  # one that appears or goes is a change
+        entries[rel] = ("??", fingerprint(ws / rel))
+    repo = git_repo(git)
+    if repo is None:
+        raise AuditError("the workspace is no longer a git repository")
+    guards = repo_guards(ws, repo)
+    guards.update(guards_of(ws, gits))
+    return _State(git_head(git), entries, stats, guards)
 
 
 def snapshot(
-    workspace: Path, ignore: Sequence[str] = ALWAYS_IGNORED, git: bool | None = None
+    workspace: Path,
+    ignore: Sequence[str] = ALWAYS_IGNORED,
+    git: bool | None = None,
+    *,
+    patterns: Sequence[str] = (),
+    tools: AuditGit | None = None,
 ) -> Snapshot:
     """The workspace's state now. Blocking: call it in a worker thread from async code.
 
     `git` is the step's audit mode, decided by its first snapshot (None: decide now) and
     kept for every later one: a workspace that was no repository when the step began is
     not audited through git because a role ran `git init` (with a `.git/info/exclude`
-    of its own, git would then hide every later change)."""
-    ignore = tuple(ignore)
-    repo = git_repo(workspace) if git is not False else None
+    of its own, git would then hide every later change). `patterns`: the operator's
+    `audit.ignore`. `tools`: how git runs (default: orkeon's PATH's git, unconfined)."""
+    exempt = Ignore(tuple(ignore), tuple(patterns))
+    how = tools if tools is not None else AuditGit.default(workspace)
+    runner = how.bind(workspace)
+    repo = git_repo(runner) if git is not False else None
     if git and repo is None:
+        if how.program is None:
+            raise AuditError("no git program was found outside the workspace")
         raise AuditError("the workspace is no longer a git repository")
     if repo is not None:
+        state = _look(runner, repo.prefix, exempt, None)
         return Snapshot(
             git=True,
-            ignore=ignore,
+            ignore=exempt.prefixes,
+            patterns=exempt.patterns,
             prefix=repo.prefix,
-            head=git_head(workspace),
-            entries=git_dirty(workspace, repo.prefix, ignore),
-            guards=repo_guards(workspace, repo),
+            head=state.head,
+            entries=state.entries,
+            stats=state.stats,
+            guards=state.guards,
         )
-    stats = _walk(workspace, ignore)
-    entries = {p: fingerprint(workspace / p) for p in stats}
+    files, gits = walk(workspace, exempt)
+    files.update(git_entries(workspace, gits))
     return Snapshot(
         git=False,
-        ignore=ignore,
-        entries=entries,
-        stats={p: stat_key(st) for p, st in stats.items()},
+        ignore=exempt.prefixes,
+        patterns=exempt.patterns,
+        entries={p: fingerprint(workspace / p) for p in files},
+        stats={p: stat_key(st) for p, st in files.items()},
+        guards=guards_of(workspace, gits),
     )
 
 
-def changed_paths(workspace: Path, before: Snapshot) -> list[str]:
-    """Workspace-relative paths that changed since `before`, sorted. Blocking."""
-    ignore = before.ignore
+def compare(
+    workspace: Path, before: Snapshot, tools: AuditGit | None = None
+) -> tuple[list[str], list[str]]:
+    """What changed since `before`: the changed paths (workspace-relative, sorted, those
+    the snapshot's ignore rules leave out dropped) and the changed guards (sorted; never
+    ignored). Blocking."""
+    exempt = before.exempt
+    how = tools if tools is not None else AuditGit.default(workspace)
+    runner = how.bind(workspace)
     if before.git:
-        after = git_dirty(workspace, before.prefix, ignore)
+        now = _look(runner, before.prefix, exempt, before)
         changed = {
-            p for p in before.entries.keys() | after.keys() if before.entries.get(p) != after.get(p)
-        }
-        moved = git_moved(workspace, before.prefix, before.head, git_head(workspace))
-        changed.update(p for p in moved if not ignored(p, ignore))
-        return sorted(changed)
-    now = _walk(workspace, ignore)
-    changed = set(before.entries.keys() - now.keys())
-    for p, st in now.items():
-        old = before.entries.get(p)
-        if old is None or (
-            before.stats.get(p) != stat_key(st) and fingerprint(workspace / p) != old
-        ):
-            changed.add(p)
-    return sorted(changed)
+            p for p in before.entries.keys() | now.entries.keys()
+            if before.entries.get(p) != now.entries.get(p)
+        }  # fmt: skip
+        changed.update(git_moved(runner, before.prefix, before.head, now.head))
+        guards_now = now.guards
+    else:
+        files, gits = walk(workspace, exempt)
+        files.update(git_entries(workspace, gits))
+        changed = set(before.entries.keys() - files.keys())
+        for p, st in files.items():
+            old = before.entries.get(p)
+            if old is None or (
+                before.stats.get(p) != stat_key(st) and fingerprint(workspace / p) != old
+            ):
+                changed.add(p)
+        guards_now = guards_of(workspace, gits)
+    paths = sorted(p for p in changed if not exempt(p))
+    if before.guards is None:
+        return paths, []
+    return paths, guard_changes(before.guards, guards_now)
 
 
-def tampered(workspace: Path, before: Snapshot) -> list[str]:
-    """The repository's guard files that changed since `before` (paths relative to the
-    workspace, `.git/config` at the top of a repository), sorted. Blocking."""
-    if not before.git or before.guards is None:
-        return []
-    repo = git_repo(workspace)
-    if repo is None:  # the repository itself went away
-        return sorted(before.guards) or [".git"]
-    now = repo_guards(workspace, repo)
-    return sorted(
-        p for p in before.guards.keys() | now.keys() if before.guards.get(p) != now.get(p)
-    )
+def changed_paths(workspace: Path, before: Snapshot, tools: AuditGit | None = None) -> list[str]:
+    """Workspace-relative paths that changed since `before`, sorted. Blocking."""
+    return compare(workspace, before, tools)[0]
+
+
+def tampered(workspace: Path, before: Snapshot, tools: AuditGit | None = None) -> list[str]:
+    """The guard files that changed since `before` (paths relative to the workspace,
+    `.git/config` at the top of a repository), sorted. Blocking."""
+    return compare(workspace, before, tools)[1]

@@ -18,6 +18,7 @@ its audit. Resumed roles continue their conversations (from their transcripts).
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +27,7 @@ import anyio
 from ...config.crews import Crew
 from ...config.inputs import Batch, Inputs, Plan, PlanRole
 from .. import audit
-from ..context import StepOutcome, StepRun, child_environ
+from ..context import StepOutcome, StepRun
 from ..prepare import DEFAULT_PLAN, load_plan
 from . import messages
 from .common import SavedRole, crew_of, finish, role_agent, role_context, role_failure
@@ -110,6 +111,8 @@ async def run(sr: StepRun) -> StepOutcome:
     variables = {"plan": plan_rel or DEFAULT_PLAN}
     pipeline = sr.pipeline(crew.rule_sets_for("worker", variables))
     ignore = audit.ignore_list(sr.workspace, sr.run_dir)
+    patterns = tuple(sr.inputs.audit.ignore)
+    audit_git = sr.audit_git()
     build, test = sr.inputs.audit.build, sr.inputs.audit.test
 
     # What an earlier attempt of this run finished (--resume); a fresh run starts clean.
@@ -144,7 +147,14 @@ async def run(sr: StepRun) -> StepOutcome:
         else:
             try:
                 before = await anyio.to_thread.run_sync(
-                    audit.snapshot, sr.workspace, ignore, git_mode
+                    partial(
+                        audit.snapshot,
+                        sr.workspace,
+                        ignore,
+                        git_mode,
+                        patterns=patterns,
+                        tools=audit_git,
+                    )
                 )
             except audit.AuditError as exc:  # e.g. the repository went away since
                 record = audit.record(batch.name, passed=False, output_tail=str(exc))
@@ -166,7 +176,8 @@ async def run(sr: StepRun) -> StepOutcome:
             test=test,
             # A spent budget still gets the paths checked, not a build and tests.
             run_commands=not sr.ledger.spent(),
-            env=child_environ(sr.config, credentials=False),
+            git=audit_git,
+            commands=sr.audit_commands(),
         )
         audits.append(record)
         sr.events.emit("audit", step=sr.step, **record)

@@ -10,6 +10,7 @@ given again: `prepare` merges them into the inputs once (docs/inputs.md, "tasks-
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +19,7 @@ import anyio
 from ...config.inputs import Inputs, Plan, PlanRole
 from ...errors import InputError
 from .. import audit
-from ..context import StepOutcome, StepRun, child_environ
+from ..context import StepOutcome, StepRun
 from ..prepare import DEFAULT_PLAN, load_plan
 from . import messages
 from .batches import role_variables, step_error
@@ -67,6 +68,7 @@ async def run(sr: StepRun) -> StepOutcome:
     pipeline = sr.pipeline(crew.rule_sets_for("repairer", {"plan": variables["plan"]}))
     ctx = role_context(sr, repair.role, batch=batch.name, roots=role.roots)
     ignore = audit.ignore_list(sr.workspace, sr.run_dir)
+    audit_git = sr.audit_git()
     # The failed run's audit mode, so a role that made the workspace a repository there
     # cannot have this audit read through git.
     git_mode = failed.state.get("audit_git")
@@ -78,10 +80,14 @@ async def run(sr: StepRun) -> StepOutcome:
     else:
         try:
             before = await anyio.to_thread.run_sync(
-                audit.snapshot,
-                sr.workspace,
-                ignore,
-                git_mode if isinstance(git_mode, bool) else None,
+                partial(
+                    audit.snapshot,
+                    sr.workspace,
+                    ignore,
+                    git_mode if isinstance(git_mode, bool) else None,
+                    patterns=tuple(sr.inputs.audit.ignore),
+                    tools=audit_git,
+                )
             )
         except audit.AuditError as exc:  # e.g. the failed run's repository went away since
             return error_outcome(StepError(f"the audit cannot start: {exc}"))
@@ -99,7 +105,8 @@ async def run(sr: StepRun) -> StepOutcome:
         build=sr.inputs.audit.build,
         test=sr.inputs.audit.test,
         run_commands=not sr.ledger.spent(),
-        env=child_environ(sr.config, credentials=False),
+        git=audit_git,
+        commands=sr.audit_commands(),
     )
     sr.events.emit("audit", step=sr.step, **record)
     failed_roles = [result] if result.status != "succeeded" else []

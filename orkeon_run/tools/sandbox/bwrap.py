@@ -77,6 +77,7 @@ def unseen(policy: SandboxPolicy, path: str) -> bool:
     """Whether absolute `path` is out of the command's sight: under the host's /tmp, /run
     or a hidden path, and not in the workspace (which is shown wherever it lies)."""
     layers = [("/tmp", _TMP), (os.fspath(policy.workspace), _VIEW)]
+    layers += [(os.fspath(v), _VIEW) for v in policy.visible]
     layers += [(d, _HIDE) for d in (*_system_hidden(), *map(os.fspath, policy.hidden))]
     over = [(p, kind) for p, kind in layers if _within(p, path)]
     return bool(over) and max(over, key=lambda a: (_depth(a[0]), a[1]))[1] != _VIEW
@@ -120,6 +121,7 @@ def mounts(policy: SandboxPolicy, tmp: Path | None) -> list[str]:
     ops: list[tuple[str, int]] = [(d, _HIDE) for d in _system_hidden()]
     ops.append(("/tmp", _TMP))
     ops.append((os.fspath(policy.workspace), _VIEW))
+    ops += [(os.fspath(v), _VIEW) for v in policy.visible if os.path.isdir(v)]
     if policy.network:
         folder = _resolv_folder()
         if folder is not None:

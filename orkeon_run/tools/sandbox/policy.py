@@ -8,7 +8,9 @@ so the mounts name real folders; `bwrap.py` checks them again when each command 
 - `read_only`: folders inside writable ones that stay read-only whatever the roots: every
   `.git` (the workspace's and nested ones), `.orkeon/`;
 - `hidden`: not readable at all: the run directory, orkeon's configuration folder and,
-  for a role, the usual credential stores of the home folder.
+  for a role, the usual credential stores of the home folder;
+- `visible`: shown read-only although they lie where the sandbox shows nothing (the
+  host's /tmp or /run): the repository around a workspace, for the audit's own git.
 """
 
 from __future__ import annotations
@@ -50,6 +52,7 @@ class SandboxPolicy:
     writable: tuple[Path, ...] = ()
     read_only: tuple[Path, ...] = ()
     hidden: tuple[Path, ...] = ()
+    visible: tuple[Path, ...] = ()
     network: bool = False
     bwrap: Path | None = None
     temp_root: Path | None = None
@@ -115,6 +118,30 @@ class SandboxPolicy:
             network=network,
             bwrap=bwrap,
             temp_root=temp_root if temp_root is not None else Path(tempfile.gettempdir()),
+        )
+
+    @classmethod
+    def for_git(
+        cls,
+        workspace: Path,
+        *,
+        visible: Sequence[Path] = (),
+        run_dir: Path | None,
+        config_dir: Path | None = None,
+        bwrap: Path | None = None,
+    ) -> SandboxPolicy:
+        """The audit's own git: nothing writable (its index stays as it is: the audit runs
+        git with optional locks off), no network, the run directory, the configuration
+        folder and the credential stores hidden; `visible` shows the repository's folders
+        that lie outside the workspace (its top, its git folders). Makes nothing on disk."""
+        ws = Path(os.path.realpath(workspace))
+        home = Path(os.path.realpath(Path.home()))
+        hidden = [*_orkeon_hidden(run_dir, config_dir), *(home / p for p in CREDENTIAL_STORES)]
+        return cls(
+            workspace=ws,
+            hidden=_resolved(hidden),
+            visible=_resolved(visible),
+            bwrap=bwrap,
         )
 
     def with_roots(self, roots: Sequence[str] | None) -> SandboxPolicy:

@@ -1,0 +1,136 @@
+"""How a run confines the model's code (docs/security.md), decided once per run by
+`prepare` into its configuration:
+
+- whether the shell sandbox is "on" (`"shell": {"sandbox": "auto"}` and the machine can make
+  one), "off" (`"sandbox": "off"`: unconfined, said once on stderr) or "unavailable"
+  ("auto" and it cannot: every shell call is refused with the reason, and the audit's
+  build and test do not run);
+- the audit's git, found by absolute path outside the workspace before any role runs;
+- once the run directory is known (`with_run_dir`), the step's `SandboxPolicy`, which the
+  shell tool narrows to each calling role's roots.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal
+
+if TYPE_CHECKING:
+    from ..config.inputs import Inputs
+    from ..tools.sandbox import SandboxPolicy
+    from .audit import AuditGit, Commands
+
+SandboxState = Literal["on", "off", "unavailable"]
+
+
+@dataclass(frozen=True)
+class Confinement:
+    """The run's confinement. `reason` and `fix` say why no sandbox can be made ("unavailable"
+    only). `git`: the audit's git program (None: no git outside the workspace). `config_dir`:
+    orkeon's configuration folder, hidden from sandboxed commands. `policy`: the step's
+    sandbox, set by `with_run_dir` when the state is "on"."""
+
+    state: SandboxState
+    network: bool = False
+    reason: str = ""
+    fix: str = ""
+    bwrap: Path | None = None
+    git: Path | None = None
+    config_dir: Path | None = None
+    run_dir: Path | None = None
+    policy: SandboxPolicy | None = None
+
+    def refusal(self) -> str:
+        """What a shell call answers the model when there is no sandbox here."""
+        return f"[refused: the shell sandbox is not available here: {self.reason}]"
+
+    def unavailable_tools(self) -> dict[str, str]:
+        """Tool name -> what the model reads when it calls it: the tools that cannot run
+        here (the pipeline refuses them before the gate and the hooks)."""
+        return {"shell": self.refusal()} if self.state == "unavailable" else {}
+
+    def audit_git(self) -> AuditGit:
+        """How the audit runs git: its own program, in a sandbox with nothing writable when
+        the sandbox is on (the fence behind the switches), unconfined otherwise."""
+        from .audit import AuditGit
+
+        box = None
+        if self.state == "on":
+            from ..tools.sandbox import SandboxPolicy
+
+            box = SandboxPolicy.for_git(
+                Path("/"), run_dir=self.run_dir, config_dir=self.config_dir, bwrap=self.bwrap
+            )
+        return AuditGit(self.git, box)
+
+    def audit_commands(self, workspace: Path, env: Mapping[str, str]) -> Commands:
+        """How the audit's build and test run: in the audit's sandbox (the workspace
+        writable except its `.git` folders, `.orkeon/` and the run directory), refused
+        when it cannot be made, unconfined when it is off."""
+        from .audit import Commands
+
+        if self.state == "off":
+            return Commands(env=env)
+        if self.state == "unavailable":
+            return Commands(
+                env=env, refused=f"the shell sandbox is not available here: {self.reason}"
+            )
+
+        def policy() -> SandboxPolicy:
+            from ..tools.sandbox import SandboxPolicy
+
+            return SandboxPolicy.for_audit(
+                workspace,
+                run_dir=self.run_dir,
+                config_dir=self.config_dir,
+                network=self.network,
+                bwrap=self.bwrap,
+            )
+
+        return Commands(env=env, sandbox=policy)
+
+
+def decide(inputs: Inputs, workspace: Path, environ: Mapping[str, str]) -> Confinement:
+    """The run's confinement from its inputs and this machine (the probe makes one
+    sandbox, once per process)."""
+    from ..environ import config_dir
+    from .audit import find_git
+
+    try:
+        cfg: Path | None = config_dir(environ)
+    except RuntimeError:  # no home folder to find ~/.config in
+        cfg = None
+    git = find_git(workspace, environ.get("PATH", os.defpath))
+    network = inputs.shell.network
+    if inputs.shell.sandbox == "off":
+        return Confinement("off", network, git=git, config_dir=cfg)
+    from ..tools.sandbox import probe
+
+    avail = probe()
+    if not avail.ok:
+        return Confinement("unavailable", network, avail.reason, avail.fix, avail.bwrap, git, cfg)
+    return Confinement("on", network, bwrap=avail.bwrap, git=git, config_dir=cfg)
+
+
+def with_run_dir(confinement: Confinement, workspace: Path, run_dir: Path) -> Confinement:
+    """The confinement once the run directory is known: hidden from every sandboxed
+    command and, when the sandbox is on, the step's policy (made now: it finds the
+    workspace's `.git` folders and makes `.orkeon/` when missing)."""
+    import dataclasses
+
+    from ..tools.sandbox import SandboxPolicy
+
+    policy = None
+    if confinement.state == "on":
+        policy = SandboxPolicy.for_role(
+            workspace,
+            None,
+            run_dir=run_dir,
+            config_dir=confinement.config_dir,
+            network=confinement.network,
+            bwrap=confinement.bwrap,
+        )
+    return dataclasses.replace(confinement, run_dir=run_dir, policy=policy)
