@@ -58,6 +58,7 @@ from .ledger import Ledger
 from .policy.gate import Gate
 from .policy.paths import PathOutside, resolve_in_workspace, within_roots
 from .policy.rules import RuleSet, call_subjects
+from .policy.words import CommandRefused, split_command
 from .tools import ToolEnv, run_tool
 
 
@@ -91,6 +92,18 @@ def check_call(
     elif entry.path_field is not None:
         path = workspace  # an optional path left out: the whole workspace
     return CheckedCall(entry, input, args, raw, path, outside)
+
+
+def _words(call: CheckedCall) -> list[str] | None:
+    """A shell call's command split into words, for the rule sets' program checks; None
+    for another tool or a command the shell tool will refuse."""
+    command = getattr(call.args, "command", None) if call.name == "shell" else None
+    if not isinstance(command, str):
+        return None
+    try:
+        return split_command(command)
+    except CommandRefused:
+        return None
 
 
 def call_target(tool: str, input: Any) -> str | None:
@@ -261,8 +274,9 @@ class Pipeline:
             return Refusal("gate", f"[refused by the gate: {rule}]")
         if call.outside:
             return Refusal("workspace", f"[refused: {call.raw_path} is outside the workspace]")
+        argv = _words(call) if any(rs.checks for rs in self.rule_sets) else None
         for rs in self.rule_sets:
-            rule = rs.refusal(tool, subjects)
+            rule = rs.refusal(tool, subjects, argv)
             if rule is not None:
                 return Refusal("rules", f"[refused by rule set {rs.name}: {rule}]")
         if (

@@ -75,12 +75,25 @@ class CrewRole(_Frozen):
     )
 
 
+def _known_check(name: str) -> str:
+    from ..policy.progchecks import check_named
+
+    check_named(name)  # ValueError names the known checks
+    return name
+
+
 class CrewRuleSet(_Frozen):
-    """A named rule set: `tool` or `tool(pattern)` rules (INTERFACE section 2)."""
+    """A named rule set: `tool` or `tool(pattern)` rules (docs/inputs.md, "Rule sets"),
+    and the program checks that read a shell command's words as its program does."""
 
     name: str = Field(pattern=NAME_RE.pattern)
     allow: list[str] = Field(default_factory=list)
     deny: list[str] = Field(default_factory=list)
+    program_checks: list[Annotated[str, AfterValidator(_known_check)]] = Field(
+        default_factory=list,
+        description="checks of a shell command's arguments, by name: git-read-only "
+        "(git may only read the repository), sort-no-compress-program",
+    )
 
 
 class Crew(_Frozen):
@@ -159,7 +172,7 @@ class Crew(_Frozen):
                 continue
             allow = [Template(r).safe_substitute(values) for r in rs.allow]
             deny = [Template(r).safe_substitute(values) for r in rs.deny]
-            out.append(RuleSet.parse(rs.name, allow, deny))
+            out.append(RuleSet.parse(rs.name, allow, deny, rs.program_checks))
         return out
 
 

@@ -17,7 +17,9 @@ A rule names one tool, by its orkeon name or its Claude Code alias (`Bash`, `Wri
 
 `RuleSet.refusal` answers with the RULE to name in the refusal text, or None. Deny wins
 over allow; with allow rules, a call must also match one of them. When a call is refused
-because no allow rule matched, RULE is the set's allow rules joined by ", ".
+because no allow rule matched, RULE is the set's allow rules joined by ", ". A rule set
+may also name program checks (policy/progchecks.py), which read a shell command's words
+as its program does; a check that refuses is a deny rule whose RULE is `CHECK: WHY`.
 
 Matching takes time linear in the path or command for a given pattern, with no time
 limit: the model writes the subject, and the old regexes backtracked for seconds to minutes
@@ -33,6 +35,7 @@ from dataclasses import dataclass, field
 
 from ..catalog import TOOLS, canonical
 from .pathglob import STAR, PathGlob, star_glob_regex
+from .progchecks import ProgramCheck, check_named
 from .words import CommandRefused, split_command
 
 _RULE_RE = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)(?:\((.*)\))?$", re.DOTALL)
@@ -143,16 +146,37 @@ class RuleSet:
     name: str
     allow: tuple[Rule, ...] = ()
     deny: tuple[Rule, ...] = ()
+    checks: tuple[ProgramCheck, ...] = ()
 
     @classmethod
-    def parse(cls, name: str, allow: Iterable[str] = (), deny: Iterable[str] = ()) -> RuleSet:
-        return cls(name=name, allow=parse_rules(allow), deny=parse_rules(deny))
+    def parse(
+        cls,
+        name: str,
+        allow: Iterable[str] = (),
+        deny: Iterable[str] = (),
+        checks: Iterable[str] = (),
+    ) -> RuleSet:
+        return cls(
+            name=name,
+            allow=parse_rules(allow),
+            deny=parse_rules(deny),
+            checks=tuple(check_named(c) for c in checks),
+        )
 
-    def refusal(self, tool: str, subjects: Sequence[str]) -> str | None:
-        """The RULE that refuses this call, or None when the set lets it through."""
+    def refusal(
+        self, tool: str, subjects: Sequence[str], argv: Sequence[str] | None = None
+    ) -> str | None:
+        """The RULE that refuses this call, or None when the set lets it through. `argv`:
+        a shell call's words, for the program checks (None: the command cannot be split,
+        and the shell tool refuses it anyway)."""
         for rule in self.deny:
             if rule.matches(tool, subjects):
                 return rule.text
+        if tool == "shell" and argv is not None:
+            for check in self.checks:
+                why = check.refusal(argv)
+                if why is not None:
+                    return why
         if self.allow and not any(r.matches(tool, subjects) for r in self.allow):
             return ", ".join(r.text for r in self.allow)
         return None

@@ -126,9 +126,10 @@ def _strip(prefix: str, path: str) -> str | None:
 
 
 def git_status(git: Git, prefix: str, ignore: Ignore) -> dict[str, str]:
-    """Dirty paths (workspace-relative) -> their XY status. An untracked folder, which
-    `--untracked-files=all` shows only for a repository nested in the workspace (git does
-    not look inside one), keeps its trailing `/`."""
+    """Dirty paths (workspace-relative) -> their XY status, those `ignore` leaves out
+    dropped. An untracked folder, which `--untracked-files=all` shows only for a repository
+    nested in the workspace (git does not look inside one), keeps its trailing `/`, and is
+    kept even when ignored: its guards count whatever the patterns."""
     r = git(
         "status",
         "--porcelain=v1",
@@ -144,10 +145,13 @@ def git_status(git: Git, prefix: str, ignore: Ignore) -> dict[str, str]:
     for item in _split_z(r.stdout):
         xy, raw = item[:2], item[3:]
         path = _strip(prefix, raw)
-        if path is None or not path or ignore(path):
+        if path is None or not path:
             continue
-        nested = xy == "??" and path.endswith("/")
-        out[path.rstrip("/") + ("/" if nested else "")] = xy
+        if xy == "??" and path.endswith("/"):
+            if not ignore.prunes_folder(path.rstrip("/")):
+                out[path] = xy
+        elif not ignore(path):
+            out[path.rstrip("/")] = xy
     return out
 
 

@@ -25,37 +25,40 @@ def walk(
 ) -> tuple[dict[str, os.stat_result], list[str]]:
     """Every file under `start` (workspace-relative, "" for all), by path, with its lstat;
     and every `.git` entry found (folder or file), which is not walked into. Symlinks are
-    not followed (a link to a folder is one entry); ignored folders are left out unless
-    they hold a guard."""
+    not followed (a link to a folder is one entry). The files of an ignored folder are
+    left out, but it is still looked through for `.git` entries: a guard is never
+    ignored. Only orkeon's own folders are not walked at all."""
     found: dict[str, os.stat_result] = {}
     gits: list[str] = []
+    quiet: set[str] = set()  # folders whose files are ignored
     ws = os.fspath(workspace)
     top = os.path.join(ws, start) if start else ws
+    if start and ignore.skips_folder(start):
+        quiet.add(top)
     for dirpath, dirnames, filenames in os.walk(top):
         rel_dir = os.path.relpath(dirpath, ws)
         rel_dir = "" if rel_dir == "." else rel_dir.replace(os.sep, "/") + "/"
+        silent = dirpath in quiet
         keep = []
         for d in dirnames:
             rel = rel_dir + d
+            full = os.path.join(dirpath, d)
             if d == ".git":
                 gits.append(rel)
-                continue
-            if ignore.skips_folder(rel):
-                continue
-            if os.path.islink(os.path.join(dirpath, d)):
+            elif os.path.islink(full):
                 filenames.append(d)  # os.walk lists a symlink to a folder as a folder
-                continue
-            keep.append(d)
+            elif not ignore.prunes_folder(rel):
+                if silent or ignore.skips_folder(rel):
+                    quiet.add(full)
+                keep.append(d)
         dirnames[:] = keep
         for name in filenames:
             rel = rel_dir + name
             if name == ".git":
                 gits.append(rel)  # a `gitdir:` file
-                continue
-            if ignore(rel):
-                continue
-            with contextlib.suppress(FileNotFoundError):
-                found[rel] = os.lstat(os.path.join(dirpath, name))
+            elif not silent and not ignore(rel):
+                with contextlib.suppress(FileNotFoundError):
+                    found[rel] = os.lstat(os.path.join(dirpath, name))
     return found, gits
 
 

@@ -94,8 +94,14 @@ class Ignore:
         return any(g.match(path) for g in self._globs)
 
     def skips_folder(self, rel: str) -> bool:
-        """Whether a walk may leave out folder `rel` whole: ignored, holding no guard."""
+        """Whether the files under folder `rel` are left out: it is ignored and holds no
+        guard. A walk still looks in it for nested repositories (their guards count)."""
         return self(rel + "/") and not holds_guarded(rel + "/")
+
+    def prunes_folder(self, rel: str) -> bool:
+        """Whether a walk may leave folder `rel` out whole: orkeon's own (`.orkeon/runs/`,
+        the run directory), where no repository of the crew's lies."""
+        return ignored(rel + "/", self.prefixes) and not holds_guarded(rel + "/")
 
 
 def holds_guarded(folder: str) -> bool:
