@@ -15,6 +15,7 @@ from orkeon_run.config import crews as crew_mod
 from orkeon_run.config.crews import Crew, load_crew
 from orkeon_run.config.trust import record_crews_trust
 from orkeon_run.errors import InputError
+from orkeon_run.policy.words import split_command
 from orkeon_run.run.steps import STEPS as REGISTRY
 from orkeon_run.run.steps import step_module
 from orkeon_run.vocabulary import STEPS
@@ -234,7 +235,8 @@ def test_the_batch_crews_deny_git_and_sort_options_that_run_programs(
     step: str, role: str, command: str
 ) -> None:
     rule_sets = load_crew(step).rule_sets_for(role, {"plan": ".orkeon/plan.json"})
-    assert any(rs.refusal("shell", [command]) is not None for rs in rule_sets), command
+    argv = split_command(command)
+    assert any(rs.refusal("shell", [command], argv) is not None for rs in rule_sets), command
 
 
 @pytest.mark.parametrize(
@@ -242,4 +244,5 @@ def test_the_batch_crews_deny_git_and_sort_options_that_run_programs(
 )
 def test_the_batch_crews_still_allow_everyday_git_and_sort(command: str) -> None:
     rule_sets = load_crew("dev-batches").rule_sets_for("worker", {"plan": ".orkeon/plan.json"})
-    assert all(rs.refusal("shell", [command]) is None for rs in rule_sets), command
+    argv = split_command(command)
+    assert all(rs.refusal("shell", [command], argv) is None for rs in rule_sets), command
