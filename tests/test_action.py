@@ -200,3 +200,49 @@ def test_an_old_python_is_refused_with_the_fix(tmp_path: Path) -> None:
         "::error title=orkeon::" in runner.last.stdout
         and "actions/setup-python" in runner.last.stdout
     )
+
+
+def userns_step(tmp: Path, key_value: str | None, sudo_exit: int) -> tuple[int, str, str]:
+    """The action's user-namespace step as a hosted runner runs it, with the sysctl's file
+    played by one in `tmp` (None: no such key, as on a kernel without AppArmor's switch)
+    and `sudo` by a program that records its arguments. Exit code, stdout, sudo's log."""
+    (step,) = [s for s in ACTION["runs"]["steps"] if s.get("id") == "userns"]
+    key = tmp / "apparmor_restrict_unprivileged_userns"
+    if key_value is not None:
+        key.write_text(key_value)
+    script = tmp / "userns.sh"
+    real = "/proc/sys/kernel/apparmor_restrict_unprivileged_userns"
+    assert real in step["run"]
+    script.write_text(step["run"].replace(real, str(key)))
+    bin_dir = tmp / "bin"
+    bin_dir.mkdir(exist_ok=True)
+    log = tmp / "sudo.log"
+    sudo = bin_dir / "sudo"
+    sudo.write_text(f'#!/bin/sh\nprintf "%s\\n" "$*" >> {log}\nexit {sudo_exit}\n')
+    sudo.chmod(0o755)
+    done = subprocess.run(
+        ["bash", "--noprofile", "--norc", "-eo", "pipefail", str(script)],
+        env={"PATH": f"{bin_dir}:{os.environ['PATH']}"}, capture_output=True, text=True,
+    )  # fmt: skip
+    return done.returncode, done.stdout, log.read_text() if log.exists() else ""
+
+
+def test_on_a_hosted_linux_runner_the_action_lets_the_sandbox_use_user_namespaces(
+    tmp_path: Path,
+) -> None:
+    """ubuntu-24.04's AppArmor switch is lifted before orkeon runs; where it is off or
+    missing nothing is touched; a sudo that fails is a warning, not a failed step."""
+    (step,) = [s for s in ACTION["runs"]["steps"] if s.get("id") == "userns"]
+    assert step["if"] == "runner.os == 'Linux' && runner.environment == 'github-hosted'"
+    ids = [s.get("id") for s in ACTION["runs"]["steps"]]
+    assert ids.index("userns") < ids.index("run")
+    (tmp_path / "on").mkdir()
+    code, out, sudo = userns_step(tmp_path / "on", "1\n", 0)
+    assert (code, sudo) == (0, "-n sysctl -q -w kernel.apparmor_restrict_unprivileged_userns=0\n")
+    assert "apparmor_restrict_unprivileged_userns=0" in out
+    for name, value in (("off", "0\n"), ("missing", None)):
+        (tmp_path / name).mkdir()
+        assert userns_step(tmp_path / name, value, 0) == (0, "", "")
+    (tmp_path / "refused").mkdir()
+    code, out, _ = userns_step(tmp_path / "refused", "1\n", 1)
+    assert code == 0 and out.startswith("::warning title=orkeon::could not allow user namespaces")
