@@ -216,7 +216,10 @@ def test_the_fix_names_what_refuses_namespaces(
     )
 
 
-def test_running_unconfined_is_said_once(capsys: pytest.CaptureFixture[str]) -> None:
+def test_running_unconfined_is_said_once(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sb, "_warned", False)  # an earlier run in this process said it
     sb.warn_unconfined_once()
     sb.warn_unconfined_once()
     err = capsys.readouterr().err

@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -93,11 +94,42 @@ class Confinement:
         return Commands(env=env, sandbox=policy)
 
 
+def find_git(workspace: Path, search_path: str | None) -> Path | None:
+    """The first `git` on `search_path` (a PATH value), resolved, skipping folders that are
+    relative or lie in `workspace` and a program that resolves into it: a `git` planted in
+    the workspace (a git-ignored `.venv/bin`) is never the audit's. None when there is none."""
+    ws = os.fspath(os.path.realpath(workspace))
+    for folder in (search_path if search_path is not None else os.defpath).split(os.pathsep):
+        if not folder or not os.path.isabs(folder):
+            continue
+        real = os.path.realpath(folder)
+        if _within(ws, real):
+            continue
+        candidate = os.path.join(real, "git")
+        if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+            target = os.path.realpath(candidate)
+            if not _within(ws, target):
+                return Path(target)
+    return None
+
+
+def _within(base: str, path: str) -> bool:
+    return path == base or path.startswith(base.rstrip("/") + "/")
+
+
+def prefetch(inputs: Inputs) -> threading.Thread | None:
+    """Start the probe in a thread when the run will ask for it (see `decide`)."""
+    if inputs.shell.sandbox == "off":
+        return None
+    from ..tools.sandbox import prefetch as start
+
+    return start()
+
+
 def decide(inputs: Inputs, workspace: Path, environ: Mapping[str, str]) -> Confinement:
     """The run's confinement from its inputs and this machine (the probe makes one
     sandbox, once per process)."""
     from ..environ import config_dir
-    from .audit import find_git
 
     try:
         cfg: Path | None = config_dir(environ)

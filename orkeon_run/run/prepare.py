@@ -87,6 +87,27 @@ def prepare(
         doc = repair_document(doc)
     warnings: list[str] = []
     inputs = parse_inputs(doc)
+    from .confine import prefetch
+
+    probing = prefetch(inputs)  # the sandbox is being made while the rest is checked
+    try:
+        return _prepare(doc, inputs, step, workspace, env, stdin_is_tty, warnings)
+    finally:
+        if probing is not None:
+            probing.join()
+
+
+def _prepare(
+    doc: Any,
+    inputs: Inputs,
+    step: str | None,
+    workspace: str | None,
+    env: Mapping[str, str],
+    stdin_is_tty: bool | None,
+    warnings: list[str],
+) -> RunConfig:
+    from .confine import decide
+
     ws = resolve_workspace(inputs, workspace)
     problems: list[str] = []
 
@@ -116,8 +137,6 @@ def prepare(
             repair = collect(lambda: failed_run(inputs.repair.run))  # type: ignore[union-attr]
     if problems:
         raise InputError(sorted(set(problems)))
-    from .confine import decide
-
     confinement = decide(inputs, ws, env)
     # The crew's budget is the default; a budget in --inputs replaces it whole.
     budget = inputs.budget if "budget" in inputs.model_fields_set or crew is None else crew.budget

@@ -22,7 +22,7 @@ from pathlib import Path
 from ... import logs, proc
 from .bwrap import command, make_temp, remove_temp, unseen
 from .policy import CREDENTIAL_STORES, SandboxPolicy, find_git_dirs
-from .probe import Availability, diagnose, probe
+from .probe import Availability, diagnose, prefetch, probe
 
 __all__ = [
     "CREDENTIAL_STORES",
@@ -31,6 +31,7 @@ __all__ = [
     "arun",
     "diagnose",
     "find_git_dirs",
+    "prefetch",
     "probe",
     "run",
     "warn_unconfined_once",

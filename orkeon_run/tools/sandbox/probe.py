@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import platform
 import sys
+import threading
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -35,10 +36,23 @@ class Availability:
         return f"[refused: the shell sandbox is not available here: {self.reason}]"
 
 
+_lock = threading.Lock()
+
+
 def probe(bwrap: Path | None = None) -> Availability:
     """Whether a sandbox can be made with `bwrap` (None: the bundled one, else
-    /usr/bin/bwrap). Cached per process and path."""
-    return _probe(bwrap)
+    /usr/bin/bwrap). Cached per process and path; a second thread asking while the first
+    probes waits for its answer (`prefetch` starts one early)."""
+    with _lock:
+        return _probe(bwrap)
+
+
+def prefetch(bwrap: Path | None = None) -> threading.Thread:
+    """Start probing in a thread, so the sandbox is being made while the caller does other
+    work; `probe()` then waits for it. Join the thread before exiting."""
+    thread = threading.Thread(target=probe, args=(bwrap,), name="orkeon-probe", daemon=True)
+    thread.start()
+    return thread
 
 
 @cache
