@@ -23,26 +23,43 @@ class Repo:
     prefix: str  # the workspace's path inside its repository ("" at the top)
     git_dir: Path
     common_dir: Path  # differs from git_dir in a linked worktree
+    head: str | None = None  # the commit HEAD names; None before the first commit
 
 
 def git_repo(git: Git) -> Repo | None:
-    """Where the workspace sits in its repository, or None: not in a git work tree, or no
-    git program to ask."""
+    """Where the workspace sits in its repository and its HEAD, or None: not in a git work
+    tree, or no git program to ask."""
+    found = _find_repo(git)
+    return found if isinstance(found, Repo) else None
+
+
+def repo_or_error(git: Git) -> Repo:
+    """`git_repo`, or AuditError saying why there is none."""
+    found = _find_repo(git)
+    if isinstance(found, Repo):
+        return found
+    raise AuditError(f"the workspace is no longer a git repository ({found})")
+
+
+def _find_repo(git: Git) -> Repo | str:
     if git.how.program is None:
-        return None
+        return "no git program was found outside the workspace"
     workspace = git.workspace
     if not (workspace / ".git").exists():
         # Only a workspace inside a work tree is a git workspace; ask git.
         r = git("rev-parse", "--is-inside-work-tree")
         if r.exit_code != 0 or r.stdout.strip() != "true":
-            return None
-    r = git("rev-parse", "--show-prefix", "--git-dir", "--git-common-dir")
+            return r.error or r.first_line() or "not inside a work tree"
+    # One git for both: HEAD^{commit} fails (exit 1, the three lines printed) while unborn.
+    r = git("rev-parse", "--show-prefix", "--git-dir", "--git-common-dir", "-q", "--verify",
+            "HEAD^{commit}")  # fmt: skip
     lines = r.stdout.split("\n")
-    if r.exit_code != 0 or len(lines) < 3:
-        return None
+    if r.exit_code not in (0, 1) or len(lines) < 3:
+        return r.error or r.first_line() or f"git rev-parse exited {r.exit_code}"
     # Only the line ends go: a folder name may begin or end with a space.
     prefix, git_dir, common_dir = (line.rstrip("\r") for line in lines[:3])
-    return Repo(prefix, workspace / git_dir, workspace / common_dir)
+    head = lines[3].strip() if r.exit_code == 0 and len(lines) > 3 else None
+    return Repo(prefix, workspace / git_dir, workspace / common_dir, head or None)
 
 
 # What in a git folder decides which programs git runs (aliases, fsmonitor, hooks,
@@ -106,13 +123,6 @@ def repo_guards(workspace: Path, repo: Repo) -> dict[str, Fingerprint]:
     for folder in dict.fromkeys((repo.common_dir, repo.git_dir, *_submodule_dirs(repo))):
         found.update(folder_guards(workspace, folder))
     return found
-
-
-def git_head(git: Git) -> str | None:
-    r = git("rev-parse", "-q", "--verify", "HEAD^{commit}")
-    if r.exit_code != 0:
-        return None
-    return r.stdout.strip() or None
 
 
 def _split_z(text: str) -> list[str]:

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .git import git_head, git_moved, git_repo, git_status, git_unseen, repo_guards
+from .git import Repo, git_moved, git_repo, git_status, git_unseen, repo_guards, repo_or_error
 from .gitcmd import AuditGit, Git
 from .nested import git_entries, guard_changes, guards_of, nested_files, walk
 from .paths import ALWAYS_IGNORED, AuditError, Ignore, fingerprint, stat_key
@@ -78,10 +78,12 @@ class _State:
     guards: dict[str, Any]
 
 
-def _look(git: Git, prefix: str, ignore: Ignore, earlier: Snapshot | None) -> _State:
+def _look(git: Git, repo: Repo, ignore: Ignore, earlier: Snapshot | None) -> _State:
     """The workspace through git: dirty paths fingerprinted, nested repositories walked
-    file by file, the guards of the repository and of the nested ones."""
+    file by file, the guards of the repository and of the nested ones. `repo`: the
+    repository as just found."""
     ws = git.workspace
+    prefix = repo.prefix
     status = git_unseen(git, prefix, ignore)
     status.update(git_status(git, prefix, ignore))
     nested = [p for p in status if p.endswith("/")]
@@ -94,12 +96,9 @@ def _look(git: Git, prefix: str, ignore: Ignore, earlier: Snapshot | None) -> _S
     entries.update(files)
     for rel in git_entries(ws, gits):  # one that appears or goes is a change
         entries[rel] = ("??", fingerprint(ws / rel))
-    repo = git_repo(git)
-    if repo is None:
-        raise AuditError("the workspace is no longer a git repository")
     guards = repo_guards(ws, repo)
     guards.update(guards_of(ws, gits))
-    return _State(git_head(git), entries, stats, guards)
+    return _State(repo.head, entries, stats, guards)
 
 
 def snapshot(
@@ -126,7 +125,7 @@ def snapshot(
             raise AuditError("no git program was found outside the workspace")
         raise AuditError("the workspace is no longer a git repository")
     if repo is not None:
-        state = _look(runner, repo.prefix, exempt, None)
+        state = _look(runner, repo, exempt, None)
         return Snapshot(
             git=True,
             ignore=exempt.prefixes,
@@ -159,7 +158,7 @@ def compare(
     how = tools if tools is not None else AuditGit.default(workspace)
     runner = how.bind(workspace)
     if before.git:
-        now = _look(runner, before.prefix, exempt, before)
+        now = _look(runner, repo_or_error(runner), exempt, before)
         changed = {
             p for p in before.entries.keys() | now.entries.keys()
             if before.entries.get(p) != now.entries.get(p)
