@@ -176,3 +176,12 @@ def test_a_submodules_filter_is_switched_off_too(repo: Path, tmp_path: Path) -> 
     assert changed == ["mod"] and guards == []
     git(repo / "mod", "status", "--porcelain")
     assert marker.exists()  # the plant was live
+
+
+def test_a_configuration_git_cannot_list_fails_the_audit_closed(repo: Path) -> None:
+    """The drivers to switch off come from `git config --list`: when git cannot read the
+    configuration the audit stops, rather than run with a driver left on."""
+    config = repo / ".git/config"
+    config.write_text(config.read_text() + "[filter \"evil\n\tclean = touch x\n")
+    with pytest.raises(audit.AuditError, match="git config --list failed: fatal: bad config"):
+        audit.snapshot(repo)

@@ -24,6 +24,7 @@ What the audit runs (`status`, `ls-files`, `rev-parse`, `diff --name-only`, `has
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -91,7 +92,8 @@ class AuditGit:
         return {"PATH": path, "HOME": self.home, **_ENV}
 
     def bind(self, workspace: Path) -> Git:
-        """A runner for the repository around `workspace`; None when there is no git."""
+        """A runner for the repository around `workspace` (`program` must not be None
+        when it is called)."""
         return Git(self, workspace)
 
 
@@ -107,8 +109,6 @@ class Git:
         self.folders = repository_folders(workspace)
         self._policy: SandboxPolicy | None = None
         if how.sandbox is not None:
-            import dataclasses
-
             self._policy = dataclasses.replace(
                 how.sandbox, workspace=workspace, visible=self.folders
             )
@@ -124,10 +124,12 @@ class Git:
 
     def _names(self, git_dir: Path | None) -> list[str]:
         """The configuration's variable names (`filter.x.clean`): the workspace's
-        repository's, or those of the git folder `git_dir` (a submodule's)."""
+        repository's, or those of the git folder `git_dir` (a submodule's). AuditError
+        when git cannot list them all: a driver left out would run."""
         where = ["--git-dir", os.fspath(git_dir)] if git_dir is not None else []
         r = self._run([*_c(SWITCHES), *where, "config", "--list", "--name-only", "-z"])
-        return [n for n in r.stdout.split("\0") if n] if r.exit_code == 0 else []
+        must_have_worked(r, "git config --list")
+        return [n for n in r.stdout.split("\0") if n]
 
     def _run(self, args: Sequence[str]) -> proc.ProcResult:
         assert self.how.program is not None
