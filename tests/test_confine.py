@@ -241,6 +241,8 @@ def test_where_no_sandbox_can_be_made_shell_calls_are_refused_before_the_hooks(
                   wrap=no_namespaces(tmp_path))  # fmt: skip
     result = json.loads(proc.stdout)
     assert result["sandbox"] == "unavailable"
+    (said,) = [line for line in proc.stderr.splitlines() if "sandbox is not available" in line]
+    assert "every shell call will be refused" in said and '"fix": ' in said
     shell_call, write_call = calls(rd, "b1/a")
     assert shell_call["outcome"] == "refused" and shell_call["refused_by"] is None
     assert shell_call["result"].startswith("[refused: the shell sandbox is not available here: ")

@@ -96,7 +96,7 @@ def open_run(
 
 def _confined(config: RunConfig, run_dir: Path) -> RunConfig:
     """The configuration with the step's sandbox policy, now that the run directory is
-    known; said once on stderr when the sandbox is off."""
+    known. Said on stderr when the sandbox is off (once a process) or cannot be made."""
     import dataclasses
 
     from .confine import with_run_dir
@@ -105,6 +105,12 @@ def _confined(config: RunConfig, run_dir: Path) -> RunConfig:
         from ..tools.sandbox import warn_unconfined_once
 
         warn_unconfined_once()
+    elif config.confinement.state == "unavailable":
+        logs.warn(
+            f"the shell sandbox is not available here: {config.confinement.reason}; every "
+            "shell call will be refused and the audit's build and test will not run",
+            fix=config.confinement.fix,
+        )
     confinement = with_run_dir(config.confinement, config.workspace, run_dir.resolve())
     return dataclasses.replace(config, confinement=confinement)
 
