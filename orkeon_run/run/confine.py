@@ -32,7 +32,8 @@ class Confinement:
     """The run's confinement. `reason` and `fix` say why no sandbox can be made ("unavailable"
     only). `git`: the audit's git program (None: no git outside the workspace). `config_dir`:
     orkeon's configuration folder, hidden from sandboxed commands. `policy`: the step's
-    sandbox, set by `with_run_dir` when the state is "on"."""
+    sandbox, set by `with_run_dir` unless the state is "off" (where it cannot be made,
+    the shell tool refuses to run under it)."""
 
     state: SandboxState
     network: bool = False
@@ -149,14 +150,16 @@ def decide(inputs: Inputs, workspace: Path, environ: Mapping[str, str]) -> Confi
 
 def with_run_dir(confinement: Confinement, workspace: Path, run_dir: Path) -> Confinement:
     """The confinement once the run directory is known: hidden from every sandboxed
-    command and, when the sandbox is on, the step's policy (made now: it finds the
+    command and, unless the sandbox is off, the step's policy (made now: it finds the
     workspace's `.git` folders and makes `.orkeon/` when missing)."""
     import dataclasses
 
     from ..tools.sandbox import SandboxPolicy
 
     policy = None
-    if confinement.state == "on":
+    # "unavailable" gets a policy too: the pipeline refuses shell calls before they reach
+    # the tool, and the tool itself refuses to run without a sandbox (never unconfined).
+    if confinement.state != "off":
         policy = SandboxPolicy.for_role(
             workspace,
             None,
