@@ -182,6 +182,6 @@ def test_a_configuration_git_cannot_list_fails_the_audit_closed(repo: Path) -> N
     """The drivers to switch off come from `git config --list`: when git cannot read the
     configuration the audit stops, rather than run with a driver left on."""
     config = repo / ".git/config"
-    config.write_text(config.read_text() + "[filter \"evil\n\tclean = touch x\n")
+    config.write_text(config.read_text() + '[filter "evil\n\tclean = touch x\n')
     with pytest.raises(audit.AuditError, match="git config --list failed: fatal: bad config"):
         audit.snapshot(repo)
