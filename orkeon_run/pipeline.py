@@ -7,8 +7,10 @@ refuses ends the call, and what the model reads is fixed (docs/hooks.md, docs/to
                  (turns/tokens/cost: `… the step's turn|token|cost budget is spent`)
  2. the call     unknown tool or bad input: a text result `error: …`; outcome "refused",
                  refused_by null (no stage refused it: it was not a call it could run).
-                 The path argument is resolved here, once: every later stage and the tool
-                 act on that resolution.
+                 A tool that cannot run here now (a tool of an MCP server the role named
+                 that is not running: `calls.Catalog.unavailable`) is refused the same
+                 way, with the catalog's text. The path argument is resolved here,
+                 once: every later stage and the tool act on that resolution.
  3. gate         the session's rules: `[refused by the gate: RULE]`
  4. workspace    the path resolves outside: `[refused: PATH is outside the workspace]`
  5. rule sets    the step's: `[refused by rule set NAME: RULE]`
@@ -42,8 +44,10 @@ from typing import Any
 
 from . import catalog
 from .calls import (
+    BUILTINS,
     CallContext,
     CallOutcome,
+    Catalog,
     CheckedCall,
     HookRun,
     Refusal,
@@ -59,11 +63,17 @@ from .policy.rules import RuleSet, call_subjects
 from .tools import ToolEnv, run_tool
 
 
-def check_call(workspace: Path, tool: str, input: Any) -> CheckedCall | Refusal:
-    """Stage 2, the call itself: a tool the catalog knows, an input its model accepts, and
-    the path argument resolved once inside `workspace` (resolved). A path that resolves
-    outside is marked, not refused: the gate comes first."""
-    entry = catalog.TOOLS.get(tool)
+def check_call(
+    workspace: Path, tool: str, input: Any, tools: Catalog = BUILTINS
+) -> CheckedCall | Refusal:
+    """Stage 2, the call itself: a tool that can run here now and that the calling role's
+    catalog `tools` holds, an input its model accepts, and the path argument resolved once inside
+    `workspace` (resolved). A path that resolves outside is marked, not refused: the gate
+    comes first."""
+    unavailable = tools.unavailable(tool)
+    if unavailable is not None:
+        return Refusal(None, unavailable)
+    entry = tools.get(tool)
     if entry is None:
         return Refusal(None, f"error: there is no tool named {tool!r}")
     args = entry.parse(input)
@@ -266,7 +276,7 @@ class Pipeline:
 
     def _check(self, ctx: CallContext, tool: str, input: Any) -> CheckedCall | Refusal:
         """Stages 2-6 on one input: the call itself, then `_police`."""
-        call = check_call(self.workspace, tool, input)
+        call = check_call(self.workspace, tool, input, ctx.catalog)
         if isinstance(call, Refusal):
             return call
         return self._police(ctx, call) or call

@@ -36,7 +36,7 @@ from typing import Any, Literal
 
 import anyio
 
-from ..calls import CallContext
+from ..calls import BUILTINS, CallContext, Catalog
 from ..errors import BudgetExhausted, Interrupted, ProviderError
 from ..events import EventLog
 from ..hooks import NO_HOOKS, Hooks
@@ -57,7 +57,7 @@ UNFINISHED = "[no result: the role stopped before this call finished]"
 class RoleSpec:
     name: str  # full name: "analyst", "writer", "planner", "b1/api"
     system_prompt: str
-    tools: tuple[str, ...]  # tool names offered to the model (catalog.TOOLS)
+    tools: tuple[str, ...]  # tool names offered to the model (`ctx.catalog` holds them)
     ctx: CallContext
 
 
@@ -85,13 +85,9 @@ class RoleResult:
         return d
 
 
-def specs_for(names: tuple[str, ...]) -> list[ToolSpec]:
-    from ..catalog import TOOLS
-
-    unknown = [n for n in names if n not in TOOLS]
-    if unknown:
-        raise ValueError(f"unknown tools: {', '.join(unknown)}")
-    return [TOOLS[n].spec for n in names]
+def specs_for(names: tuple[str, ...], catalog: Catalog = BUILTINS) -> list[ToolSpec]:
+    """What the model is offered for `names` (ValueError for a name `catalog` lacks)."""
+    return catalog.specs(names)
 
 
 def with_context(prompt: str, blocks: list[str | None]) -> str:
@@ -118,7 +114,8 @@ class Agent:
     ) -> None:
         """`pipeline` has `async call(ctx, tool, input, call_id) -> CallOutcome`; `hooks`
         are the step's (their session events fire here, their tool events in the
-        pipeline). `tool_specs` overrides the specs looked up by name in the catalog."""
+        pipeline). `tool_specs` overrides the specs looked up by name in the role's catalog
+        (`spec.ctx.catalog`)."""
         self.spec = spec
         self.ctx = spec.ctx
         self.pipeline = pipeline
@@ -128,7 +125,9 @@ class Agent:
         self.model = provider.for_role(spec.name)
         self.price = provider.price()
         self.meter = ContextMeter(provider.context_tokens())
-        self.tools = list(tool_specs) if tool_specs is not None else specs_for(spec.tools)
+        self.tools = (
+            list(tool_specs) if tool_specs is not None else specs_for(spec.tools, spec.ctx.catalog)
+        )
         self._tools_chars = sum(
             len(t.name) + len(t.description) + len(json.dumps(t.input_schema)) for t in self.tools
         )

@@ -28,6 +28,7 @@ from ..errors import InputError
 from ..jsonio import loads_strict
 from ..ledger import BudgetLimits
 from ..policy.words import CommandRefused, split_command
+from .mcp import McpServers
 
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
@@ -230,6 +231,8 @@ class Inputs(Frozen):
     audit: Audit = Field(default_factory=Audit)
     repair: Repair | None = None
     concurrency: int = Field(default=4, ge=1, le=64)
+    # MCP servers by name (config/mcp.py); settings files may add more (config/mcp_sources.py).
+    mcp_servers: McpServers = Field(default_factory=dict)
 
     @field_validator("spec")
     @classmethod

@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -73,17 +74,20 @@ async def role_agent(
     *,
     resume: bool = False,
 ) -> AsyncIterator[Agent]:
-    """The agent of one role, built from the crew role `template`; closed on the way out
+    """The agent of one role, built from the crew role `template`, with the tools its
+    entries give (the MCP tools among them in `ctx`'s catalog); closed on the way out
     (also when the step is cancelled, within CLOSE_GRACE seconds)."""
     import anyio
 
     from ...agent.loop import Agent, RoleSpec
 
     crew_role = crew.role(template)
+    tools, catalog = sr.role_tools(crew_role.tools)
+    ctx = replace(ctx, catalog=catalog)
     spec = RoleSpec(
         name=ctx.role,
         system_prompt=crew.system_prompt(template, variables),
-        tools=tuple(crew_role.tools),
+        tools=tools,
         ctx=ctx,
     )
     agent = Agent(

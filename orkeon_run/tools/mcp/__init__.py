@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import importlib.util
 
-from .config import McpServer, McpServers, expand, parse_servers, servers_from_settings
-from .names import is_mcp_name, normalize, tool_name
-from .select import pattern_problem, select_tools, split_pattern, unmatched
+from ...config.mcp import McpServer, McpServers, expand, parse_servers, servers_from_settings
+from ...policy.mcpnames import is_mcp_name, normalize, split_pattern, tool_name
+from .select import pattern_problem, select_tools, unmatched
 
 SDK_MISSING = "the MCP SDK is not installed: pip install 'orkeon[mcp]'"
 
