@@ -19,7 +19,8 @@ refuses ends the call, and what the model reads is fixed (docs/hooks.md, docs/to
  7. pre-tool hooks (`hooks.Hooks.pre_tool`: native ones, then settings-shape ones); an
     `updated_input` goes through stages 2-6 again before the tool runs (an invalid one is
     refused, refused_by "hook"). A refusal may also stop the role (`stop_role`).
- 8. the tool     a tool that raises becomes `error: TOOL failed: …`, never a crash
+ 8. the tool     a tool that raises becomes `error: TOOL failed: …`, never a crash (an
+                 MCP tool is its server's, called through the run's hub: tools/mcp/tool.py)
  9. post-tool hooks (`hooks.Hooks.post_tool`), on the input that ran.
 
 With any line the hooks add, the result becomes text (`RESULT.rstrip("\\n")` + a newline +
