@@ -21,7 +21,7 @@ system prompt replaced by the current one) and goes on; calls the transcript sho
 without a result get `UNFINISHED` as their result so every call stays paired.
 
 Budget: `ledger.check()` before each turn; each turn charges its model time and adds
-its tokens and cost (pricing.py; unknown price -> usd not counted). A turn is also cut
+its tokens and cost (models/pricing.py; unknown price -> usd not counted). A turn is also cut
 when it would run past the time budget. A ProviderError ends the role "failed" with its
 one-line message.
 """
@@ -43,8 +43,8 @@ from .compaction import ContextMeter, message_chars
 from .errors import BudgetExhausted, Interrupted, ProviderError
 from .events import EventLog
 from .models.base import Message, Provider, ToolSpec, Turn
+from .models.pricing import cost
 from .models.transcript import TranscriptWriter, load_conversation
-from .pricing import cost
 
 Status = Literal["succeeded", "failed", "stopped", "budget_exhausted", "interrupted"]
 

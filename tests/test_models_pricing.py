@@ -1,11 +1,11 @@
-"""Prices and context windows per model name (orkeon_run/pricing.py)."""
+"""Prices and context windows per model name (orkeon_run/models/pricing.py)."""
 
 from __future__ import annotations
 
 import pytest
 
 from orkeon_run.inputs import Price
-from orkeon_run.pricing import DEFAULT_CONTEXT_TOKENS, context_for, cost, lookup, price_for
+from orkeon_run.models.pricing import DEFAULT_CONTEXT_TOKENS, context_for, cost, lookup, price_for
 
 
 @pytest.mark.parametrize(

@@ -25,8 +25,8 @@ import anyio.lowlevel
 
 from ..errors import ProviderError
 from ..events import utf8_line
-from ..pricing import context_for, price_for
 from .base import Message, ToolSpec, Turn
+from .pricing import context_for, price_for
 from .retry import StatusError, http_classifier, one_line, with_retries
 
 try:  # the SDKs' HTTP library: httpx2 in current releases, httpx before

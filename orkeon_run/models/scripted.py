@@ -39,8 +39,8 @@ from pydantic_core import from_json
 
 from ..errors import InputError
 from ..inputs import ScriptedModel, ScriptEntry, error_lines, loads_strict
-from ..pricing import DEFAULT_CONTEXT_TOKENS
 from .base import Message, ToolCall, ToolSpec, Turn
+from .pricing import DEFAULT_CONTEXT_TOKENS
 from .transcript import replay_script
 
 FINAL_TEXT = "done"

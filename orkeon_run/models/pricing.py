@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 
-from .inputs import Price
+from ..inputs import Price
 
 # name: (input USD/MTok, output USD/MTok, context window in tokens)
 MODELS: dict[str, tuple[float, float, int]] = {
