@@ -63,6 +63,7 @@ def prepare(
 
     collect(lambda: _check_gate(inputs))
     collect(lambda: _check_model(inputs, env))
+    collect(lambda: _check_price(inputs))
     settings_config = collect(lambda: _load_settings_hooks(inputs, ws, env, stdin_is_tty, warn_fn))
     shell_rules = collect(lambda: _shell_rules(inputs, ws, env, stdin_is_tty))
     plan = collect(lambda: _check_step(inputs, step, ws))
@@ -97,6 +98,14 @@ def _check_model(inputs: Inputs, env: Mapping[str, str]) -> None:
     from .models import check_model
 
     check_model(inputs.model, env)
+
+
+def _check_price(inputs: Inputs) -> None:
+    """A `usd` budget needs the model's price (the price database is loaded only then)."""
+    if inputs.budget.usd is not None:
+        from .models import check_price
+
+        check_price(inputs.model)
 
 
 def _load_settings_hooks(

@@ -14,6 +14,7 @@ from pathlib import Path
 from ..errors import InputError
 from ..inputs import AnthropicModel, OpenAIModel, ScriptedModel
 from .base import Message, Model, Provider, ToolCall, ToolSpec, Turn
+from .pricing import check_price
 
 __all__ = [
     "Message",
@@ -24,6 +25,7 @@ __all__ = [
     "Turn",
     "build_provider",
     "check_model",
+    "check_price",
     "missing_key_env",
 ]
 

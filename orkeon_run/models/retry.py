@@ -8,8 +8,10 @@ Retries are done here, not by an SDK, so both providers behave the same and the 
 `MAX_RETRY_AFTER` seconds is not waited for: the role fails at once with that in the
 message. The worst case is therefore (max_retries + 1) * timeout + max_retries * 60 s.
 
-Everything else (401/403, 404, other 4xx, a reply that is not what the API promises)
-fails at once with one line: `PROVIDER MODEL: what happened (HTTP N): server message`.
+Everything else (401/403, 404, other 4xx, a 500 whose message names a malformed request,
+a reply that is not what the API promises) fails at once with one line:
+`PROVIDER MODEL: what happened (HTTP N): server message`, the message being the part of
+the error body that says why (`server_message`).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import contextlib
 import email.utils
 import json
 import random
+import re
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
@@ -42,11 +45,15 @@ class Failure:
 
 
 def one_line(text: str, secret: str | None = None) -> str:
-    """Whitespace collapsed, the key (if the server echoed it) masked, length capped."""
+    """Whitespace collapsed, the key (if the server echoed it) masked, length capped. A
+    long text keeps its beginning and its end (where a server's message often says why)."""
     if secret:
         text = text.replace(secret, "***")
     text = " ".join(text.split())
-    return text if len(text) <= MAX_MESSAGE else text[: MAX_MESSAGE - 1] + "…"
+    if len(text) <= MAX_MESSAGE:
+        return text
+    tail = MAX_MESSAGE // 3
+    return text[: MAX_MESSAGE - tail - 3] + " … " + text[-tail:]
 
 
 def parse_retry_after(headers: Mapping[str, str] | None) -> float | None:
@@ -73,16 +80,52 @@ def parse_retry_after(headers: Mapping[str, str] | None) -> float | None:
 
 
 def server_message(body: Any, fallback: str) -> str:
-    """The human part of an API error body (`{"error": {"message": ...}}` in both APIs)."""
+    """The part of an error body that says why: `{"error": {"message": ...}}` (both APIs,
+    llama.cpp's server), a FastAPI `{"detail": ...}` (llama-cpp-python's), the last line
+    of a Python traceback, an HTML page's text; else `fallback`."""
     if isinstance(body, dict):
         err = body.get("error", body)
         if isinstance(err, dict) and isinstance(err.get("message"), str):
             return err["message"]
+        if isinstance(err, str) and err.strip():
+            return err
         if isinstance(body.get("message"), str):
             return body["message"]
+        detail = body.get("detail")
+        if isinstance(detail, str):
+            return detail
+        if isinstance(detail, list):  # pydantic's errors: [{"loc": [...], "msg": ...}]
+            return "; ".join(_detail_line(d) for d in detail[:3])
     if isinstance(body, str) and body.strip():
-        return body
+        return _text_reason(body)
     return fallback
+
+
+def _detail_line(d: Any) -> str:
+    if not isinstance(d, dict):
+        return str(d)
+    loc = ".".join(str(p) for p in d.get("loc") or ())
+    return f"{loc}: {d.get('msg', '')}" if loc else str(d.get("msg", ""))
+
+
+def _text_reason(text: str) -> str:
+    if "<html" in text[:200].lower():
+        title = re.search(r"<title[^>]*>(.*?)</title>", text, re.I | re.S)
+        text = title.group(1) if title else re.sub(r"<[^>]+>", " ", text)
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    if lines and lines[0].startswith("Traceback (most recent call last)"):
+        return lines[-1]  # the exception: what went wrong
+    return text
+
+
+# A server error that names something wrong with the request itself (llama.cpp's
+# "Failed to parse messages: ...", a chat template's TypeError): sending the same bytes
+# again fails the same way, so it is not retried.
+MALFORMED = re.compile(
+    r"(?i:\b(pars(e|ing)|invalid|malformed|validation|expected|missing|unsupported|"
+    r"not supported|must be|required)\b)"
+    r"|\b(Type|Key|Value|Attribute|Index|JSONDecode|UnicodeDecode|Validation)Error\b"
+)
 
 
 def classify_status(
@@ -102,6 +145,8 @@ def classify_status(
         return Failure(False, f"model {model!r} not found at {base_url} (HTTP 404): {message}")
     if status == 429:
         return Failure(True, f"rate limited (HTTP 429): {message}", parse_retry_after(headers))
+    if status == 500 and MALFORMED.search(message):
+        return Failure(False, f"server error (HTTP 500), not retried: {message}")
     if status in (408, 409) or status >= 500:
         return Failure(True, f"server error (HTTP {status}): {message}", parse_retry_after(headers))
     return Failure(False, f"request rejected (HTTP {status}): {message}")

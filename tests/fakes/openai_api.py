@@ -28,17 +28,27 @@ def error(
 
 def completion(
     text: str | None = None,
-    calls: list[tuple[str, str, dict[str, Any]]] = (),  # type: ignore[assignment]
+    calls: list[tuple[str, str, Any]] = (),  # type: ignore[assignment]
     usage: tuple[int, int] = (12, 5),
     model: str = "gpt-4o-mini",
+    *,
+    finish: str | None = None,
+    cached: int = 0,
 ) -> Reply:
+    """A Chat Completions answer. A call's arguments are a dict (sent as its JSON) or a
+    string (sent as it is: a small model's broken JSON). `cached` is reported as
+    `usage.prompt_tokens_details.cached_tokens` (part of the prompt tokens). `finish`
+    defaults to `tool_calls` or `stop`."""
     message: dict[str, Any] = {"role": "assistant", "content": text}
     if calls:
         message["tool_calls"] = [
             {
                 "id": cid,
                 "type": "function",
-                "function": {"name": name, "arguments": json.dumps(args)},
+                "function": {
+                    "name": name,
+                    "arguments": args if isinstance(args, str) else json.dumps(args),
+                },
             }
             for cid, name, args in calls
         ]
@@ -52,13 +62,14 @@ def completion(
                 "index": 0,
                 "message": message,
                 "logprobs": None,
-                "finish_reason": "tool_calls" if calls else "stop",
+                "finish_reason": finish or ("tool_calls" if calls else "stop"),
             }
         ],
         "usage": {
             "prompt_tokens": usage[0],
             "completion_tokens": usage[1],
             "total_tokens": usage[0] + usage[1],
+            "prompt_tokens_details": {"cached_tokens": cached},
         },
     }
     return Reply(200, body)
@@ -89,11 +100,34 @@ def conversation_problem(messages: list[dict[str, Any]]) -> str | None:
     return None
 
 
+# What llama-cpp-python's server answers (HTTP 500) when a chat template adds a null
+# content to a string: the reason comes last, after the server's own words.
+TEMPLATE_FAILURE = (
+    "The server failed to apply the chat template to the messages of this request; the "
+    "Jinja2 renderer raised while formatting message {index} (role assistant) of the "
+    'conversation: TypeError: can only concatenate str (not "NoneType") to str'
+)
+
+
+def content_problem(messages: list[dict[str, Any]]) -> str | None:
+    """What a strict local server fails on: an assistant `content` that is not a string."""
+    for i, m in enumerate(messages):
+        if m.get("role") == "assistant" and not isinstance(m.get("content"), str):
+            return TEMPLATE_FAILURE.format(index=i)
+    return None
+
+
 class OpenAIFake(FakeServer):
-    def __init__(self, api_key: str = "sk-test", models: tuple[str, ...] = ("gpt-4o-mini",)):
+    def __init__(
+        self,
+        api_key: str = "sk-test",
+        models: tuple[str, ...] = ("gpt-4o-mini",),
+        strict_content: bool = True,
+    ):
         super().__init__(check=self._check)
         self.api_key = api_key
         self.models = models
+        self.strict_content = strict_content
 
     @property
     def base_url(self) -> str:
@@ -114,6 +148,10 @@ class OpenAIFake(FakeServer):
         problem = conversation_problem(body.get("messages") or [])
         if problem:
             return error(400, problem)
+        if self.strict_content:
+            problem = content_problem(body.get("messages") or [])
+            if problem:
+                return error(500, problem, type="internal_server_error")
         return None
 
     def sent_messages(self, n: int = -1) -> list[dict[str, Any]]:
