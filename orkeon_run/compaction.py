@@ -92,7 +92,7 @@ class ContextMeter:
         self.context_tokens = context_tokens
         self._reported: int | None = None  # input tokens of the last request
         self._chars_then = 0  # conversation characters that request carried
-        self._after: int | None = None  # the estimate after the last compaction
+        self._after: int | None = None  # conversation characters after the last compaction
 
     def report(self, chars_sent: int, tokens_in: int) -> None:
         if tokens_in > 0:
@@ -110,17 +110,20 @@ class ContextMeter:
 
     def over(self, chars: int) -> bool:
         """Time to compact: over TRIGGER, and grown by BATCH since the last compaction (or
-        over CEILING)."""
+        over CEILING). Growth is counted in characters (4 a token), the one measure that
+        means the same before and after a provider's first report."""
         est, window = self.estimate(chars), self.context_tokens
         if est <= TRIGGER * window:
             return False
-        return self._after is None or est >= self._after + BATCH * window or est > CEILING * window
+        if self._after is None or est > CEILING * window:
+            return True
+        return (chars - self._after) // CHARS_PER_TOKEN >= BATCH * window
 
     def compacted(self, chars: int) -> int:
         """Record the size after a compaction (or one that found nothing to drop); its
         estimate."""
-        self._after = self.estimate(chars)
-        return self._after
+        self._after = chars
+        return self.estimate(chars)
 
     def chars_to_drop(self, chars: int) -> int:
         """How many characters must go to bring the estimate down to TARGET."""

@@ -342,3 +342,15 @@ def test_a_compaction_that_falls_short_waits_for_a_batch(tmp_path: Path) -> None
         assert grown >= BATCH * window or after["tokens_before"] > CEILING * window
     # ~90 tokens a turn, 1000 tokens a batch: about one compaction every 11 turns, not 1
     assert 5 <= len(compactions) <= 121 // 8
+
+
+def test_the_batch_is_counted_in_characters_whatever_the_tokenizer() -> None:
+    """A provider whose tokens are denser than 4 characters reports more than the estimate
+    made after a compaction (from characters): that jump is not growth."""
+    meter = ContextMeter(1000)
+    meter.compacted(3000)  # 750 tokens by characters
+    meter.report(chars_sent=3000, tokens_in=850)  # the provider counts 850
+    assert meter.estimate(3100) == 875 and not meter.over(3100)  # grown by 25 tokens only
+    assert meter.over(3000 + 4 * 100)  # a batch: 10 % of the window
+    meter.report(chars_sent=3000, tokens_in=960)
+    assert meter.over(3000)  # past the ceiling: anything dropped helps

@@ -86,19 +86,33 @@ def test_a_reply_cut_by_the_time_budget_closes_its_connection(
 
 
 def test_a_500_naming_a_malformed_request_is_not_retried_and_keeps_its_reason() -> None:
-    """llama-cpp-python's answer to a null `content`: a long message whose reason comes
-    last. One attempt (the same bytes would fail the same way), and the reason is kept."""
+    """llama-cpp-python's answer to a null `content`: HTTP 500, seven validation errors of
+    which one says why. One attempt (the same bytes would fail the same way), and that one
+    is what the error line shows."""
+    sent = {"role": "assistant", "content": None, "tool_calls": []}
+    text = openai_api.null_content_rejection(2, sent)
+    assert len(text) > 1000 and text.index("valid string") > 300  # cut at 300, it was lost
     with OPENAI.server() as server:
-        server.fallback = lambda req: openai_api.error(
-            500, openai_api.TEMPLATE_FAILURE.format(index=2), type="internal_server_error"
-        )
+        server.fallback = lambda req: openai_api.error(500, text, type="internal_server_error")
         with pytest.raises(ProviderError) as err:
             complete(OPENAI.provider(server, max_retries=3))
     assert len(server.requests) == 1
+    assert str(err.value) == (
+        "openai gpt-4o-mini: server error (HTTP 500), not retried: "
+        + openai_api.NULL_CONTENT_REASON.format(index=2)
+    )
+
+
+def test_a_long_message_keeps_its_beginning_and_its_end() -> None:
+    text = "The upstream model server could not complete the request. " * 10 + "Reason: disk full"
+    with OPENAI.server() as server:
+        server.push(OPENAI.error(400, text))
+        with pytest.raises(ProviderError) as err:
+            complete(OPENAI.provider(server, max_retries=0))
     message = str(err.value)
-    assert message.startswith("openai gpt-4o-mini: server error (HTTP 500), not retried: ")
-    assert message.endswith('TypeError: can only concatenate str (not "NoneType") to str')
-    assert "\n" not in message and len(message) <= 300
+    assert len(message) == 300 and " … " in message
+    assert message.startswith("openai gpt-4o-mini: request rejected (HTTP 400): The upstream")
+    assert message.endswith("Reason: disk full")
 
 
 @pytest.mark.parametrize(
@@ -259,3 +273,19 @@ def test_answers_cut_again_and_again_fail_the_role(tmp_path: Path, proto: Protoc
     lines = rig.transcript()
     calls = [c["id"] for line in lines for c in line.get("tool_calls", [])]
     assert len(calls) == MAX_CUT and len([x for x in lines if x["role"] == "tool"]) == MAX_CUT
+
+
+def test_a_replay_leaves_out_the_unreadable_call(tmp_path: Path) -> None:
+    """`@transcript:` replays what ran: the call that never ran is not replayed."""
+    from orkeon_run.models.transcript import replay_script
+
+    with OPENAI.server() as server:
+        server.push(
+            OPENAI.reply("Looking.", [READ, ("c2", "list_files", "{oops")]), OPENAI.reply("ok")
+        )
+        rig = Rig(tmp_path, OPENAI.provider(server))
+        rig.run("look")
+    script = replay_script(rig.transcript_path)
+    assert script["b1/api"][0]["tool_calls"] == [
+        {"tool": "file_read", "input": {"file_path": "README.md"}, "id": "c1"}
+    ]

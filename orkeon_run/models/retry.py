@@ -11,7 +11,7 @@ message. The worst case is therefore (max_retries + 1) * timeout + max_retries *
 Everything else (401/403, 404, other 4xx, a 500 whose message names a malformed request,
 a reply that is not what the API promises) fails at once with one line:
 `PROVIDER MODEL: what happened (HTTP N): server message`, the message being the part of
-the error body that says why (`server_message`).
+the error body that says why (`reasons.server_message`).
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from typing import Any, TypeVar
 import anyio
 
 from ..errors import ProviderError
+from .reasons import server_message
 
 T = TypeVar("T")
 
@@ -77,45 +78,6 @@ def parse_retry_after(headers: Mapping[str, str] | None) -> float | None:
     if when is None:
         return None
     return max(0.0, email.utils.mktime_tz(when) - time.time())
-
-
-def server_message(body: Any, fallback: str) -> str:
-    """The part of an error body that says why: `{"error": {"message": ...}}` (both APIs,
-    llama.cpp's server), a FastAPI `{"detail": ...}` (llama-cpp-python's), the last line
-    of a Python traceback, an HTML page's text; else `fallback`."""
-    if isinstance(body, dict):
-        err = body.get("error", body)
-        if isinstance(err, dict) and isinstance(err.get("message"), str):
-            return err["message"]
-        if isinstance(err, str) and err.strip():
-            return err
-        if isinstance(body.get("message"), str):
-            return body["message"]
-        detail = body.get("detail")
-        if isinstance(detail, str):
-            return detail
-        if isinstance(detail, list):  # pydantic's errors: [{"loc": [...], "msg": ...}]
-            return "; ".join(_detail_line(d) for d in detail[:3])
-    if isinstance(body, str) and body.strip():
-        return _text_reason(body)
-    return fallback
-
-
-def _detail_line(d: Any) -> str:
-    if not isinstance(d, dict):
-        return str(d)
-    loc = ".".join(str(p) for p in d.get("loc") or ())
-    return f"{loc}: {d.get('msg', '')}" if loc else str(d.get("msg", ""))
-
-
-def _text_reason(text: str) -> str:
-    if "<html" in text[:200].lower():
-        title = re.search(r"<title[^>]*>(.*?)</title>", text, re.I | re.S)
-        text = title.group(1) if title else re.sub(r"<[^>]+>", " ", text)
-    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
-    if lines and lines[0].startswith("Traceback (most recent call last)"):
-        return lines[-1]  # the exception: what went wrong
-    return text
 
 
 # A server error that names something wrong with the request itself (llama.cpp's

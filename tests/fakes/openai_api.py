@@ -100,12 +100,39 @@ def conversation_problem(messages: list[dict[str, Any]]) -> str | None:
     return None
 
 
-# What llama-cpp-python's server answers (HTTP 500) when a chat template adds a null
-# content to a string: the reason comes last, after the server's own words.
-TEMPLATE_FAILURE = (
-    "The server failed to apply the chat template to the messages of this request; the "
-    "Jinja2 renderer raised while formatting message {index} (role assistant) of the "
-    'conversation: TypeError: can only concatenate str (not "NoneType") to str'
+def null_content_rejection(index: int, message: dict[str, Any]) -> str:
+    """What llama-cpp-python's server (0.3) answers, with HTTP 500, for an assistant message
+    whose `content` is null: every error of every member of its pydantic union of message
+    types, one Python dict a line, then where it was raised (recorded from the real server;
+    the reason is the third line)."""
+    where = ("body", "messages", index)
+    members = ("System", "User", "Assistant", "Tool", "Function")
+    lines = [f"{2 + len(members)} validation errors:"]
+    for member in members:
+        loc = (*where, f"ChatCompletionRequest{member}Message")
+        if member == "Assistant":
+            lines.append(repr({"type": "string_type", "loc": (*loc, "content"),
+                               "msg": "Input should be a valid string", "input": None}))  # fmt: skip
+            continue
+        role = member.lower()
+        lines.append(repr({"type": "literal_error", "loc": (*loc, "role"),
+                           "msg": f"Input should be '{role}'", "input": "assistant",
+                           "ctx": {"expected": f"'{role}'"}}))  # fmt: skip
+        if member in ("Tool", "Function"):
+            field = "tool_call_id" if member == "Tool" else "name"
+            lines.append(repr({"type": "missing", "loc": (*loc, field),
+                               "msg": "Field required", "input": message}))  # fmt: skip
+    trace = (
+        '  File "llama_cpp/server/app.py", line 376, in create_chat_completion\n'
+        "    POST /v1/chat/completions"
+    )
+    return "\n  ".join(lines) + "\n\n" + trace
+
+
+# The reason a `null_content_rejection` gives, as orkeon's one-line error shows it.
+NULL_CONTENT_REASON = (
+    "7 validation errors: body.messages.{index}.ChatCompletionRequestAssistantMessage.content: "
+    "Input should be a valid string"
 )
 
 
@@ -113,7 +140,7 @@ def content_problem(messages: list[dict[str, Any]]) -> str | None:
     """What a strict local server fails on: an assistant `content` that is not a string."""
     for i, m in enumerate(messages):
         if m.get("role") == "assistant" and not isinstance(m.get("content"), str):
-            return TEMPLATE_FAILURE.format(index=i)
+            return null_content_rejection(i, m)
     return None
 
 
