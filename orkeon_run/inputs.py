@@ -72,7 +72,9 @@ class ScriptEntry(Frozen):
 
     text: str | None = None
     tool_calls: list[ScriptCall] = Field(default_factory=list)
-    usage: dict[str, int] | None = None  # {"input_tokens": N, "output_tokens": N}, optional
+    # {"input_tokens": N, "output_tokens": N, "cache_read_input_tokens"?: N,
+    #  "cache_creation_input_tokens"?: N}, optional
+    usage: dict[str, int] | None = None
 
 
 Script = dict[str, list[ScriptEntry]]
