@@ -21,9 +21,10 @@ system prompt replaced by the current one) and goes on; calls the transcript sho
 without a result get `UNFINISHED` as their result so every call stays paired.
 
 Budget: `ledger.check()` before each turn; each turn charges its model time and adds
-its tokens and cost (pricing.py; unknown price -> usd not counted). A turn is also cut
+its tokens and cost (models/pricing.py; unknown price -> usd not counted). A turn is also cut
 when it would run past the time budget. A ProviderError ends the role "failed" with its
-one-line message.
+one-line message. An answer cut at the output limit, or a call whose arguments cannot be
+read, is answered with what went wrong instead of being run (models/answers.py).
 """
 
 from __future__ import annotations
@@ -41,9 +42,10 @@ from ..errors import BudgetExhausted, Interrupted, ProviderError
 from ..events import EventLog
 from ..hooks import NO_HOOKS, Hooks
 from ..ledger import Ledger
+from ..models import answers
 from ..models.base import Message, Provider, ToolSpec, Turn
+from ..models.pricing import cost
 from ..models.transcript import TranscriptWriter, load_conversation
-from ..pricing import cost
 from ..vocabulary import RoleStatus
 from . import compaction
 from .compaction import ContextMeter, message_chars
@@ -215,9 +217,18 @@ class Agent:
 
     async def _loop(self) -> tuple[Status, str | None]:
         stop_continued = False
+        cut = 0  # answers cut at the output limit in a row (models/answers.py)
         while True:
             self.ledger.check()
             turn = await self._ask()
+            if turn.cut_at is not None:
+                cut += 1
+                for message in answers.after_cut(turn):
+                    self._add(message)
+                if cut >= answers.MAX_CUT:
+                    return "failed", answers.cut_error(turn.cut_at, cut)
+                continue
+            cut = 0
             if not turn.tool_calls:
                 self.final_text = turn.text
                 keep = await self.hooks.stop(self.ctx, stop_continued, self.ledger)
@@ -227,6 +238,9 @@ class Agent:
                     continue
                 return "succeeded", None
             for call in turn.tool_calls:
+                if call.error is not None:  # unreadable arguments: the model is told
+                    self._add(answers.unreadable(call))
+                    continue
                 outcome = await self.pipeline.call(self.ctx, call.name, call.input, call.id)
                 self.calls += 1
                 refused = outcome.outcome == "refused"
@@ -260,11 +274,14 @@ class Agent:
             self.ledger.charge("model", seconds)
         if scope.cancelled_caught:
             self.ledger.exhaust("seconds")
-        usd = cost(self.price, turn.tokens_in, turn.tokens_out)
-        self.ledger.add_turn(turn.tokens_in, turn.tokens_out, usd)
+        read, written = turn.cache_read_tokens, turn.cache_write_tokens
+        usd = cost(self.price, turn.tokens_in, turn.tokens_out, read, written)
+        self.ledger.add_turn(turn.tokens_in, turn.tokens_out, usd, read, written)
         self.turns += 1
         self.meter.report(chars, turn.tokens_in)
         usage = {"input_tokens": turn.tokens_in, "output_tokens": turn.tokens_out}
+        if read or written:  # the API's names; both are parts of input_tokens here
+            usage.update(cache_read_input_tokens=read, cache_creation_input_tokens=written)
         self._add(
             Message("assistant", turn.text, tuple(turn.tool_calls)),
             "received",
@@ -279,8 +296,12 @@ class Agent:
             turn=self.turns,
             tokens_in=turn.tokens_in,
             tokens_out=turn.tokens_out,
+            cache_read_tokens=read,
+            cache_write_tokens=written,
             usd=None if usd is None else round(usd, 8),
             tool_calls=len(turn.tool_calls),
+            invalid_calls=sum(c.error is not None for c in turn.tool_calls),
+            cut=turn.cut_at is not None,
             seconds=round(seconds, 6),
             text=turn.text[:200],  # a stream shows what the model is doing
         )
@@ -299,6 +320,7 @@ class Agent:
             removal = compaction.plan_removal(self.messages, need - shortened, self._removed, edits)
         if not edits and removal is None:
             self._scanned = scanned
+            self.meter.compacted(chars)
             return
         await self.hooks.pre_compact(self.ctx, self.ledger, trigger="auto")
         before = self.meter.estimate(chars)
@@ -314,7 +336,7 @@ class Agent:
         self._scanned = scanned
         self._chars -= dropped
         self.meter.reset()
-        after = self.meter.estimate(self._chars + self._tools_chars)
+        after = self.meter.compacted(self._chars + self._tools_chars)
         fields = {
             "messages_compacted": len(edits),
             "messages_removed": 0 if removal is None else removal.stop - removal.start,

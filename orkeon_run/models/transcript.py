@@ -92,8 +92,8 @@ def replay_script(path: Path) -> dict[str, list[dict[str, Any]]]:
     A file replays the role it recorded (its lines' `agent`; the file name without
     `.jsonl` when the lines carry none). A directory (a run's `transcripts/`) replays every
     role found under it. Each recorded answer becomes one entry with the same text and the
-    same tool calls, ids included; the recorded usage is not replayed (a replay costs
-    nothing).
+    same tool calls, ids included, except a call whose arguments could not be read (it
+    never ran); the recorded usage is not replayed (a replay costs nothing).
     """
     files = sorted(path.rglob("*.jsonl")) if path.is_dir() else [path]
     script: dict[str, list[dict[str, Any]]] = {}
@@ -107,6 +107,7 @@ def replay_script(path: Path) -> dict[str, list[dict[str, Any]]]:
             entry["tool_calls"] = [
                 {"tool": c["name"], "input": c.get("input", {}), "id": c.get("id")}
                 for c in line.get("tool_calls", [])
+                if "error" not in c  # unreadable arguments: never run, nothing to replay
             ]
             script.setdefault(agent, []).append(entry)
     return script
