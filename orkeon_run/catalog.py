@@ -348,7 +348,7 @@ def claude_name(tool: str) -> str:
     return t.claude_name if t else tool
 
 
-# --- tools a run adds, and the catalog of one role ----------------------------------------
+# --- tools a run adds ---------------------------------------------------------------------
 
 
 def _as_is(input: Mapping[str, Any], result: Any) -> Any:

@@ -3,9 +3,9 @@
 
 A crew names the step's roles (each with a prompt file and the tools it is offered: built-in
 tools, and MCP tools of the run's servers, none unless listed), the step's rule sets, and
-the default budget. A workspace replaces a crew with
-`.orkeon/crews/STEP.toml`; its prompt files are looked up beside it first, then among the
-built-in prompts, so an override may change only the tools or the rules.
+the default budget. A workspace replaces a crew with `.orkeon/crews/STEP.toml`; its prompt
+files are looked up beside it first, then among the built-in prompts, so an override may
+change only the tools or the rules.
 
 Placeholders: `${name}` in a prompt is replaced by the step's value (`${spec}`, `${plan}`,
 `${roots}`, ...); unknown ones are left as written. In a rule pattern a placeholder names a

@@ -1,10 +1,10 @@
 """Everything `--inputs` names, resolved, loaded and checked once, into one frozen
 `RunConfig` the run then uses: the workspace, the model check, the gate, the shell's
-program rules, the settings-shape hooks, the MCP servers, the step's crew and budget (its
+program rules, the MCP servers, the settings-shape hooks, the step's crew and budget (its
 MCP entries checked against the servers), the plan a batch step runs, the failed run a
-repair starts from. `orkeon validate` runs exactly this, and
-`orkeon run` runs it before anything is written. Problems are collected, not stopped at
-the first, and reported together as one line each (exit 2).
+repair starts from. `orkeon validate` runs exactly this, and `orkeon run` runs it before
+anything is written. Problems are collected, not stopped at the first, and reported
+together as one line each (exit 2).
 
 A tasks-repair run takes what it does not give again from the failed run's saved inputs
 (`INHERITED`), merged into the document here, once, so the run directory records the
