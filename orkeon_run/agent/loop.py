@@ -15,7 +15,9 @@ prompt as a `<hook_context>` block), Stop when the model finishes (a keep-going 
 goes to the model as one more user message, at most once per prompt), PreCompact before
 an automatic compaction (compaction.py), SessionEnd on close.
 
-The role's transcript (models/transcript.py) gets a line per message sent and received.
+The role's transcript (models/transcript.py) gets a line per message sent and received;
+so does the Claude Code-shaped one settings-shape hooks read, when given
+(models/claude_transcript.py).
 With `resume=True` and an existing transcript, the conversation is reloaded from it (the
 system prompt replaced by the current one) and goes on; calls the transcript shows
 without a result get `UNFINISHED` as their result so every call stays paired.
@@ -42,6 +44,7 @@ from ..events import EventLog
 from ..hooks import NO_HOOKS, Hooks
 from ..ledger import Ledger
 from ..models.base import Message, Provider, ToolSpec, Turn
+from ..models.claude_transcript import ClaudeTranscript
 from ..models.transcript import TranscriptWriter, load_conversation
 from ..pricing import cost
 from ..vocabulary import RoleStatus
@@ -115,10 +118,13 @@ class Agent:
         transcript_path: Path,
         resume: bool = False,
         tool_specs: list[ToolSpec] | None = None,
+        claude_transcript: ClaudeTranscript | None = None,
     ) -> None:
         """`pipeline` has `async call(ctx, tool, input, call_id) -> CallOutcome`; `hooks`
         are the step's (their session events fire here, their tool events in the
-        pipeline). `tool_specs` overrides the specs looked up by name in the catalog."""
+        pipeline). `tool_specs` overrides the specs looked up by name in the catalog.
+        `claude_transcript`, when given, gets every message too, in Claude Code's shape
+        (the file settings-shape hooks read as `transcript_path`), from the start."""
         self.spec = spec
         self.ctx = spec.ctx
         self.pipeline = pipeline
@@ -150,6 +156,9 @@ class Agent:
         if self.resumed:
             self.messages = load_conversation(transcript_path)
             self._chars = sum(message_chars(m) for m in self.messages)
+        self.claude = claude_transcript
+        if self.claude is not None:
+            self.claude.start(self.messages)
 
     # --- public ------------------------------------------------------------------------
 
@@ -194,6 +203,8 @@ class Agent:
                 await self.hooks.session_end(self.ctx, reason, self.ledger)
         finally:
             self.transcript.close()
+            if self.claude is not None:
+                self.claude.close()
 
     # --- the loop ----------------------------------------------------------------------
 
@@ -269,6 +280,7 @@ class Agent:
         self._add(
             Message("assistant", turn.text, tuple(turn.tool_calls)),
             "received",
+            model=turn.model_name or "",
             usage=usage,
             seconds=round(seconds, 6),
         )
@@ -333,13 +345,19 @@ class Agent:
             **fields,
         )
         self.transcript.note("compacted", indexes=indexes, **fields, **note)
+        if self.claude is not None:
+            self.claude.compacted(before)
 
     # --- conversation ------------------------------------------------------------------
 
-    def _add(self, message: Message, direction: str = "sent", **extra: Any) -> None:
+    def _add(
+        self, message: Message, direction: str = "sent", *, model: str = "", **extra: Any
+    ) -> None:
         self.messages.append(message)
         self._chars += message_chars(message)
         self.transcript.message(direction, message, **extra)  # type: ignore[arg-type]
+        if self.claude is not None:
+            self.claude.add(message, extra.get("usage"), model)
 
     def _start_conversation(self) -> None:
         system = Message("system", self.spec.system_prompt)
