@@ -166,12 +166,20 @@ def test_read_context(claude: Claude) -> None:
 
 
 def test_formatter_after_write(claude: Claude) -> None:
+    """The formatter strips the blanks the tool left: the model is told the file changed,
+    with its lines as they are now (rewrites.py)."""
     (claude.ws / "src").mkdir()
     target = claude.ws / "src" / "app.py"
     target.write_text("x = 1   \ny = 2\t\n")
     v = claude.post("file_write", "wrote src/app.py", file_path="src/app.py", content="…")
-    assert v.lines == []
+    [note] = v.lines
+    assert note.startswith("Note: src/app.py changed on disk since you last read it. ")
+    assert note.endswith(
+        " Here are the relevant changes (shown with line numbers):\n1\tx = 1\n2\ty = 2"
+    )
     assert target.read_text() == "x = 1\ny = 2\n"
+    v = claude.post("file_write", "wrote src/app.py", file_path="src/app.py", content="…")
+    assert v.lines == []  # already formatted: nothing changed, nothing to say
 
 
 def test_post_bash_feedback_reads_tool_response(claude: Claude) -> None:

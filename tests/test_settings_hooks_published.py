@@ -26,7 +26,10 @@ from stepkit import user_messages as prompts
 
 PUBLISHED = Path(__file__).parent / "data" / "cc_hooks" / "published"
 FILES = {"README.md": "# app\n", "src/__init__.py": ""}
-PLAN = {"title": "t", "batches": [{"name": "b1", "roles": [{"name": "api", "roots": ["src/"], "task": "build it"}]}]}
+PLAN = {
+    "title": "t",
+    "batches": [{"name": "b1", "roles": [{"name": "api", "roots": ["src/"], "task": "build it"}]}],
+}
 
 pytestmark = pytest.mark.skipif(shutil.which("jq") is None, reason="the scripts use jq")
 
@@ -130,7 +133,9 @@ def test_the_transcript_has_claude_codes_shape(tmp_path: Path) -> None:
          "input": {"file_path": "../out.txt", "content": "no"}},
     ]  # fmt: skip
     assert answer["stop_reason"] == "tool_use" and final["stop_reason"] == "end_turn"
-    out = json.dumps({"exit_code": 0, "stdout": "__init__.py\n", "stderr": ""}, separators=(",", ":"))
+    out = json.dumps(
+        {"exit_code": 0, "stdout": "__init__.py\n", "stderr": ""}, separators=(",", ":")
+    )
     assert ran["content"] == [
         {"type": "tool_result", "tool_use_id": ls_id, "content": out, "is_error": False}
     ]
@@ -143,7 +148,9 @@ def test_the_transcript_has_claude_codes_shape(tmp_path: Path) -> None:
     assert len(session) == 1 and uuid.UUID(session.pop())
     assert all(x["cwd"] == str(ws) for x in lines)
     assert [x["parentUuid"] for x in lines] == [None] + [x["uuid"] for x in lines[:-1]]
-    assert all(re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", x["timestamp"]) for x in lines)
+    assert all(
+        re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", x["timestamp"]) for x in lines
+    )
     assert '"role":"assistant"' in path.read_text()  # compact: greps as in Claude Code
     # orkeon's own transcript is unchanged in shape.
     own = read_jsonl(rd / "transcripts" / "b1" / "api.jsonl")
@@ -157,7 +164,9 @@ def test_a_stop_hook_that_exits_2_with_json_sends_the_json_reason(tmp_path: Path
     """The hook prints `{"decision":"block","reason":"Tests are failing:\\n…"}`, writes
     `tests failed` on stderr and exits 2: the model reads the JSON's reason (the failing
     test output), as under Claude Code, not the stderr line."""
-    run_sh = "test -f src/fixed.txt || { echo 'FAIL test_fixed: src/fixed.txt is missing'; exit 1; }\n"
+    run_sh = (
+        "test -f src/fixed.txt || { echo 'FAIL test_fixed: src/fixed.txt is missing'; exit 1; }\n"
+    )
     ws = workspace(
         tmp_path, {"Stop": [{"hooks": [hook("stop_tests_exit2.sh")]}]}, {"tests/run.sh": run_sh}
     )
@@ -211,6 +220,7 @@ def test_a_project_dir_path_guard_sees_absolute_normalized_paths(tmp_path: Path)
 def test_an_updated_input_with_an_absolute_path_is_checked_again(tmp_path: Path) -> None:
     """A rewrite that sends the call elsewhere with an absolute path: inside the role's
     roots it runs, outside them the roots refuse it (the pipeline checks it again)."""
+
     def rewrite(to: str) -> dict[str, Any]:
         answer = {"hookSpecificOutput": {"hookEventName": "PreToolUse",
                   "updatedInput": {"file_path": to, "content": "moved\n"}}}  # fmt: skip
@@ -288,7 +298,8 @@ def test_a_formatter_that_rewrites_the_file_is_reported_to_the_model(tmp_path: P
     result, that the file changed and its lines as they are now, so its next edit (written
     against those lines) applies. An edit the formatter leaves alone adds no note."""
     ws = workspace(
-        tmp_path, {"PostToolUse": [{"matcher": "Write|Edit", "hooks": [hook("format_on_write.sh")]}]}
+        tmp_path,
+        {"PostToolUse": [{"matcher": "Write|Edit", "hooks": [hook("format_on_write.sh")]}]},
     )
     rd = tmp_path / "run"
     script = [

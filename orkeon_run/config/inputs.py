@@ -40,8 +40,12 @@ class Frozen(BaseModel):
 
 
 class Price(Frozen):
+    """USD per million tokens. A cache price left out is the input price."""
+
     input_per_mtok: float = Field(ge=0)
     output_per_mtok: float = Field(ge=0)
+    cache_read_per_mtok: float | None = Field(default=None, ge=0)
+    cache_write_per_mtok: float | None = Field(default=None, ge=0)
 
 
 class _ModelCommon(Frozen):
@@ -49,6 +53,11 @@ class _ModelCommon(Frozen):
     timeout_seconds: float = Field(default=120, gt=0)
     max_retries: int = Field(default=4, ge=0)
     price: Price | None = None
+    # Anthropic: prompt-cache breakpoints (models/anthropic.py). OpenAI-compatible servers
+    # cache on their own; the scripted model ignores it.
+    cache: bool = True
+    # Output tokens per answer; None: 16384, or half the context window when smaller.
+    max_output_tokens: int | None = Field(default=None, gt=0)
 
 
 class ScriptCall(Frozen):
@@ -62,7 +71,9 @@ class ScriptEntry(Frozen):
 
     text: str | None = None
     tool_calls: list[ScriptCall] = Field(default_factory=list)
-    usage: dict[str, int] | None = None  # {"input_tokens": N, "output_tokens": N}, optional
+    # {"input_tokens": N, "output_tokens": N, "cache_read_input_tokens"?: N,
+    #  "cache_creation_input_tokens"?: N}, optional
+    usage: dict[str, int] | None = None
 
 
 Script = dict[str, list[ScriptEntry]]

@@ -110,10 +110,12 @@ def prepare(
             plan, plan_rel = checked
         if step == "tasks-repair" and inputs.repair is not None:
             repair = collect(lambda: failed_run(inputs.repair.run))  # type: ignore[union-attr]
-    if problems:
-        raise InputError(sorted(set(problems)))
     # The crew's budget is the default; a budget in --inputs replaces it whole.
     budget = inputs.budget if "budget" in inputs.model_fields_set or crew is None else crew.budget
+    if budget.usd is not None:  # a cost budget needs the model's price
+        collect(lambda: _check_price(inputs))
+    if problems:
+        raise InputError(sorted(set(problems)))
     return RunConfig(
         step=step,
         inputs=inputs,
@@ -164,6 +166,12 @@ def _check_model(inputs: Inputs, env: Mapping[str, str]) -> None:
     from ..models import check_model
 
     check_model(inputs.model, env)
+
+
+def _check_price(inputs: Inputs) -> None:
+    from ..models import check_price  # loads the price database, so only for a usd budget
+
+    check_price(inputs.model)
 
 
 def _settings_hooks(
