@@ -224,7 +224,7 @@ def test_an_updated_input_with_an_absolute_path_is_checked_again(tmp_path: Path)
     def rewrite(to: str) -> dict[str, Any]:
         answer = {"hookSpecificOutput": {"hookEventName": "PreToolUse",
                   "updatedInput": {"file_path": to, "content": "moved\n"}}}  # fmt: skip
-        return {"type": "command", "command": f"echo '{json.dumps(answer)}'"}
+        return {"type": "command", "command": f"printf '%s\\n' '{json.dumps(answer)}'"}
 
     ws = make_workspace(tmp_path, FILES)
     rd = tmp_path / "run"

@@ -13,8 +13,9 @@ exported environment: each shell command of the session then runs with those cha
   what orkeon runs, and nothing is left behind.
 - They are sourced together, in configuration order, by the hooks' shell (`$SHELL -c`,
   else /bin/sh), in the hooks' environment and working directory, within the SessionStart
-  hooks' time limit; a file that fails to source (a syntax error, `exit`) drops the
-  changes of them all, as the one script Claude Code sources would fail.
+  hooks' time limit, as that shell sources them: a file that ends the shell (`exit`, or a
+  syntax error in a shell that stops on one, like dash) sets nothing at all; bash stops
+  reading a file at a syntax error and keeps what came before it.
 - The change is the exported environment after sourcing against before (both read by the
   same shell, so what the shell itself sets, `SHLVL` or `_`, is no change): a name set or
   changed, or removed (`unset NAME`).
@@ -46,11 +47,14 @@ OWN_PREFIX = "ORKEON_"
 # Prints the exported environment as one JSON line (run twice: before and after).
 _DUMP = "import json, os, sys; sys.stdout.write(json.dumps(dict(os.environ)) + '\\n')"
 # $1 python, $2 the dump program, the rest the files. What the files print goes to stderr,
-# so stdout holds the two dumps only. The names are unlikely to be a sourced file's own.
+# so stdout holds the two dumps only. Both dumps start the same way, so what the shell sets
+# for a child (`_`, `SHLVL`) is the same in both: the trailing `exit` keeps bash from
+# exec'ing the last command in its place, which lowers SHLVL. The names are unlikely to be
+# a sourced file's own.
 _SCRIPT = (
     '__orkeon_py=$1; __orkeon_dump=$2; shift 2; "$__orkeon_py" -I -S -c "$__orkeon_dump"; '
-    'for __orkeon_f do . "$__orkeon_f" >&2; done; '
-    'exec "$__orkeon_py" -I -S -c "$__orkeon_dump"'
+    'for __orkeon_f in "$@"; do . "$__orkeon_f" >&2; done; '
+    '"$__orkeon_py" -I -S -c "$__orkeon_dump"; exit $?'
 )
 
 Changes = dict[str, "str | None"]  # name -> value; None: unset

@@ -19,9 +19,9 @@ too: each changed region with 8 lines of context around it, the lines as they ar
 numbered as in the file now (Claude Code numbers a region from where it began before the
 change, which is off once an earlier region added or removed lines), regions joined by a
 `...` line, cut at 8192 characters with `... [N lines truncated] ...`. A file over 1 MiB,
-or one that is not UTF-8 text, gets the note without lines: `The diff is omitted here
-because …; use file_read if you need the current content.` A file the hooks removed gets
-no note (Claude Code forgets it).
+one that is not UTF-8 text, or one that is no regular file now (a symlink) gets the note
+without lines: `The diff is omitted here because …; use file_read if you need the current
+content.` A file the hooks removed gets no note (Claude Code forgets it).
 
 The file is read as the tools read it (tools/files.py: no symlink followed), so a symlink
 swapped in meanwhile shows nothing from outside the workspace.
@@ -87,7 +87,9 @@ class Watch:
         if self.before is None or after is None:
             if stat == self.stat:
                 return None
-            return head + OMITTED.format(why="the file is larger than 1 MiB")
+            big = stat[0] > MOST_BYTES or self.before is None
+            why = "the file is larger than 1 MiB" if big else "it is no regular file now"
+            return head + OMITTED.format(why=why)
         if after == self.before:
             return None
         try:
