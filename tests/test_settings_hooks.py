@@ -714,7 +714,7 @@ def test_stdin_payloads(workspace: Path, tmp_path: Path) -> None:
             "message": "hello",
             "notification_type": "permission_prompt",
         },
-        {"hook_event_name": "Stop", "stop_hook_active": False},
+        {"hook_event_name": "Stop", "stop_hook_active": False, "last_assistant_message": ""},
         {"hook_event_name": "PreCompact", "trigger": "auto", "custom_instructions": None},
         {"hook_event_name": "SessionEnd", "reason": "other"},
     ]

@@ -435,3 +435,14 @@ def test_a_compaction_writes_a_boundary_and_keeps_the_lines_before(tmp_path: Pat
     assert final["parentUuid"] == boundary["uuid"]
     own = [json.loads(line) for line in (tmp_path / "own.jsonl").read_text().splitlines()]
     assert "model" not in own[0]  # orkeon's own transcript is as it was
+
+
+def test_stop_payload_has_the_last_assistant_message(workspace: Path, tmp_path: Path) -> None:
+    """Claude Code's Stop payload carries `last_assistant_message`; scripts read it instead
+    of the transcript."""
+    rec = tmp_path / "rec.jsonl"
+    rig = Rig(workspace, {"Stop": [group(ans(record=rec))]})
+    anyio.run(rig.hooks.stop, rig.ctx, False, rig.ledger, "All done. <promise>DONE</promise>")
+    [p] = payloads(rec)
+    assert p["last_assistant_message"] == "All done. <promise>DONE</promise>"
+    assert list(p)[-2:] == ["stop_hook_active", "last_assistant_message"]

@@ -237,7 +237,7 @@ class Agent:
             cut = 0
             if not turn.tool_calls:
                 self.final_text = turn.text
-                keep = await self.hooks.stop(self.ctx, stop_continued, self.ledger)
+                keep = await self.hooks.stop(self.ctx, stop_continued, self.ledger, turn.text)
                 if keep and not stop_continued:
                     stop_continued = True
                     self._add(Message("user", keep))

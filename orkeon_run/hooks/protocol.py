@@ -102,8 +102,11 @@ class Hooks:
     async def user_prompt(self, ctx: CallContext, prompt: str, ledger: Ledger) -> PromptVerdict:
         return PromptVerdict()
 
-    async def stop(self, ctx: CallContext, stop_hook_active: bool, ledger: Ledger) -> str | None:
-        """The user message that keeps the model going, or None (it may finish)."""
+    async def stop(
+        self, ctx: CallContext, stop_hook_active: bool, ledger: Ledger, last_message: str = ""
+    ) -> str | None:
+        """The user message that keeps the model going, or None (it may finish).
+        `last_message` is the text of the answer that would end the turn."""
         return None
 
     async def pre_compact(self, ctx: CallContext, ledger: Ledger, trigger: str = "auto") -> None:
@@ -183,9 +186,11 @@ class Chain(Hooks):
                 contexts.append(v.context)
         return PromptVerdict(context="\n".join(contexts) if contexts else None)
 
-    async def stop(self, ctx: CallContext, stop_hook_active: bool, ledger: Ledger) -> str | None:
+    async def stop(
+        self, ctx: CallContext, stop_hook_active: bool, ledger: Ledger, last_message: str = ""
+    ) -> str | None:
         for s in self.sets:
-            keep = await s.stop(ctx, stop_hook_active, ledger)
+            keep = await s.stop(ctx, stop_hook_active, ledger, last_message)
             if keep:
                 return keep
         return None

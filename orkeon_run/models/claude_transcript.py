@@ -36,19 +36,45 @@ always matches what the model was sent.
 
 from __future__ import annotations
 
+import json
 import os
-import uuid
-from datetime import UTC, datetime
+import time
 from pathlib import Path
 from typing import Any
 
 from ..catalog import claude_name
-from ..jsonio import dumps, utf8_line
+from ..jsonio import utf8_line
 from .base import Message
+
+# jsonio.dumps's settings, in one encoder made once (a line's largest cost is encoding).
+_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=str)
+dumps = _ENCODER.encode
+
+_second: list[Any] = [-1, ""]  # the last whole second formatted, and its text
 
 
 def _now() -> str:
-    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    """`2026-11-30T07:41:34.548Z`, the second's part formatted once a second."""
+    t = time.time()
+    s = int(t)
+    if s != _second[0]:
+        _second[:] = [s, time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(s))]
+    return f"{_second[1]}.{int((t - s) * 1000):03d}Z"
+
+
+class _Ids:
+    """UUIDs (version 4 in form) for the lines of one file: 80 random bits drawn once,
+    then a counter, so an id costs a format, not a draw from the OS and a `uuid.UUID`
+    (together most of a line's cost)."""
+
+    def __init__(self) -> None:
+        h = os.urandom(12).hex()
+        self._prefix = f"{h[:8]}-{h[8:12]}-4{h[13:16]}-{'89ab'[int(h[16], 16) & 3]}{h[17:20]}-"
+        self._n = 0
+
+    def next(self) -> str:
+        self._n += 1
+        return f"{self._prefix}{self._n:012x}"
 
 
 class ClaudeTranscript:
@@ -61,8 +87,11 @@ class ClaudeTranscript:
             "sessionId": session_id,
             "version": version,
         }
+        # The same in every line: encoded once (the body of `_common`, without braces).
+        self._common_json = dumps(self._common)[1:-1]
         self._fd: int | None = None
         self._last: str | None = None
+        self._ids = _Ids()
 
     def start(self, messages: list[Message]) -> None:
         """(Re)create the file with `messages` (a resumed conversation; none for a new one),
@@ -71,6 +100,7 @@ class ClaudeTranscript:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND, 0o644)
         self._last = None
+        self._ids = _Ids()
         lines = [line for m in messages if (line := self._line(m)) is not None]
         if lines:
             os.write(self._fd, b"".join(lines))
@@ -108,7 +138,7 @@ class ClaudeTranscript:
         os.write(self._fd, line)
 
     def _record(self, record: dict[str, Any]) -> bytes:
-        self._last = record["uuid"] = str(uuid.uuid4())
+        self._last = record["uuid"] = self._ids.next()
         record["timestamp"] = _now()
         return utf8_line(dumps(record) + "\n")
 
@@ -118,9 +148,13 @@ class ClaudeTranscript:
         if m.role == "system":
             return None
         kind = "assistant" if m.role == "assistant" else "user"
-        record = {"parentUuid": self._last, **self._common, "type": kind}
-        record["message"] = self._message(m, usage, model)
-        return self._record(record)
+        parent = "null" if self._last is None else f'"{self._last}"'
+        self._last = uid = self._ids.next()
+        message = dumps(self._message(m, usage, model))
+        return utf8_line(
+            f'{{"parentUuid":{parent},{self._common_json},"type":"{kind}","message":{message},'
+            f'"uuid":"{uid}","timestamp":"{_now()}"}}\n'
+        )
 
     def _message(self, m: Message, usage: dict[str, int] | None, model: str) -> dict[str, Any]:
         if m.role == "user":
@@ -141,7 +175,7 @@ class ClaudeTranscript:
             for c in m.tool_calls
         ]
         return {
-            "id": f"msg_{uuid.uuid4().hex}",
+            "id": f"msg_{self._ids.next().replace('-', '')}",
             "type": "message",
             "role": "assistant",
             "model": model,

@@ -86,7 +86,9 @@ class Lifecycle(SettingsBase):
             stop_reason=join_reasons(stop_reasons),
         )
 
-    async def stop(self, ctx: CallContext, stop_hook_active: bool, ledger: Ledger) -> str | None:
+    async def stop(
+        self, ctx: CallContext, stop_hook_active: bool, ledger: Ledger, last_message: str = ""
+    ) -> str | None:
         """Stop, when the role's model is about to finish. Returns the user message that
         keeps it going, `[Stop hook (CMD) asks to keep going: REASON]` (one line per
         blocking hook), or None. At most one continuation per turn: with
@@ -94,7 +96,8 @@ class Lifecycle(SettingsBase):
         honoured. `continue: false` from any hook lets the role finish."""
         if not self.has("Stop"):
             return None
-        answers = await self._run("Stop", ctx, None, {"stop_hook_active": stop_hook_active}, ledger)
+        fields = {"stop_hook_active": stop_hook_active, "last_assistant_message": last_message}
+        answers = await self._run("Stop", ctx, None, fields, ledger)
         self._emit_runs("Stop", ctx, answers)
         lines = [
             stop_line(a.command, why) for a in answers if (why := a.block_reason()) is not None
