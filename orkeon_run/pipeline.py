@@ -20,7 +20,9 @@ refuses ends the call, and what the model reads is fixed (docs/hooks.md, docs/to
     `updated_input` goes through stages 2-6 again before the tool runs (an invalid one is
     refused, refused_by "hook"). A refusal may also stop the role (`stop_role`).
  8. the tool     a tool that raises becomes `error: TOOL failed: …`, never a crash (an
-                 MCP tool is its server's, called through the run's hub: tools/mcp/tool.py)
+                 MCP tool is its server's, called through the run's hub: tools/mcp/tool.py);
+                 the shell tool's environment gets the session's hook changes
+                 (`Hooks.session_env`: SessionStart's CLAUDE_ENV_FILE)
  9. post-tool hooks (`hooks.Hooks.post_tool`), on the input that ran.
 
 With any line the hooks add, the result becomes text (`RESULT.rstrip("\\n")` + a newline +
@@ -38,7 +40,7 @@ from __future__ import annotations
 import itertools
 import os
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -93,6 +95,22 @@ def check_call(
     elif entry.path_field is not None:
         path = workspace  # an optional path left out: the whole workspace
     return CheckedCall(entry, input, args, raw, path, outside)
+
+
+def _changed(
+    environ: Mapping[str, str] | None, changes: Mapping[str, str | None]
+) -> dict[str, str]:
+    """The shell tool's environment with the session's hook changes applied (None removes
+    a name). Without an environment of its own, the tool's is orkeon's, scrubbed."""
+    from .environ import scrubbed
+
+    out = dict(environ) if environ is not None else scrubbed()
+    for name, value in changes.items():
+        if value is None:
+            out.pop(name, None)
+        else:
+            out[name] = value
+    return out
 
 
 def call_target(tool: str, input: Any) -> str | None:
@@ -212,6 +230,9 @@ class Pipeline:
         started = time.monotonic()
         try:
             env = self.tool_env if ctx.roots is None else replace(self.tool_env, roots=ctx.roots)
+            changes = self.hooks.session_env(ctx)
+            if changes:
+                env = replace(env, environ=_changed(env.environ, changes))
             result = await run_tool(call, env, timeout)
         except Exception as exc:  # a tool's bug must not end the step
             result = f"error: {tool} failed: {type(exc).__name__}: {exc}"

@@ -44,6 +44,7 @@ from ..hooks import NO_HOOKS, Hooks
 from ..ledger import Ledger
 from ..models import answers
 from ..models.base import Message, Provider, ToolSpec, Turn
+from ..models.claude_transcript import ClaudeTranscript
 from ..models.pricing import cost
 from ..models.transcript import TranscriptWriter, load_conversation
 from ..vocabulary import RoleStatus
@@ -113,11 +114,13 @@ class Agent:
         transcript_path: Path,
         resume: bool = False,
         tool_specs: list[ToolSpec] | None = None,
+        claude_transcript: ClaudeTranscript | None = None,
     ) -> None:
         """`pipeline` has `async call(ctx, tool, input, call_id) -> CallOutcome`; `hooks`
         are the step's (their session events fire here, their tool events in the
         pipeline). `tool_specs` overrides the specs looked up by name in the role's catalog
-        (`spec.ctx.catalog`)."""
+        (`spec.ctx.catalog`). `claude_transcript` mirrors the transcript, from the start
+        (claude_transcript.py)."""
         self.spec = spec
         self.ctx = spec.ctx
         self.pipeline = pipeline
@@ -133,7 +136,7 @@ class Agent:
         self._tools_chars = sum(
             len(t.name) + len(t.description) + len(json.dumps(t.input_schema)) for t in self.tools
         )
-        self.transcript = TranscriptWriter(transcript_path, spec.name)
+        self.transcript = TranscriptWriter(transcript_path, spec.name, claude_transcript)
         self.messages: list[Message] = []
         self._scanned = compaction.Scanned()
         self._removed = compaction.Removed()
@@ -151,6 +154,8 @@ class Agent:
         if self.resumed:
             self.messages = load_conversation(transcript_path)
             self._chars = sum(message_chars(m) for m in self.messages)
+        if claude_transcript is not None:
+            claude_transcript.start(self.messages)
 
     # --- public ------------------------------------------------------------------------
 
@@ -231,7 +236,7 @@ class Agent:
             cut = 0
             if not turn.tool_calls:
                 self.final_text = turn.text
-                keep = await self.hooks.stop(self.ctx, stop_continued, self.ledger)
+                keep = await self.hooks.stop(self.ctx, stop_continued, self.ledger, turn.text)
                 if keep and not stop_continued:
                     stop_continued = True
                     self._add(Message("user", keep))
@@ -285,6 +290,7 @@ class Agent:
         self._add(
             Message("assistant", turn.text, tuple(turn.tool_calls)),
             "received",
+            model=turn.model_name or "",
             usage=usage,
             seconds=round(seconds, 6),
         )

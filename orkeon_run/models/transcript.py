@@ -19,10 +19,13 @@ import json
 import os
 import time
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from ..jsonio import utf8_line
 from .base import Message
+
+if TYPE_CHECKING:
+    from .claude_transcript import ClaudeTranscript
 
 Direction = Literal["sent", "received"]
 
@@ -32,9 +35,13 @@ def _dumps(obj: Any) -> str:
 
 
 class TranscriptWriter:
-    def __init__(self, path: Path, agent: str) -> None:
+    """`mirror`, when given, gets every message and compaction too, in Claude Code's shape
+    (claude_transcript.py: the file settings-shape hooks read)."""
+
+    def __init__(self, path: Path, agent: str, mirror: ClaudeTranscript | None = None) -> None:
         self.path = path
         self.agent = agent
+        self.mirror = mirror
         self._fd: int | None = None
 
     def _open(self) -> int:
@@ -43,20 +50,29 @@ class TranscriptWriter:
             self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
         return self._fd
 
-    def message(self, direction: Direction, message: Message, **extra: Any) -> None:
+    def message(
+        self, direction: Direction, message: Message, *, model: str = "", **extra: Any
+    ) -> None:
+        """`model`, the model's name, goes to the mirror only."""
         line = {"ts": round(time.time(), 6), "agent": self.agent, "direction": direction}
         line.update(message.to_json())
         line.update(extra)
         os.write(self._open(), utf8_line(_dumps(line) + "\n"))
+        if self.mirror is not None:
+            self.mirror.add(message, extra.get("usage"), model)
 
     def note(self, direction: str, **fields: Any) -> None:
         line = {"ts": round(time.time(), 6), "agent": self.agent, "direction": direction, **fields}
         os.write(self._open(), utf8_line(_dumps(line) + "\n"))
+        if self.mirror is not None and direction == "compacted":
+            self.mirror.compacted(int(fields.get("tokens_before") or 0))
 
     def close(self) -> None:
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None
+        if self.mirror is not None:
+            self.mirror.close()
 
 
 def read_lines(path: Path) -> list[dict[str, Any]]:

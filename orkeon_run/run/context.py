@@ -75,6 +75,12 @@ class StepRun:
 
         return role_tools(entries, self.catalog, self.mcp)
 
+    def claude_transcript_path(self, role: str) -> Path:
+        """`b1/api` -> RUN_DIR/claude-transcripts/b1/api.jsonl: the role's conversation in
+        Claude Code's shape, the `transcript_path` settings-shape hooks read (written only
+        when the step has such hooks)."""
+        return self.run_dir / "claude-transcripts" / f"{role}.jsonl"
+
     def pipeline(self, rule_sets: Sequence[RuleSet]) -> Pipeline:
         from ..pipeline import Pipeline
         from ..tools import ToolEnv

@@ -6,6 +6,7 @@ passes through to the runner, which records "interrupted".
 from __future__ import annotations
 
 import os
+import uuid
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import replace
@@ -52,14 +53,18 @@ def crew_of(sr: StepRun) -> Crew:
 def role_context(
     sr: StepRun, role: str, *, batch: str | None = None, roots: Sequence[str] | None = None
 ) -> CallContext:
+    """The role's context. Its session, for settings-shape hooks: `session_id` a UUID made
+    from the run and the role (the same on --resume; hook scripts put it in file names,
+    where the run id's and role's `/` would not go), `transcript_path` the role's
+    conversation in Claude Code's shape."""
     return CallContext(
         step=sr.step,
         role=role,
         workspace=sr.workspace,
         batch=batch,
         roots=tuple(roots) if roots is not None else None,
-        session_id=f"{sr.run_id}/{role}",
-        transcript_path=str(sr.transcript_path(role)),
+        session_id=str(uuid.uuid5(uuid.NAMESPACE_URL, f"orkeon:{sr.run_id}/{role}")),
+        transcript_path=str(sr.claude_transcript_path(role)),
     )
 
 
@@ -81,6 +86,17 @@ async def role_agent(
 
     from ...agent.loop import Agent, RoleSpec
 
+    claude = None
+    if sr.config.settings_hooks:
+        from ... import __version__
+        from ...models.claude_transcript import ClaudeTranscript
+
+        claude = ClaudeTranscript(
+            sr.claude_transcript_path(ctx.role),
+            session_id=ctx.session_id,
+            cwd=str(sr.workspace),
+            version=__version__,
+        )
     crew_role = crew.role(template)
     tools, catalog = sr.role_tools(crew_role.tools)
     ctx = replace(ctx, catalog=catalog)
@@ -99,6 +115,7 @@ async def role_agent(
         events=sr.events,
         transcript_path=sr.transcript_path(ctx.role),
         resume=resume,
+        claude_transcript=claude,
     )
     sr.agents[ctx.role] = agent
     sr.events.emit("role.start", step=sr.step, batch=ctx.batch, role=ctx.role)
