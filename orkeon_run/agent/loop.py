@@ -70,9 +70,13 @@ class RoleResult:
     refused: int
     final_text: str
     error: str | None = None
+    # The stage that refused the role's first refused call and the first line of what the
+    # model read: said in the result when every call was refused.
+    first_refusal: tuple[str, str] | None = None
 
     def to_json(self) -> dict[str, Any]:
-        """The result document's `roles[]` entry."""
+        """The result document's `roles[]` entry; `all_refused` when the role made calls
+        and every one was refused (what it did then is what the refusals let it do)."""
         d: dict[str, Any] = {
             "name": self.name,
             "status": self.status,
@@ -82,7 +86,15 @@ class RoleResult:
         }
         if self.error is not None:
             d["error"] = self.error
+        if self.calls and self.refused == self.calls and self.first_refusal is not None:
+            stage, text = self.first_refusal
+            d["all_refused"] = {"stage": stage, "text": text}
         return d
+
+
+def _first_line(text: str, limit: int = 300) -> str:
+    line = next((x.strip() for x in text.splitlines() if x.strip()), "")
+    return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
 def specs_for(names: tuple[str, ...]) -> list[ToolSpec]:
@@ -143,6 +155,7 @@ class Agent:
         self.final_text = ""
         self.status: Status = "succeeded"
         self.error: str | None = None
+        self.first_refusal: tuple[str, str] | None = None
         self.resumed = resume and transcript_path.is_file() and transcript_path.stat().st_size > 0
         self._started = False
         self._closed = False
@@ -164,6 +177,7 @@ class Agent:
             self.refused,
             self.final_text,
             self.error,
+            self.first_refusal,
         )
 
     async def run(self, prompt: str) -> RoleResult:
@@ -232,6 +246,11 @@ class Agent:
                 self.calls += 1
                 refused = outcome.outcome == "refused"
                 self.refused += refused
+                if refused and self.first_refusal is None:
+                    self.first_refusal = (
+                        outcome.refused_by or "invalid",
+                        _first_line(outcome.text),
+                    )
                 self._add(
                     Message(
                         "tool",

@@ -39,7 +39,7 @@ from pydantic import (
 from ..catalog import TOOLS
 from ..errors import InputError
 from ..ledger import BudgetLimits
-from ..vocabulary import StepName
+from ..vocabulary import CrewStep
 from .inputs import NAME_RE, error_lines
 
 
@@ -86,7 +86,7 @@ class CrewRuleSet(_Frozen):
 class Crew(_Frozen):
     """A step's crew: `crews/STEP.toml`, or a workspace's `.orkeon/crews/STEP.toml`."""
 
-    step: StepName
+    step: CrewStep
     description: str = ""
     budget: BudgetLimits = Field(
         default_factory=BudgetLimits, description="the step's budget when the inputs give none"

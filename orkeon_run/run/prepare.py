@@ -77,7 +77,19 @@ def prepare(
     workspace: str | None = None,
     environ: Mapping[str, str] | None = None,
     stdin_is_tty: bool | None = None,
+    flags: Mapping[str, str | None] | None = None,
+    knobs: bool = True,
+    hook_files: str = "skip",
 ) -> RunConfig:
+    """The checked configuration of a run of `step` (None: no step) from the inputs `doc`.
+
+    `flags` are the command line's knobs (config/run_settings.py: `{"usd": "2.5", ...}`);
+    with `knobs`, they, the `ORKEON_*` variables and the settings files' `Orkeon:Run`
+    section are folded into the document by their precedence. A pipeline's steps are
+    prepared with `knobs=False`: the pipeline folded them once, and each step runs on what
+    is left of its budget. `hook_files`: a native hook whose program or script is missing
+    is a problem (`"error"`, `orkeon validate`), a warning (`"warn"`, `orkeon run`), or not
+    looked for (`"skip"`)."""
     env = os.environ if environ is None else environ
     if step == "tasks-repair" and isinstance(doc, dict):
         doc = repair_document(doc)
@@ -93,27 +105,45 @@ def prepare(
             problems.extend(exc.problems)
             return None
 
-    gate = collect(lambda: _gate(inputs))
-    collect(lambda: _check_model(inputs, env))
-    settings = collect(lambda: _settings_hooks(inputs, ws, env, stdin_is_tty, warnings.append))
-    shell_rules = collect(lambda: _shell_rules(inputs, ws, env, stdin_is_tty))
-    crew = plan = None
-    plan_rel = ""
-    repair = None
+    from ..config.trust import is_trusted
+
+    trusted = is_trusted(ws, environ=env, stdin_is_tty=stdin_is_tty)
+    if knobs:
+        folded = collect(lambda: _knobs(doc, flags, env, ws, trusted))
+        if folded is not None and folded is not doc:
+            doc = folded
+            inputs = parse_inputs(doc)
+    module = crew = None
+    default_budget = BudgetLimits()
     if step is not None:
         from .steps import step_module
 
         module = step_module(step)
-        crew = collect(lambda: _crew(step, ws, module.ROLES))
+        if hasattr(module, "default_budget"):  # a step that runs other steps' crews
+            default_budget = collect(lambda: module.default_budget(ws)) or default_budget
+        else:
+            crew = collect(lambda: _crew(step, ws, module.ROLES))
+            default_budget = crew.budget if crew is not None else default_budget
+    gate = collect(lambda: _gate(inputs))
+    collect(lambda: _check_model(inputs, env))
+    settings = collect(lambda: _settings_hooks(inputs, ws, env, stdin_is_tty, warnings.append))
+    shell_rules = collect(lambda: _shell_rules(inputs, ws, env, trusted))
+    if hook_files != "skip":
+        from ..hooks.native_files import missing_files
+
+        found = missing_files(inputs.native_hooks, ws, env.get("PATH", os.defpath))
+        (problems if hook_files == "error" else warnings).extend(found)
+    plan = None
+    plan_rel = ""
+    repair = None
+    if module is not None:
         checked = collect(lambda: module.check(inputs, ws))
         if isinstance(checked, tuple):
             plan, plan_rel = checked
-        if step == "tasks-repair" and inputs.repair is not None:
-            repair = collect(lambda: failed_run(inputs.repair.run))  # type: ignore[union-attr]
+        if step == "tasks-repair" and inputs.repair is not None and inputs.repair.run:
+            repair = collect(lambda: failed_run(inputs.repair.run))  # type: ignore[union-attr,arg-type]
     if problems:
         raise InputError(sorted(set(problems)))
-    # The crew's budget is the default; a budget in --inputs replaces it whole.
-    budget = inputs.budget if "budget" in inputs.model_fields_set or crew is None else crew.budget
     return RunConfig(
         step=step,
         inputs=inputs,
@@ -125,12 +155,34 @@ def prepare(
         gate=gate,
         settings_hooks=settings or {},
         crew=crew,
-        budget=budget,
+        budget=budget_limits(inputs, default_budget),
         plan=plan,
         plan_rel=plan_rel,
         repair=repair,
         warnings=tuple(warnings),
     )
+
+
+def budget_limits(inputs: Inputs, default: BudgetLimits) -> BudgetLimits:
+    """The step's budget: each limit the inputs' `budget` gives (a knob's value was folded
+    into it), else the crew's (docs/inputs.md, "budget")."""
+    if "budget" not in inputs.model_fields_set:
+        return default
+    given = inputs.budget.model_fields_set
+    return default.model_copy(update={k: getattr(inputs.budget, k) for k in given})
+
+
+def _knobs(
+    doc: Any,
+    flags: Mapping[str, str | None] | None,
+    env: Mapping[str, str],
+    ws: Path,
+    trusted: bool,
+) -> Any:
+    from ..config import run_settings
+
+    files = run_settings.settings_files(ws, trusted=trusted, environ=env)
+    return run_settings.resolve(doc, flags=flags, environ=env, files=files)
 
 
 def resolve_workspace(inputs: Inputs, override: str | None) -> Path:
@@ -180,13 +232,9 @@ def _settings_hooks(
     )
 
 
-def _shell_rules(
-    inputs: Inputs, ws: Path, env: Mapping[str, str], stdin_is_tty: bool | None
-) -> ShellRules:
+def _shell_rules(inputs: Inputs, ws: Path, env: Mapping[str, str], trusted: bool) -> ShellRules:
     from ..config.shell_settings import resolve_shell_rules
-    from ..config.trust import is_trusted
 
-    trusted = is_trusted(ws, environ=env, stdin_is_tty=stdin_is_tty)
     return resolve_shell_rules(inputs.shell, workspace=ws, workspace_trusted=trusted, environ=env)
 
 
