@@ -194,3 +194,23 @@ def test_validate_reads_the_variables_too(ws, capsys, monkeypatch):
         "orkeon: environment variable ORKEON_CONCURRENCY: Input should be greater than or "
         "equal to 1\n"
     )
+
+
+def test_a_limit_the_inputs_leave_out_is_the_crews_own(ws, capsys):
+    """A workspace's crew says 60 s and 5 turns; the inputs give only `usd`: the run has
+    all three (the inputs' `budget` no longer replaces the crew's whole)."""
+    from orkeon_run.config.trust import record_crews_trust
+
+    crews = ws / ".orkeon" / "crews"
+    crews.mkdir(parents=True)
+    builtin = (Path(__file__).resolve().parent.parent / "crews" / "dev-spec.toml").read_text()
+    (crews / "dev-spec.toml").write_text(
+        builtin.replace("[budget]\nseconds = 1800", "[budget]\nseconds = 60\nturns = 5")
+    )
+    record_crews_trust(ws)
+    used = limits_used(capsys, ws, {"budget": {"usd": 3}})
+    assert {k: used[k] for k in ("seconds", "turns", "usd")} == {
+        "seconds": 60,
+        "turns": 5,
+        "usd": 3,
+    }
