@@ -292,3 +292,40 @@ def test_an_interrupted_pipeline_keeps_what_finished_and_resumes(ws, tmp_path):
     ]  # fmt: skip
     assert [e["type"] for e in events(rd / "steps/dev-spec")].count("run.start") == 1
     assert (ws / "src/hello.txt").is_file() and (ws / "docs/x.md").is_file()
+
+
+def test_a_pipeline_job_is_counted_once_by_jobs_merge(ws, tmp_path, capsys):
+    """A job list may run the pipeline; `jobs merge` counts its calls and turns once (from
+    the pipeline's own log), and its charged time from its result."""
+    jobs = tmp_path / "jobs.jsonl"
+    job = {"id": "p1", "step": "pipeline", "workspace": str(ws), "inputs": pipeline_doc()}
+    jobs.write_text(json.dumps(job) + "\n")
+    code, _, err = orkeon(capsys, "jobs", "run", str(jobs), "--out", str(tmp_path / "out"))
+    assert code == 0, err
+    result = json.loads((tmp_path / "out/p1/result.json").read_text())
+    assert result["step"] == "pipeline" and (tmp_path / "out/p1/steps/dev-batches").is_dir()
+    code, out, _ = orkeon(capsys, "jobs", "merge", str(tmp_path / "out"))
+    (row,) = json.loads(out)["rows"]
+    assert (row["status"], row["calls"], row["turns"]) == ("succeeded", 4, 9)
+    assert row["seconds"] == result["budget"]["used_seconds"]
+
+
+def test_plain_progress_shows_each_step_start_and_end(ws, tmp_path, capsys):
+    command, program = refusing_hook(tmp_path, once=True)
+    doc = with_hook(pipeline_doc(), command, program)
+    code, _, err = orkeon(capsys, "run", "pipeline", "--workspace", str(ws), "--output", "json",
+                          "--progress", "plain", "--inputs", json.dumps(doc))  # fmt: skip
+    assert code == 0
+    steps = [line for line in err.splitlines() if ": step " in line]
+    assert steps[:5] == [
+        "dev-spec: step started", "dev-spec: step succeeded (exit 0)",
+        "dev-plan: step started", "dev-plan: step succeeded (exit 0)",
+        "dev-batches: step started",
+    ]  # fmt: skip
+    assert steps[5].startswith("dev-batches: step failed (exit 1): every call of role b1/api")
+    assert steps[6:] == [
+        "tasks-repair-1: step started", "tasks-repair-1: step succeeded (exit 0)",
+        "dev-batches: step resumed", "dev-batches: step succeeded (exit 0)",
+    ]  # fmt: skip
+    plain = [line for line in err.splitlines() if not line.startswith("{")]  # not the logs
+    assert plain[-1].startswith("pipeline: succeeded (exit 0) in ")
