@@ -17,12 +17,13 @@ from pipelinekit import (
     events,
     orkeon,
     pipeline_doc,
+    pipeline_script,
     refusing_hook,
     run_dir,
     run_json,
     with_hook,
 )
-from stepkit import environ, make_workspace, read_jsonl
+from stepkit import environ, make_workspace, read_jsonl, write
 
 from orkeon_run.run.result import Result
 
@@ -329,3 +330,31 @@ def test_plain_progress_shows_each_step_start_and_end(ws, tmp_path, capsys):
     ]  # fmt: skip
     plain = [line for line in err.splitlines() if not line.startswith("{")]  # not the logs
     assert plain[-1].startswith("pipeline: succeeded (exit 0) in ")
+
+
+@pytest.mark.parametrize(
+    ("first", "repaired"), [("api", ["b1/api"]), ("web", ["b1/web", "b1/api"])]
+)
+def test_when_only_the_audit_failed_roles_are_repaired_in_plan_order_until_it_passes(
+    ws, tmp_path, capsys, first, repaired
+):
+    """Both roles of b1 succeeded, the audit failed (b1/api's write was refused once): the
+    roles are repaired in plan order, and the round ends at the first repair whose own
+    audit passes."""
+    roles = {
+        "api": {"name": "api", "roots": ["src/"], "task": "write src/hello.txt"},
+        "web": {"name": "web", "roots": ["web/"], "task": "write web/x.txt"},
+    }
+    order = [roles[first], *(r for n, r in roles.items() if n != first)]
+    plan = {"batches": [{"name": "b1", "roles": order}]}
+    script = {**pipeline_script(plan), "b1/web": [{"tool_calls": [write("web/x.txt", "x\n")]}]}
+    command, program = refusing_hook(tmp_path, once=True)
+    doc = with_hook(
+        pipeline_doc(model={"provider": "scripted", "script": script}), command, program
+    )
+    code, result, _ = run_json(capsys, "pipeline", ws, doc=doc)
+    assert code == 0, result["error"]
+    repairs = [s for s in result["steps"] if s["step"] == "tasks-repair"]
+    assert [s["name"] for s in repairs] == [f"tasks-repair-{n + 1}" for n in range(len(repaired))]
+    assert [s["roles"][0]["name"] for s in repairs] == repaired
+    assert [s["audits"][0]["passed"] for s in repairs] == [False] * (len(repaired) - 1) + [True]

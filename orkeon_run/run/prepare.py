@@ -17,7 +17,7 @@ import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from ..config.inputs import Inputs, MatcherGroup, Plan, load_document, parse_inputs, parse_plan
 from ..errors import InputError
@@ -79,7 +79,7 @@ def prepare(
     stdin_is_tty: bool | None = None,
     flags: Mapping[str, str | None] | None = None,
     knobs: bool = True,
-    hook_files: str = "skip",
+    hook_files: Literal["error", "warn", "skip"] = "skip",
 ) -> RunConfig:
     """The checked configuration of a run of `step` (None: no step) from the inputs `doc`.
 

@@ -12,8 +12,8 @@ pipeline's log has one `run.start` and one `result` per attempt, like any run's.
 One budget for the whole pipeline: each step runs on what is left of it (its inputs say
 so), and what it spent is added to the pipeline's ledger when it ends.
 
-A failed batch (dev-batches stopped at it, `failed_batch`) gets at most `repair.attempts`
-rounds (default 1). A round repairs, one after another, the batch's roles that did not
+A failed batch (dev-batches stopped at it, `failed_batch`, exit 1, no role whose provider
+failed) gets at most `repair.attempts` rounds (default 1). A round repairs, one after another, the batch's roles that did not
 succeed; when every role succeeded and the audit failed, each of its roles in plan order
 until one repair's own audit passes. Then `mark_repaired` and dev-batches resumes: the
 batch is audited again as it stands (against the workspace as it was when it first
@@ -21,7 +21,8 @@ began), and the later batches run.
 
 state.json: `phase` (the step to run or resume next, `repair`, or `done`), `steps` (every
 step run's entry, as it ended), `rounds` (repair rounds per batch), `repairs` (how many
-tasks-repair runs were started: their names), `repair` (the round under way). A
+tasks-repair runs were started: the last one's number), `repair` (the round under way:
+its batch, roles, the names of the repairs started, how many ended, their records). A
 `--resume` goes on from `phase`: a step that succeeded is not run again, one that did not
 is resumed in its directory, as `orkeon run STEP --resume` would.
 """
@@ -199,16 +200,16 @@ class Pipeline:
             return False
         order = self.batch_roles(batch) or list(stopped["roles"])
         records = stopped["roles"]
-        failed = [r for r in order if (records.get(r) or {}).get("status") != "succeeded"]
+        statuses = [(records.get(r) or {}).get("status") for r in order]
+        if "failed" in statuses:
+            return False  # a role's provider failed (or it crashed): a repair would too
+        failed = [r for r, status in zip(order, statuses, strict=True) if status != "succeeded"]
         rounds[batch] = rounds.get(batch, 0) + 1
-        first = int(self.state["repairs"])
         roles = failed or order  # every role succeeded: the audit failed
-        names = [f"tasks-repair-{first + i + 1}" for i in range(len(roles))]
         self.save(
             phase="repair",
             rounds=rounds,
-            repairs=first + len(roles),
-            repair={"batch": batch, "roles": roles, "names": names, "next": 0,
+            repair={"batch": batch, "roles": roles, "names": [], "next": 0,
                     "until_passed": not failed, "records": {}},
         )  # fmt: skip
         return True
@@ -236,7 +237,12 @@ class Pipeline:
         rp = dict(self.state["repair"])
         while rp["next"] < len(rp["roles"]):
             i = rp["next"]
-            role, name = rp["roles"][i], rp["names"][i]
+            role = rp["roles"][i]
+            if len(rp["names"]) <= i:  # a new repair (else: resuming the one cut short)
+                repairs = int(self.state["repairs"]) + 1
+                rp = {**rp, "names": [*rp["names"], f"tasks-repair-{repairs}"]}
+                self.save(repairs=repairs, repair=rp)
+            name = rp["names"][i]
             extra = {"repair": {"run": str(batches_dir), "role": role}}
             result = await self.stage(name, "tasks-repair", extra)
             if result is None:
@@ -276,8 +282,7 @@ class Pipeline:
         audits: list[dict[str, Any]] = []
         for entry in entries:
             for record in entry.get("roles") or []:
-                roles.pop(record["name"], None)
-                roles[record["name"]] = record
+                roles[record["name"]] = record  # the last record, in its first place
             if entry["status"] == "succeeded":
                 artifacts.update(entry.get("artifacts") or {})
             if entry["step"] == "dev-batches":
