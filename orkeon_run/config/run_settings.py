@@ -17,9 +17,10 @@ pydantic-settings merges sources 1-4 in that order (one custom source each, as i
 shell_settings.py); each source first checks its own values, so a bad one names its flag,
 variable or file key (exit 2). What no source gives keeps the crew's default.
 
-`resolve` returns the inputs document with the winners of sources 1, 2 and 4 written into
-it (`model`, `budget`, `concurrency`), so the run directory's inputs.json records what
-the run used and a `--resume` runs with it (a flag or variable given again wins again).
+`resolve` returns the inputs document with the knobs that sources 1, 2 and 4 won written
+into it (`model`, `budget`, `concurrency`): the run uses that document, its inputs.json
+records it, and so a `--resume` runs with the same knobs (a flag or variable given again
+wins again).
 """
 
 from __future__ import annotations
