@@ -28,7 +28,14 @@ if TYPE_CHECKING:
 from .context import StepOutcome, StepRun, step_hooks
 from .prepare import RunConfig, prepare, stdin_tty
 from .result import result_document
-from .rundir import new_run_id, read_state, resolve, resume_document, save_inputs
+from .rundir import (
+    leave_gitignore,
+    new_run_id,
+    read_state,
+    resolve,
+    resume_document,
+    save_inputs,
+)
 from .steps import step_module
 
 
@@ -58,10 +65,14 @@ def open_run(
     stream: IO[str] | None,
     environ: Mapping[str, str] | None = None,
     progress: str = "none",
+    flags: Mapping[str, str | None] | None = None,
+    nested: bool = False,
 ) -> OpenRun:
     """Prepare the run and open its directory. Input problems raise InputError (exit 2)
     before anything is written. `progress` (live, plain, none) is shown on stderr; traces
-    are exported when the OTEL_* variables ask for them (run/telemetry.py)."""
+    are exported when the OTEL_* variables ask for them (run/telemetry.py). `flags` are
+    the command line's knobs (prepare.py). `nested`: a step of a pipeline, whose knobs,
+    warnings, progress and traces are the pipeline's (steps/pipeline.py)."""
     step_module(step)  # an unknown step is a usage error before anything is read
     resume = resume_dir is not None
     state: dict[str, Any] = {}
@@ -73,9 +84,19 @@ def open_run(
             from ..errors import UsageError
 
             raise UsageError(f"--resume: {rd} is a {state['step']} run, not {step}")
-    config = prepare(doc, step=step, workspace=workspace, environ=environ, stdin_is_tty=stdin_tty())
-    for line in config.warnings:
-        logs.warn(line)
+    config = prepare(
+        doc,
+        step=step,
+        workspace=workspace,
+        environ=environ,
+        stdin_is_tty=stdin_tty(),
+        flags=flags,
+        knobs=not nested,
+        hook_files="skip" if nested else "warn",
+    )
+    if not nested:
+        for line in config.warnings:
+            logs.warn(line)
     if resume_dir is None:
         run_id = new_run_id()
         rd = resolve(run_dir) if run_dir else config.workspace / ".orkeon" / "runs" / run_id
@@ -84,13 +105,15 @@ def open_run(
 
             raise UsageError(f"--run-dir: already holds a run (use --resume to continue it): {rd}")
         state = {"run_id": run_id, "step": step}
+        if not nested:
+            leave_gitignore(config.workspace, rd)
     else:
         run_id = state.get("run_id") or rd.name
     rd.mkdir(parents=True, exist_ok=True)
     save_inputs(rd, config.doc, resume)
     atomic_write_json(rd / "state.json", state)
     events = EventLog(rd / "events.jsonl", stream)
-    watchers = _watchers(progress)
+    watchers = [] if nested else _watchers(progress)
     events.listeners.extend(watchers)
     return OpenRun(config, rd, run_id, resume, state, events, environ, watchers)
 
@@ -182,6 +205,7 @@ async def execute(
         hooks=step_hooks(config, events),
         resume=opened.resume,
         state=opened.state,
+        environ=opened.environ,
     )
     events.emit(
         "run.start",
@@ -282,6 +306,8 @@ async def _finish(sr: StepRun, outcome: StepOutcome) -> dict[str, Any]:
 
 def _partial(sr: StepRun, status: StepStatus, error: str) -> StepOutcome:
     """The outcome of a step that did not finish: each role that started, as it stood."""
+    if sr.partial is not None:
+        return sr.partial(status, error)
     roles = [a.result for a in sr.agents.values() if a.turns or a.calls]
     return StepOutcome(status=status, roles=roles, error=error)
 
