@@ -30,7 +30,11 @@ class EventLog:
         self.listeners: list[Callable[[dict[str, Any]], None]] = []
 
     def emit(self, type: str, **fields: Any) -> dict[str, Any]:
-        event = {"type": type, "ts": round(time.time(), 6), **fields}
+        return self.write({"type": type, "ts": round(time.time(), 6), **fields})
+
+    def write(self, event: dict[str, Any]) -> dict[str, Any]:
+        """Log an event made elsewhere, its `ts` kept (a pipeline's log takes each of its
+        steps' events as they happen)."""
         data = utf8_line(dumps(event) + "\n")
         with self._lock:
             if self._fd is not None:

@@ -14,7 +14,8 @@ needs no other has finished within its budget.
 from __future__ import annotations
 
 import threading
-from typing import Literal
+from collections.abc import Mapping
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -45,6 +46,8 @@ class Ledger:
         self.turns = 0
         self.tokens_in = 0
         self.tokens_out = 0
+        self.cache_read_tokens = 0  # parts of tokens_in read from / written to a prompt cache
+        self.cache_write_tokens = 0
         self.usd = 0.0
         self.usd_known = True
         self.reached: BudgetName | None = None  # a limit was reached: nothing new may start
@@ -64,12 +67,21 @@ class Ledger:
                 self.hook_seconds += seconds
             self._update()
 
-    def add_turn(self, tokens_in: int = 0, tokens_out: int = 0, usd: float | None = 0.0) -> None:
+    def add_turn(
+        self,
+        tokens_in: int = 0,
+        tokens_out: int = 0,
+        usd: float | None = 0.0,
+        cache_read: int = 0,
+        cache_write: int = 0,
+    ) -> None:
         """Count one model answer; `usd=None` means its price is unknown (not counted)."""
         with self._lock:
             self.turns += 1
             self.tokens_in += tokens_in
             self.tokens_out += tokens_out
+            self.cache_read_tokens += cache_read
+            self.cache_write_tokens += cache_write
             if usd is None:
                 self.usd_known = False
             else:
@@ -88,6 +100,43 @@ class Ledger:
             self.reached = "tokens"
         elif lim.usd is not None and self.usd >= lim.usd:
             self.reached = "usd"
+
+    def add_spent(self, block: Mapping[str, Any]) -> None:
+        """Add what another ledger spent (its `snapshot()`, a result's `budget`): each step
+        of a pipeline runs on a ledger of its own, on what is left of the pipeline's."""
+        with self._lock:
+            self.model_seconds += float(block.get("model_seconds") or 0.0)
+            self.tool_seconds += float(block.get("tool_seconds") or 0.0)
+            self.hook_seconds += float(block.get("hook_seconds") or 0.0)
+            self.turns += int(block.get("turns") or 0)
+            self.tokens_in += int(block.get("tokens_in") or 0)
+            self.tokens_out += int(block.get("tokens_out") or 0)
+            usd = block.get("usd")
+            if usd is None:
+                self.usd_known = False
+            else:
+                self.usd += float(usd)
+            self._update()
+            if block.get("exhausted"):
+                self.reached = self.reached or block["exhausted"]
+                self.exhausted = self.exhausted or block["exhausted"]
+
+    def left(self) -> BudgetLimits:
+        """The limits less what is spent: a pipeline's next step runs on these. Call it
+        only when `spent()` is None (every limit then has something left)."""
+        lim = self.limits
+
+        def less(limit: float | None, used: float) -> float | None:
+            return None if limit is None else limit - used
+
+        return lim.model_copy(
+            update={
+                "seconds": less(lim.seconds, self.used_seconds),
+                "turns": less(lim.turns, self.turns),
+                "tokens": less(lim.tokens, self.tokens_in + self.tokens_out),
+                "usd": less(lim.usd, self.usd),
+            }
+        )
 
     def spent(self) -> BudgetName | None:
         """Which budget has reached its limit, or None. Asks; records nothing."""
@@ -135,6 +184,8 @@ class Ledger:
             "turns": self.turns,
             "tokens_in": self.tokens_in,
             "tokens_out": self.tokens_out,
+            "cache_read_tokens": self.cache_read_tokens,
+            "cache_write_tokens": self.cache_write_tokens,
             "usd": round(self.usd, 6) if self.usd_known else None,
             "exhausted": self.exhausted,
         }

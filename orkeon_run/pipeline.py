@@ -5,21 +5,27 @@ refuses ends the call, and what the model reads is fixed (docs/hooks.md, docs/to
 
  1. budget       a spent budget starts no call: `[refused: the step's time budget is spent]`
                  (turns/tokens/cost: `… the step's turn|token|cost budget is spent`)
- 2. the call     a tool that cannot run here (`unavailable`: the shell where no sandbox
-                 can be made, `[refused: the shell sandbox is not available here: REASON]`),
-                 an unknown tool or a bad input (a text result `error: …`): outcome
-                 "refused", refused_by null (no stage refused it: it was not a call that
-                 could run). The path argument is resolved here, once: every later stage
-                 and the tool act on that resolution.
+ 2. the call     unknown tool or bad input: a text result `error: …`; outcome "refused",
+                 refused_by null (no stage refused it: it was not a call it could run).
+                 A tool that cannot run here now (`calls.Catalog.unavailable`: the shell
+                 where no sandbox can be made, `[refused: the shell sandbox is not
+                 available here: REASON]`; a tool of an MCP server the role named that is
+                 not running) is refused the same way, with the catalog's text. The path
+                 argument is resolved here, once: every later stage and the tool act on
+                 that resolution.
  3. gate         the session's rules: `[refused by the gate: RULE]`
  4. workspace    the path resolves outside: `[refused: PATH is outside the workspace]`
- 5. rule sets    the step's: `[refused by rule set NAME: RULE]`
+ 5. rule sets    the step's: `[refused by rule set NAME: RULE]` (a program check's RULE is
+                 `CHECK: WHY`, policy/progchecks.py)
  6. roots        writing tools of a role with roots, on the resolved path:
                  `[refused: PATH is outside this role's roots (ROOTS)]`
  7. pre-tool hooks (`hooks.Hooks.pre_tool`: native ones, then settings-shape ones); an
     `updated_input` goes through stages 2-6 again before the tool runs (an invalid one is
     refused, refused_by "hook"). A refusal may also stop the role (`stop_role`).
- 8. the tool     a tool that raises becomes `error: TOOL failed: …`, never a crash
+ 8. the tool     a tool that raises becomes `error: TOOL failed: …`, never a crash (an
+                 MCP tool is its server's, called through the run's hub: tools/mcp/tool.py);
+                 the shell tool's environment gets the session's hook changes
+                 (`Hooks.session_env`: SessionStart's CLAUDE_ENV_FILE)
  9. post-tool hooks (`hooks.Hooks.post_tool`), on the input that ran.
 
 With any line the hooks add, the result becomes text (`RESULT.rstrip("\\n")` + a newline +
@@ -44,8 +50,10 @@ from typing import Any
 
 from . import catalog
 from .calls import (
+    BUILTINS,
     CallContext,
     CallOutcome,
+    Catalog,
     CheckedCall,
     HookRun,
     Refusal,
@@ -63,17 +71,16 @@ from .tools import ToolEnv, run_tool
 
 
 def check_call(
-    workspace: Path, tool: str, input: Any, unavailable: Mapping[str, str] | None = None
+    workspace: Path, tool: str, input: Any, tools: Catalog = BUILTINS
 ) -> CheckedCall | Refusal:
-    """Stage 2, the call itself: a tool that can run here (`unavailable` maps the names of
-    those that cannot to what the model reads instead), one the catalog knows, an input
-    its model accepts, and the path argument resolved once inside `workspace` (resolved).
-    A path that resolves outside is marked, not refused: the gate comes first."""
-    if unavailable:
-        why = unavailable.get(tool)
-        if why is not None:
-            return Refusal(None, why)
-    entry = catalog.TOOLS.get(tool)
+    """Stage 2, the call itself: a tool that can run here now and that the calling role's
+    catalog `tools` holds, an input its model accepts, and the path argument resolved once inside
+    `workspace` (resolved). A path that resolves outside is marked, not refused: the gate
+    comes first."""
+    unavailable = tools.unavailable(tool)
+    if unavailable is not None:
+        return Refusal(None, unavailable)
+    entry = tools.get(tool)
     if entry is None:
         return Refusal(None, f"error: there is no tool named {tool!r}")
     args = entry.parse(input)
@@ -106,6 +113,22 @@ def _words(call: CheckedCall) -> list[str] | None:
         return None
 
 
+def _changed(
+    environ: Mapping[str, str] | None, changes: Mapping[str, str | None]
+) -> dict[str, str]:
+    """The shell tool's environment with the session's hook changes applied (None removes
+    a name). Without an environment of its own, the tool's is orkeon's, scrubbed."""
+    from .environ import scrubbed
+
+    out = dict(environ) if environ is not None else scrubbed()
+    for name, value in changes.items():
+        if value is None:
+            out.pop(name, None)
+        else:
+            out[name] = value
+    return out
+
+
 def call_target(tool: str, input: Any) -> str | None:
     """What a call acts on, for a `tool.start` event: its path as the model wrote it, or
     the shell command's first line; at most 200 characters; None when there is none."""
@@ -135,11 +158,8 @@ class Pipeline:
         rule_sets: Sequence[RuleSet] = (),
         hooks: Hooks = NO_HOOKS,
         tool_timeout: float = 600.0,
-        unavailable: Mapping[str, str] | None = None,
     ) -> None:
-        """`workspace` must be resolved. `unavailable`: tools that cannot run here, by name,
-        with what the model reads when it calls one (refused in stage 2, so neither the
-        gate nor a hook sees the call)."""
+        """`workspace` must be resolved."""
         self.workspace = workspace
         ws = os.fspath(workspace)
         self._cut = len(ws) if ws.endswith("/") else len(ws) + 1  # of "WS/" in a resolved path
@@ -151,7 +171,6 @@ class Pipeline:
         self.rule_sets = tuple(rule_sets)
         self.hooks = hooks
         self.tool_timeout = tool_timeout
-        self.unavailable = dict(unavailable or {})
         self._seq: dict[str, Iterator[int]] = {}
 
     async def call(
@@ -227,6 +246,9 @@ class Pipeline:
         started = time.monotonic()
         try:
             env = self.tool_env if ctx.roots is None else replace(self.tool_env, roots=ctx.roots)
+            changes = self.hooks.session_env(ctx)
+            if changes:
+                env = replace(env, environ=_changed(env.environ, changes))
             result = await run_tool(call, env, timeout)
         except Exception as exc:  # a tool's bug must not end the step
             result = f"error: {tool} failed: {type(exc).__name__}: {exc}"
@@ -293,7 +315,7 @@ class Pipeline:
 
     def _check(self, ctx: CallContext, tool: str, input: Any) -> CheckedCall | Refusal:
         """Stages 2-6 on one input: the call itself, then `_police`."""
-        call = check_call(self.workspace, tool, input, self.unavailable)
+        call = check_call(self.workspace, tool, input, ctx.catalog)
         if isinstance(call, Refusal):
             return call
         return self._police(ctx, call) or call

@@ -277,22 +277,33 @@ def test_validate_says_whether_the_sandbox_can_be_made(tmp_path: Path) -> None:
 
 
 def test_an_unavailable_tool_is_refused_in_stage_2_whatever_the_tool(tmp_path: Path) -> None:
-    """The seam is general: any tool named unavailable is refused with its text, before
-    the gate (which would refuse it with another text) and the hooks."""
+    """The seam is general (a role's catalog's checks, `calls.Catalog.unavailable`): any
+    tool a check names is refused with its text, before the gate (which would refuse it
+    with another text) and the hooks; the run's sandbox check is one such check."""
     import anyio
     from kit import make_pipeline
 
-    from orkeon_run.calls import CallContext
+    from orkeon_run.calls import BUILTINS, CallContext
     from orkeon_run.policy.gate import Gate
+    from orkeon_run.run.confine import Confinement
 
-    gate = Gate(deny=["file_read"])
+    gate = Gate(deny=["file_read", "shell"])
     pipeline = make_pipeline(tmp_path, native=[("pre-tool", f"touch {tmp_path}/hooked")], gate=gate)
-    pipeline.unavailable = {"file_read": "[refused: the server is down]"}
-    ctx = CallContext(step="dev-batches", role="b1/a", workspace=tmp_path, batch="b1", roots=("x",))
-    out = anyio.run(pipeline.call, ctx, "file_read", {"file_path": "a"}, "c1")
-    assert (out.outcome, out.refused_by, out.result) == (
+    check = Confinement("unavailable", reason="no namespaces").unavailable_check()
+    assert check is not None and Confinement("on").unavailable_check() is None
+    catalog = BUILTINS.with_check(
+        lambda name: "[refused: the server is down]" if name == "file_read" else None
+    )
+    catalog = catalog.with_check(check)
+    ctx = CallContext(step="dev-batches", role="b1/a", workspace=tmp_path, batch="b1", roots=("x",),
+                      catalog=catalog)  # fmt: skip
+    read = anyio.run(pipeline.call, ctx, "file_read", {"file_path": "a"}, "c1")
+    assert (read.outcome, read.refused_by, read.result) == (
         "refused",
         None,
         "[refused: the server is down]",
     )
+    sh = anyio.run(pipeline.call, ctx, "shell", {"command": "true"}, "c2")
+    assert (sh.outcome, sh.refused_by) == ("refused", None)
+    assert sh.result == "[refused: the shell sandbox is not available here: no namespaces]"
     assert not (tmp_path / "hooked").exists()

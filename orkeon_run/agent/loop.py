@@ -21,85 +21,36 @@ system prompt replaced by the current one) and goes on; calls the transcript sho
 without a result get `UNFINISHED` as their result so every call stays paired.
 
 Budget: `ledger.check()` before each turn; each turn charges its model time and adds
-its tokens and cost (pricing.py; unknown price -> usd not counted). A turn is also cut
+its tokens and cost (models/pricing.py; unknown price -> usd not counted). A turn is also cut
 when it would run past the time budget. A ProviderError ends the role "failed" with its
-one-line message.
+one-line message. An answer cut at the output limit, or a call whose arguments cannot be
+read, is answered with what went wrong instead of being run (models/answers.py).
 """
 
 from __future__ import annotations
 
 import json
 import time
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Literal
 
 import anyio
 
-from ..calls import CallContext
 from ..errors import BudgetExhausted, Interrupted, ProviderError
 from ..events import EventLog
 from ..hooks import NO_HOOKS, Hooks
 from ..ledger import Ledger
+from ..models import answers
 from ..models.base import Message, Provider, ToolSpec, Turn
+from ..models.claude_transcript import ClaudeTranscript
+from ..models.pricing import cost
 from ..models.transcript import TranscriptWriter, load_conversation
-from ..pricing import cost
-from ..vocabulary import RoleStatus
 from . import compaction
 from .compaction import ContextMeter, message_chars
-
-Status = RoleStatus
+from .role import RoleResult, RoleSpec, Status, first_line, specs_for, with_context
 
 UNFINISHED = "[no result: the role stopped before this call finished]"
-
-
-@dataclass(frozen=True)
-class RoleSpec:
-    name: str  # full name: "analyst", "writer", "planner", "b1/api"
-    system_prompt: str
-    tools: tuple[str, ...]  # tool names offered to the model (catalog.TOOLS)
-    ctx: CallContext
-
-
-@dataclass
-class RoleResult:
-    name: str
-    status: Status
-    turns: int
-    calls: int
-    refused: int
-    final_text: str
-    error: str | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        """The result document's `roles[]` entry."""
-        d: dict[str, Any] = {
-            "name": self.name,
-            "status": self.status,
-            "turns": self.turns,
-            "calls": self.calls,
-            "refused": self.refused,
-        }
-        if self.error is not None:
-            d["error"] = self.error
-        return d
-
-
-def specs_for(names: tuple[str, ...]) -> list[ToolSpec]:
-    from ..catalog import TOOLS
-
-    unknown = [n for n in names if n not in TOOLS]
-    if unknown:
-        raise ValueError(f"unknown tools: {', '.join(unknown)}")
-    return [TOOLS[n].spec for n in names]
-
-
-def with_context(prompt: str, blocks: list[str | None]) -> str:
-    """The prompt with each `<hook_context>` block appended on its own line."""
-    kept = [b for b in blocks if b]
-    if not kept:
-        return prompt
-    return "\n".join([prompt.rstrip("\n"), *kept])
 
 
 class Agent:
@@ -115,10 +66,13 @@ class Agent:
         transcript_path: Path,
         resume: bool = False,
         tool_specs: list[ToolSpec] | None = None,
+        claude_transcript: ClaudeTranscript | None = None,
     ) -> None:
         """`pipeline` has `async call(ctx, tool, input, call_id) -> CallOutcome`; `hooks`
         are the step's (their session events fire here, their tool events in the
-        pipeline). `tool_specs` overrides the specs looked up by name in the catalog."""
+        pipeline). `tool_specs` overrides the specs looked up by name in the role's catalog
+        (`spec.ctx.catalog`). `claude_transcript` mirrors the transcript, from the start
+        (claude_transcript.py)."""
         self.spec = spec
         self.ctx = spec.ctx
         self.pipeline = pipeline
@@ -128,11 +82,13 @@ class Agent:
         self.model = provider.for_role(spec.name)
         self.price = provider.price()
         self.meter = ContextMeter(provider.context_tokens())
-        self.tools = list(tool_specs) if tool_specs is not None else specs_for(spec.tools)
+        self.tools = (
+            list(tool_specs) if tool_specs is not None else specs_for(spec.tools, spec.ctx.catalog)
+        )
         self._tools_chars = sum(
             len(t.name) + len(t.description) + len(json.dumps(t.input_schema)) for t in self.tools
         )
-        self.transcript = TranscriptWriter(transcript_path, spec.name)
+        self.transcript = TranscriptWriter(transcript_path, spec.name, claude_transcript)
         self.messages: list[Message] = []
         self._scanned = compaction.Scanned()
         self._removed = compaction.Removed()
@@ -143,6 +99,7 @@ class Agent:
         self.final_text = ""
         self.status: Status = "succeeded"
         self.error: str | None = None
+        self.first_refusal: tuple[str, str] | None = None
         self.resumed = resume and transcript_path.is_file() and transcript_path.stat().st_size > 0
         self._started = False
         self._closed = False
@@ -150,6 +107,8 @@ class Agent:
         if self.resumed:
             self.messages = load_conversation(transcript_path)
             self._chars = sum(message_chars(m) for m in self.messages)
+        if claude_transcript is not None:
+            claude_transcript.start(self.messages)
 
     # --- public ------------------------------------------------------------------------
 
@@ -164,6 +123,7 @@ class Agent:
             self.refused,
             self.final_text,
             self.error,
+            self.first_refusal,
         )
 
     async def run(self, prompt: str) -> RoleResult:
@@ -216,22 +176,39 @@ class Agent:
 
     async def _loop(self) -> tuple[Status, str | None]:
         stop_continued = False
+        cut = 0  # answers cut at the output limit in a row (models/answers.py)
         while True:
             self.ledger.check()
             turn = await self._ask()
+            if turn.cut_at is not None:
+                cut += 1
+                for message in answers.after_cut(turn):
+                    self._add(message)
+                if cut >= answers.MAX_CUT:
+                    return "failed", answers.cut_error(turn.cut_at, cut)
+                continue
+            cut = 0
             if not turn.tool_calls:
                 self.final_text = turn.text
-                keep = await self.hooks.stop(self.ctx, stop_continued, self.ledger)
+                keep = await self.hooks.stop(self.ctx, stop_continued, self.ledger, turn.text)
                 if keep and not stop_continued:
                     stop_continued = True
                     self._add(Message("user", keep))
                     continue
                 return "succeeded", None
             for call in turn.tool_calls:
+                if call.error is not None:  # unreadable arguments: the model is told
+                    self._add(answers.unreadable(call))
+                    continue
                 outcome = await self.pipeline.call(self.ctx, call.name, call.input, call.id)
                 self.calls += 1
                 refused = outcome.outcome == "refused"
                 self.refused += refused
+                if refused and self.first_refusal is None:
+                    self.first_refusal = (
+                        outcome.refused_by or "invalid",
+                        first_line(outcome.text),
+                    )
                 self._add(
                     Message(
                         "tool",
@@ -261,14 +238,18 @@ class Agent:
             self.ledger.charge("model", seconds)
         if scope.cancelled_caught:
             self.ledger.exhaust("seconds")
-        usd = cost(self.price, turn.tokens_in, turn.tokens_out)
-        self.ledger.add_turn(turn.tokens_in, turn.tokens_out, usd)
+        read, written = turn.cache_read_tokens, turn.cache_write_tokens
+        usd = cost(self.price, turn.tokens_in, turn.tokens_out, read, written)
+        self.ledger.add_turn(turn.tokens_in, turn.tokens_out, usd, read, written)
         self.turns += 1
         self.meter.report(chars, turn.tokens_in)
         usage = {"input_tokens": turn.tokens_in, "output_tokens": turn.tokens_out}
+        if read or written:  # the API's names; both are parts of input_tokens here
+            usage.update(cache_read_input_tokens=read, cache_creation_input_tokens=written)
         self._add(
             Message("assistant", turn.text, tuple(turn.tool_calls)),
             "received",
+            model=turn.model_name or "",
             usage=usage,
             seconds=round(seconds, 6),
         )
@@ -280,8 +261,12 @@ class Agent:
             turn=self.turns,
             tokens_in=turn.tokens_in,
             tokens_out=turn.tokens_out,
+            cache_read_tokens=read,
+            cache_write_tokens=written,
             usd=None if usd is None else round(usd, 8),
             tool_calls=len(turn.tool_calls),
+            invalid_calls=sum(c.error is not None for c in turn.tool_calls),
+            cut=turn.cut_at is not None,
             seconds=round(seconds, 6),
             text=turn.text[:200],  # a stream shows what the model is doing
         )
@@ -300,6 +285,7 @@ class Agent:
             removal = compaction.plan_removal(self.messages, need - shortened, self._removed, edits)
         if not edits and removal is None:
             self._scanned = scanned
+            self.meter.compacted(chars)
             return
         await self.hooks.pre_compact(self.ctx, self.ledger, trigger="auto")
         before = self.meter.estimate(chars)
@@ -315,7 +301,7 @@ class Agent:
         self._scanned = scanned
         self._chars -= dropped
         self.meter.reset()
-        after = self.meter.estimate(self._chars + self._tools_chars)
+        after = self.meter.compacted(self._chars + self._tools_chars)
         fields = {
             "messages_compacted": len(edits),
             "messages_removed": 0 if removal is None else removal.stop - removal.start,

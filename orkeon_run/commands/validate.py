@@ -1,6 +1,8 @@
-"""`orkeon validate`: parse and check the inputs and every file they name; run nothing.
-It also says, on stderr, whether the shell sandbox can be made here: where it cannot, the
-reason and the fix (a run would refuse every shell call, but the inputs are valid: exit 0)."""
+"""`orkeon validate`: parse and check the inputs and every file they name; run no step. The
+MCP servers are started, their tools listed, and stopped (commands/mcp.py): a server that
+does not start is an input error. It also says, on stderr, whether the shell sandbox can be
+made here: where it cannot, the reason and the fix (a run would refuse every shell call,
+but the inputs are valid: exit 0)."""
 
 from __future__ import annotations
 
@@ -12,7 +14,11 @@ def main(inputs: str, *, step: str | None = None, workspace: str | None = None) 
     from ..run.prepare import prepare, stdin_tty
 
     config = prepare(
-        load_document(inputs), step=step, workspace=workspace, stdin_is_tty=stdin_tty()
+        load_document(inputs),
+        step=step,
+        workspace=workspace,
+        stdin_is_tty=stdin_tty(),
+        hook_files="error",  # a hook that cannot run would refuse every call
     )
     for line in config.warnings:
         sys.stderr.write(f"warning: {line}\n")
@@ -30,5 +36,12 @@ def main(inputs: str, *, step: str | None = None, workspace: str | None = None) 
             "call would be refused and the audit's build and test would not run\n"
             f"fix: {confinement.fix}\n"
         )
+    from .mcp import validate_lines
+
+    lines, warnings = validate_lines(config)
+    for line in warnings:
+        sys.stderr.write(f"warning: {line}\n")
+    for line in lines:
+        sys.stdout.write(line + "\n")
     sys.stdout.write("inputs are valid\n")
     return 0

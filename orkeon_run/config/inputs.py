@@ -28,6 +28,7 @@ from ..errors import InputError
 from ..jsonio import loads_strict
 from ..ledger import BudgetLimits
 from ..policy.words import CommandRefused, split_command
+from .mcp import McpServers
 
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
@@ -40,8 +41,12 @@ class Frozen(BaseModel):
 
 
 class Price(Frozen):
+    """USD per million tokens. A cache price left out is the input price."""
+
     input_per_mtok: float = Field(ge=0)
     output_per_mtok: float = Field(ge=0)
+    cache_read_per_mtok: float | None = Field(default=None, ge=0)
+    cache_write_per_mtok: float | None = Field(default=None, ge=0)
 
 
 class _ModelCommon(Frozen):
@@ -49,6 +54,11 @@ class _ModelCommon(Frozen):
     timeout_seconds: float = Field(default=120, gt=0)
     max_retries: int = Field(default=4, ge=0)
     price: Price | None = None
+    # Anthropic: prompt-cache breakpoints (models/anthropic.py). OpenAI-compatible servers
+    # cache on their own; the scripted model ignores it.
+    cache: bool = True
+    # Output tokens per answer; None: 16384, or half the context window when smaller.
+    max_output_tokens: int | None = Field(default=None, gt=0)
 
 
 class ScriptCall(Frozen):
@@ -62,7 +72,9 @@ class ScriptEntry(Frozen):
 
     text: str | None = None
     tool_calls: list[ScriptCall] = Field(default_factory=list)
-    usage: dict[str, int] | None = None  # {"input_tokens": N, "output_tokens": N}, optional
+    # {"input_tokens": N, "output_tokens": N, "cache_read_input_tokens"?: N,
+    #  "cache_creation_input_tokens"?: N}, optional
+    usage: dict[str, int] | None = None
 
 
 Script = dict[str, list[ScriptEntry]]
@@ -186,8 +198,12 @@ class Audit(Frozen):
 
 
 class Repair(Frozen):
-    run: str
-    role: str = Field(pattern=r"^[^/]+/[^/]+$")
+    """tasks-repair: `run` and `role` (both required there); pipeline: `attempts`, how many
+    rounds of repairs a failed batch may get (docs/inputs.md, "repair")."""
+
+    run: str | None = None
+    role: str | None = Field(default=None, pattern=r"^[^/]+/[^/]+$")
+    attempts: int = Field(default=1, ge=0, le=20)
 
 
 def _check_relative(path: str) -> str:
@@ -246,6 +262,8 @@ class Inputs(Frozen):
     audit: Audit = Field(default_factory=Audit)
     repair: Repair | None = None
     concurrency: int = Field(default=4, ge=1, le=64)
+    # MCP servers by name (config/mcp.py); settings files may add more (config/mcp_sources.py).
+    mcp_servers: McpServers = Field(default_factory=dict)
 
     @field_validator("spec")
     @classmethod

@@ -19,10 +19,13 @@ import json
 import os
 import time
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from ..jsonio import utf8_line
 from .base import Message
+
+if TYPE_CHECKING:
+    from .claude_transcript import ClaudeTranscript
 
 Direction = Literal["sent", "received"]
 
@@ -32,9 +35,13 @@ def _dumps(obj: Any) -> str:
 
 
 class TranscriptWriter:
-    def __init__(self, path: Path, agent: str) -> None:
+    """`mirror`, when given, gets every message and compaction too, in Claude Code's shape
+    (claude_transcript.py: the file settings-shape hooks read)."""
+
+    def __init__(self, path: Path, agent: str, mirror: ClaudeTranscript | None = None) -> None:
         self.path = path
         self.agent = agent
+        self.mirror = mirror
         self._fd: int | None = None
 
     def _open(self) -> int:
@@ -43,20 +50,29 @@ class TranscriptWriter:
             self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
         return self._fd
 
-    def message(self, direction: Direction, message: Message, **extra: Any) -> None:
+    def message(
+        self, direction: Direction, message: Message, *, model: str = "", **extra: Any
+    ) -> None:
+        """`model`, the model's name, goes to the mirror only."""
         line = {"ts": round(time.time(), 6), "agent": self.agent, "direction": direction}
         line.update(message.to_json())
         line.update(extra)
         os.write(self._open(), utf8_line(_dumps(line) + "\n"))
+        if self.mirror is not None:
+            self.mirror.add(message, extra.get("usage"), model)
 
     def note(self, direction: str, **fields: Any) -> None:
         line = {"ts": round(time.time(), 6), "agent": self.agent, "direction": direction, **fields}
         os.write(self._open(), utf8_line(_dumps(line) + "\n"))
+        if self.mirror is not None and direction == "compacted":
+            self.mirror.compacted(int(fields.get("tokens_before") or 0))
 
     def close(self) -> None:
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None
+        if self.mirror is not None:
+            self.mirror.close()
 
 
 def read_lines(path: Path) -> list[dict[str, Any]]:
@@ -92,8 +108,8 @@ def replay_script(path: Path) -> dict[str, list[dict[str, Any]]]:
     A file replays the role it recorded (its lines' `agent`; the file name without
     `.jsonl` when the lines carry none). A directory (a run's `transcripts/`) replays every
     role found under it. Each recorded answer becomes one entry with the same text and the
-    same tool calls, ids included; the recorded usage is not replayed (a replay costs
-    nothing).
+    same tool calls, ids included, except a call whose arguments could not be read (it
+    never ran); the recorded usage is not replayed (a replay costs nothing).
     """
     files = sorted(path.rglob("*.jsonl")) if path.is_dir() else [path]
     script: dict[str, list[dict[str, Any]]] = {}
@@ -107,6 +123,7 @@ def replay_script(path: Path) -> dict[str, list[dict[str, Any]]]:
             entry["tool_calls"] = [
                 {"tool": c["name"], "input": c.get("input", {}), "id": c.get("id")}
                 for c in line.get("tool_calls", [])
+                if "error" not in c  # unreadable arguments: never run, nothing to replay
             ]
             script.setdefault(agent, []).append(entry)
     return script

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
@@ -49,10 +49,14 @@ class Confinement:
         """What a shell call answers the model when there is no sandbox here."""
         return f"[refused: the shell sandbox is not available here: {self.reason}]"
 
-    def unavailable_tools(self) -> dict[str, str]:
-        """Tool name -> what the model reads when it calls it: the tools that cannot run
-        here (the pipeline refuses them before the gate and the hooks)."""
-        return {"shell": self.refusal()} if self.state == "unavailable" else {}
+    def unavailable_check(self) -> Callable[[str], str | None] | None:
+        """The check a role's catalog asks first (`calls.Catalog.unavailable`): the shell's
+        refusal where no sandbox can be made here, so the pipeline refuses the call in
+        stage 2, before the gate and the hooks. None when every tool can run."""
+        if self.state != "unavailable":
+            return None
+        text = self.refusal()
+        return lambda name: text if name == "shell" else None
 
     def audit_git(self) -> AuditGit:
         """How the audit runs git: its own program, in a sandbox with nothing writable when

@@ -8,11 +8,13 @@ document and the exit code; a step runner never writes result.json itself.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..calls import BUILTINS, Catalog
+from ..catalog import TOOLS
 from ..config.inputs import Inputs
 from ..events import EventLog
 from ..ledger import Ledger
@@ -43,6 +45,15 @@ class StepRun:
     # Every agent the step started, by role: when the step is interrupted the runner still
     # reports each role's status and counts from here.
     agents: dict[str, Any] = field(default_factory=dict)
+    # The run's MCP servers (tools/mcp/hub.McpHub), None when no role names one; and the
+    # run's catalog, its tools added once they started (runner.py).
+    mcp: Any = None
+    catalog: Catalog = BUILTINS
+    # The environment the run reads (keys, ORKEON_* knobs); None: orkeon's own.
+    environ: Mapping[str, str] | None = None
+    # A step that runs other steps (pipeline) says here what it has when it is cut short;
+    # the runner asks it instead of reading `agents`.
+    partial: Callable[[StepStatus, str], StepOutcome] | None = None
 
     @property
     def step(self) -> str:
@@ -61,9 +72,29 @@ class StepRun:
         """`b1/api` -> RUN_DIR/transcripts/b1/api.jsonl."""
         return self.run_dir / "transcripts" / f"{role}.jsonl"
 
+    def role_tools(self, entries: Sequence[str]) -> tuple[tuple[str, ...], Catalog]:
+        """A role's tools from its crew entries: the names offered to its model and the
+        catalog of what it may call (the built-ins, and the MCP tools its entries select),
+        with the run's own check first: the shell where no sandbox can be made here."""
+        if self.mcp is None:
+            names, catalog = tuple(e for e in entries if e in TOOLS), BUILTINS
+        else:
+            from ..tools.mcp.tool import role_tools
+
+            names, catalog = role_tools(entries, self.catalog, self.mcp)
+        check = self.config.confinement.unavailable_check()
+        return names, catalog if check is None else catalog.with_check(check)
+
+    def claude_transcript_path(self, role: str) -> Path:
+        """`b1/api` -> RUN_DIR/claude-transcripts/b1/api.jsonl: the role's conversation in
+        Claude Code's shape, the `transcript_path` settings-shape hooks read (written only
+        when the step has such hooks)."""
+        return self.run_dir / "claude-transcripts" / f"{role}.jsonl"
+
     def pipeline(self, rule_sets: Sequence[RuleSet]) -> Pipeline:
         """The step's pipeline: the shell tool in the step's sandbox (each call narrowed to
-        the calling role's roots), or refused in stage 2 where no sandbox can be made."""
+        the calling role's roots); where no sandbox can be made, the roles' catalogs refuse
+        it in stage 2 (`role_tools`)."""
         from ..pipeline import Pipeline
         from ..tools import ToolEnv
 
@@ -78,11 +109,11 @@ class StepRun:
                 shell_rules=self.config.shell_rules,
                 environ=child_environ(self.config, credentials=True),
                 sandbox=confinement.policy,
+                mcp=self.mcp,
             ),
             gate=self.config.gate,
             rule_sets=rule_sets,
             hooks=self.hooks,
-            unavailable=confinement.unavailable_tools(),
         )
 
     def audit_git(self) -> AuditGit:
@@ -146,3 +177,4 @@ class StepOutcome:
     artifacts: dict[str, str] = field(default_factory=dict)
     audits: list[dict[str, Any]] = field(default_factory=list)
     error: str | None = None
+    steps: list[dict[str, Any]] | None = None  # a pipeline's steps (docs/output.md)

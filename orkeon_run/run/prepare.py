@@ -1,9 +1,10 @@
 """Everything `--inputs` names, resolved, loaded and checked once, into one frozen
 `RunConfig` the run then uses: the workspace, the model check, the gate, the shell's
-program rules, the settings-shape hooks, the step's crew and budget, the plan a batch
-step runs, the failed run a repair starts from. `orkeon validate` runs exactly this, and
-`orkeon run` runs it before anything is written. Problems are collected, not stopped at
-the first, and reported together as one line each (exit 2).
+program rules, the MCP servers, the settings-shape hooks, the step's crew and budget (its
+MCP entries checked against the servers), the plan a batch step runs, the failed run a
+repair starts from. `orkeon validate` runs exactly this, and `orkeon run` runs it before
+anything is written. Problems are collected, not stopped at the first, and reported
+together as one line each (exit 2).
 
 A tasks-repair run takes what it does not give again from the failed run's saved inputs
 (`INHERITED`), merged into the document here, once, so the run directory records the
@@ -17,7 +18,7 @@ import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from ..config.inputs import Inputs, MatcherGroup, Plan, load_document, parse_inputs, parse_plan
 from ..errors import InputError
@@ -27,13 +28,24 @@ from .confine import Confinement
 
 if TYPE_CHECKING:
     from ..config.crews import Crew
+    from ..config.mcp import McpServer
     from ..policy.gate import Gate
     from ..policy.programs import ShellRules
 
 # What a repair takes from the failed run unless given again: its workspace and model, what
 # the role was asked to do and checked by, and the guards it ran under (the hooks registry
 # is handed to the agent started again).
-INHERITED = ("workspace", "model", "plan", "audit", "shell", "hooks", "settings", "gate")
+INHERITED = (
+    "workspace",
+    "model",
+    "plan",
+    "audit",
+    "shell",
+    "hooks",
+    "settings",
+    "gate",
+    "mcp_servers",
+)
 DEFAULT_PLAN = ".orkeon/plan.json"
 
 
@@ -59,6 +71,8 @@ class RunConfig:
     gate: Gate
     settings_hooks: dict[str, list[MatcherGroup]]
     crew: Crew | None = None
+    # Every configured MCP server, by name (config/mcp_sources.py).
+    mcp_servers: dict[str, McpServer] = field(default_factory=dict)
     budget: BudgetLimits = field(default_factory=BudgetLimits)
     plan: Plan | None = None
     plan_rel: str = ""  # the plan's path in the workspace; "" for a plan given inline
@@ -67,6 +81,17 @@ class RunConfig:
     # The shell sandbox's state, the audit's git; the step's sandbox policy once the run
     # directory is known (run/confine.py).
     confinement: Confinement = field(default_factory=lambda: Confinement("off"))
+
+    @property
+    def mcp_needed(self) -> dict[str, McpServer]:
+        """The servers a role of the step's crew names (`mcp__SERVER…` in its tools), in
+        configuration order: the ones a run starts. A server no role names is not started."""
+        if self.crew is None or not self.mcp_servers:
+            return {}
+        from ..policy.mcpnames import normalize, split_pattern
+
+        named = {p[0] for r in self.crew.roles for t in r.tools if (p := split_pattern(t))}
+        return {n: s for n, s in self.mcp_servers.items() if normalize(n) in named}
 
     @property
     def key_env(self) -> str | None:
@@ -81,17 +106,28 @@ def prepare(
     workspace: str | None = None,
     environ: Mapping[str, str] | None = None,
     stdin_is_tty: bool | None = None,
+    flags: Mapping[str, str | None] | None = None,
+    knobs: bool = True,
+    hook_files: Literal["error", "warn", "skip"] = "skip",
 ) -> RunConfig:
+    """The checked configuration of a run of `step` (None: no step) from the inputs `doc`.
+
+    `flags` are the command line's knobs (config/run_settings.py: `{"usd": "2.5", ...}`);
+    with `knobs`, they, the `ORKEON_*` variables and the settings files' `Orkeon:Run`
+    section are folded into the document by their precedence. A pipeline's steps are
+    prepared with `knobs=False`: the pipeline folded them once, and each step runs on what
+    is left of its budget. `hook_files`: a native hook whose program or script is missing
+    is a problem (`"error"`, `orkeon validate`), a warning (`"warn"`, `orkeon run`), or not
+    looked for (`"skip"`)."""
     env = os.environ if environ is None else environ
     if step == "tasks-repair" and isinstance(doc, dict):
         doc = repair_document(doc)
-    warnings: list[str] = []
     inputs = parse_inputs(doc)
     from .confine import prefetch
 
     probing = prefetch(inputs)  # the sandbox is being made while the rest is checked
     try:
-        return _prepare(doc, inputs, step, workspace, env, stdin_is_tty, warnings)
+        return _prepare(doc, inputs, step, workspace, env, stdin_is_tty, flags, knobs, hook_files)
     finally:
         if probing is not None:
             probing.join()
@@ -104,10 +140,13 @@ def _prepare(
     workspace: str | None,
     env: Mapping[str, str],
     stdin_is_tty: bool | None,
-    warnings: list[str],
+    flags: Mapping[str, str | None] | None,
+    knobs: bool,
+    hook_files: Literal["error", "warn", "skip"],
 ) -> RunConfig:
     from .confine import decide
 
+    warnings: list[str] = []
     ws = resolve_workspace(inputs, workspace)
     problems: list[str] = []
 
@@ -118,28 +157,56 @@ def _prepare(
             problems.extend(exc.problems)
             return None
 
-    gate = collect(lambda: _gate(inputs))
-    collect(lambda: _check_model(inputs, env))
-    settings = collect(lambda: _settings_hooks(inputs, ws, env, stdin_is_tty, warnings.append))
-    shell_rules = collect(lambda: _shell_rules(inputs, ws, env, stdin_is_tty))
-    crew = plan = None
-    plan_rel = ""
-    repair = None
+    from ..config.trust import is_trusted
+
+    trusted = is_trusted(ws, environ=env, stdin_is_tty=stdin_is_tty)
+    if knobs:
+        folded = collect(lambda: _knobs(doc, flags, env, ws, trusted))
+        if folded is not None and folded is not doc:
+            doc = folded
+            inputs = parse_inputs(doc)
+    module = crew = None
+    default_budget = BudgetLimits()
     if step is not None:
         from .steps import step_module
 
         module = step_module(step)
-        crew = collect(lambda: _crew(step, ws, module.ROLES))
+        if hasattr(module, "default_budget"):  # a step that runs other steps' crews
+            default_budget = collect(lambda: module.default_budget(ws)) or default_budget
+        else:
+            crew = collect(lambda: _crew(step, ws, module.ROLES))
+            default_budget = crew.budget if crew is not None else default_budget
+    from . import mcp
+
+    gate = collect(lambda: _gate(inputs))
+    collect(lambda: _check_model(inputs, env))
+    servers = collect(lambda: mcp.servers_of(inputs, ws, env, stdin_is_tty, warnings.append))
+    settings = collect(
+        lambda: _settings_hooks(inputs, ws, env, stdin_is_tty, warnings.append, servers or {})
+    )
+    shell_rules = collect(lambda: _shell_rules(inputs, ws, env, trusted))
+    if hook_files != "skip":
+        from ..hooks.native_files import missing_files
+
+        found = missing_files(inputs.native_hooks, ws, env.get("PATH", os.defpath))
+        (problems if hook_files == "error" else warnings).extend(found)
+    if crew is not None and servers is not None:
+        collect(lambda: mcp.check_entries(crew, servers))
+    plan = None
+    plan_rel = ""
+    repair = None
+    if module is not None:
         checked = collect(lambda: module.check(inputs, ws))
         if isinstance(checked, tuple):
             plan, plan_rel = checked
-        if step == "tasks-repair" and inputs.repair is not None:
-            repair = collect(lambda: failed_run(inputs.repair.run))  # type: ignore[union-attr]
+        if step == "tasks-repair" and inputs.repair is not None and inputs.repair.run:
+            repair = collect(lambda: failed_run(inputs.repair.run))  # type: ignore[union-attr,arg-type]
+    budget = budget_limits(inputs, default_budget)
+    if budget.usd is not None:  # a cost budget needs the model's price
+        collect(lambda: _check_price(inputs))
     if problems:
         raise InputError(sorted(set(problems)))
     confinement = decide(inputs, ws, env)
-    # The crew's budget is the default; a budget in --inputs replaces it whole.
-    budget = inputs.budget if "budget" in inputs.model_fields_set or crew is None else crew.budget
     return RunConfig(
         step=step,
         inputs=inputs,
@@ -155,9 +222,32 @@ def _prepare(
         plan=plan,
         plan_rel=plan_rel,
         repair=repair,
-        warnings=tuple(warnings),
+        mcp_servers=servers or {},
+        warnings=tuple(warnings + mcp.rule_warnings(inputs, crew, servers or {})),
         confinement=confinement,
     )
+
+
+def budget_limits(inputs: Inputs, default: BudgetLimits) -> BudgetLimits:
+    """The step's budget: each limit the inputs' `budget` gives (a knob's value was folded
+    into it), else the crew's (docs/inputs.md, "budget")."""
+    if "budget" not in inputs.model_fields_set:
+        return default
+    given = inputs.budget.model_fields_set
+    return default.model_copy(update={k: getattr(inputs.budget, k) for k in given})
+
+
+def _knobs(
+    doc: Any,
+    flags: Mapping[str, str | None] | None,
+    env: Mapping[str, str],
+    ws: Path,
+    trusted: bool,
+) -> Any:
+    from ..config import run_settings
+
+    files = run_settings.settings_files(ws, trusted=trusted, environ=env)
+    return run_settings.resolve(doc, flags=flags, environ=env, files=files)
 
 
 def resolve_workspace(inputs: Inputs, override: str | None) -> Path:
@@ -193,27 +283,35 @@ def _check_model(inputs: Inputs, env: Mapping[str, str]) -> None:
     check_model(inputs.model, env)
 
 
+def _check_price(inputs: Inputs) -> None:
+    from ..models import check_price  # loads the price database, so only for a usd budget
+
+    check_price(inputs.model)
+
+
 def _settings_hooks(
     inputs: Inputs,
     ws: Path,
     env: Mapping[str, str],
     stdin_is_tty: bool | None,
     warn: Callable[[str], None],
+    servers: Mapping[str, McpServer],
 ) -> dict[str, list[MatcherGroup]]:
     from ..hooks.claude.sources import load_settings_hooks
 
     return load_settings_hooks(
-        inputs, workspace=ws, environ=env, stdin_is_tty=stdin_is_tty, warn=warn
+        inputs,
+        workspace=ws,
+        environ=env,
+        stdin_is_tty=stdin_is_tty,
+        warn=warn,
+        mcp_servers=list(servers),
     )
 
 
-def _shell_rules(
-    inputs: Inputs, ws: Path, env: Mapping[str, str], stdin_is_tty: bool | None
-) -> ShellRules:
+def _shell_rules(inputs: Inputs, ws: Path, env: Mapping[str, str], trusted: bool) -> ShellRules:
     from ..config.shell_settings import resolve_shell_rules
-    from ..config.trust import is_trusted
 
-    trusted = is_trusted(ws, environ=env, stdin_is_tty=stdin_is_tty)
     return resolve_shell_rules(inputs.shell, workspace=ws, workspace_trusted=trusted, environ=env)
 
 

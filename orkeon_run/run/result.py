@@ -30,10 +30,19 @@ class BudgetBlock(_Doc):
     tool_seconds: float
     hook_seconds: float
     turns: int
-    tokens_in: int
+    tokens_in: int = Field(description="every input token, the prompt cache's included")
     tokens_out: int
+    cache_read_tokens: int = Field(description="the part of tokens_in read from a prompt cache")
+    cache_write_tokens: int = Field(description="the part of tokens_in written to a prompt cache")
     usd: float | None = Field(description="null when a model's price is unknown")
     exhausted: BudgetName | None
+
+
+class AllRefused(_Doc):
+    """Present when every call of the role was refused: the first refusal."""
+
+    stage: RefusedBy | Literal["invalid"]
+    text: str = Field(description="the first line of what the model read")
 
 
 class RoleRecord(_Doc):
@@ -43,6 +52,7 @@ class RoleRecord(_Doc):
     calls: int
     refused: int
     error: str | None = None
+    all_refused: AllRefused | None = None
 
 
 class AuditRecord(_Doc):
@@ -69,6 +79,19 @@ class Result(_Doc):
         description='the shell sandbox: on; off ("shell": {"sandbox": "off"}: '
         "unconfined); unavailable (no sandbox could be made here: shell calls were refused)"
     )
+    steps: list[StepRecord] | None = Field(
+        default=None, description="pipeline only: every step it ran, in order"
+    )
+
+
+class StepRecord(Result):
+    """One step a pipeline ran: its result document, its name and its run directory."""
+
+    name: str = Field(description="dev-spec, dev-plan, dev-batches, tasks-repair-N")
+    run_dir: str = Field(description="relative to the pipeline's run directory")
+
+
+Result.model_rebuild()
 
 
 class HookRecord(_Doc):
@@ -118,7 +141,7 @@ def result_document(
     """The result document of a step that ended with `outcome`; `sandbox` is the run's
     shell sandbox state."""
 
-    return {
+    doc = {
         "run_id": run_id,
         "step": step,
         "status": outcome.status,
@@ -130,3 +153,6 @@ def result_document(
         "error": outcome.error,
         "sandbox": sandbox,
     }
+    if outcome.steps is not None:
+        doc["steps"] = list(outcome.steps)
+    return doc

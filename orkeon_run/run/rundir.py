@@ -1,10 +1,15 @@
 """The run directory (docs/output.md, "The run directory"): ids, redacted inputs, state.
 
 RUN_DIR/inputs.json        the inputs as given, secrets redacted
+RUN_DIR/mcp/SERVER.stderr.log  what each stdio MCP server wrote on stderr
 RUN_DIR/events.jsonl       appended and flushed line by line (events.EventLog)
 RUN_DIR/result.json        written atomically: temp file, fsync, rename
 RUN_DIR/state.json         progress for --resume (atomic too)
 RUN_DIR/transcripts/ROLE.jsonl
+RUN_DIR/steps/STEP/        a pipeline's steps, each a run directory of its own
+
+A first run in WORKSPACE/.orkeon/runs/ leaves `.orkeon/.gitignore` (`/runs/`) unless the
+folder has one, so run folders stay out of a commit a later CI step makes.
 """
 
 from __future__ import annotations
@@ -16,10 +21,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+from ..config.mcp import REDACTED, has_variable
 from ..errors import InputError, UsageError
 from ..jsonio import atomic_write_json, read_json
 
-REDACTED = "[redacted]"
 # Key names that hold credentials. `*_env` keys name a variable, they hold no secret.
 _SECRET_KEY = re.compile(
     r"(?i)(api[_-]?key|token|secret|password|passwd|credential|private[_-]?key|authorization|cookie)"
@@ -45,6 +50,44 @@ def redact(value: Any, key: str = "") -> Any:
             return REDACTED
         return _SECRET_VALUE.sub(REDACTED, value)
     return value
+
+
+def redact_inputs(doc: dict[str, Any]) -> dict[str, Any]:
+    """The inputs as inputs.json saves them: `redact` on every key, and on `mcp_servers`
+    the stricter rule of `redact_servers`."""
+    out = redact({k: v for k, v in doc.items() if k != "mcp_servers"})
+    if "mcp_servers" in doc:
+        out["mcp_servers"] = redact_servers(doc["mcp_servers"])
+    return {k: out[k] for k in doc}  # the keys in the order given
+
+
+def redact_servers(servers: Any) -> Any:
+    """`mcp_servers` as saved. A server's `env` and `headers` are where its credentials go,
+    whatever their names, so a value there is kept only when it names a variable (`${VAR}`:
+    the secret is in the environment, and a resumed run starts the server the same way),
+    with any credential-like text in it cut as anywhere; every other value is REDACTED.
+    The server's other keys are redacted as any input."""
+    if not isinstance(servers, dict):
+        return redact(servers)
+    out: dict[str, Any] = {}
+    for name, server in servers.items():
+        if not isinstance(server, dict):
+            out[name] = redact(server)
+            continue
+        saved = {}
+        for key, value in server.items():
+            if key in ("env", "headers") and isinstance(value, dict):
+                saved[key] = {k: _kept(v) for k, v in value.items()}
+            else:
+                saved[key] = redact(value, key)
+        out[name] = saved
+    return out
+
+
+def _kept(value: Any) -> Any:
+    if isinstance(value, str) and has_variable(value):
+        return _SECRET_VALUE.sub(REDACTED, value)
+    return REDACTED
 
 
 def resolve(raw: str) -> Path:
@@ -87,11 +130,44 @@ def save_inputs(rd: Path, doc: dict[str, Any], resume: bool) -> None:
     """RUN_DIR/inputs.json, secrets redacted. A resumed run given other inputs keeps the
     earlier ones beside (`inputs.1.json`, ...): nothing a user wrote is lost."""
     target = rd / "inputs.json"
+    saved = redact_inputs(doc)
     if resume and target.exists():
-        if read_json(target) == redact(doc):
+        if read_json(target) == saved:
             return
         n = 1
         while (rd / f"inputs.{n}.json").exists():
             n += 1
         target.rename(rd / f"inputs.{n}.json")
-    atomic_write_json(target, redact(doc))
+    atomic_write_json(target, saved)
+
+
+GITIGNORE = (
+    "# orkeon's run folders (written by the first orkeon run here; edit or delete freely)\n/runs/\n"
+)
+
+
+def leave_gitignore(workspace: Path, rd: Path) -> None:
+    """Write WORKSPACE/.orkeon/.gitignore ignoring `runs/` when the run directory `rd` is in
+    WORKSPACE/.orkeon/runs/ and the file does not exist; a file there, the user's or an
+    earlier run's, is never touched. A failure to write it is a warning: the run goes on."""
+    orkeon_dir = workspace / ".orkeon"
+    try:
+        rd.relative_to(orkeon_dir / "runs")
+    except ValueError:
+        return  # the run is kept elsewhere: nothing of it lands in the workspace's commits
+    target = orkeon_dir / ".gitignore"
+    try:
+        orkeon_dir.mkdir(parents=True, exist_ok=True)
+        # O_EXCL: created only where no file is, even when two runs start at once.
+        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    except FileExistsError:
+        return
+    except OSError as exc:
+        from .. import logs
+
+        logs.warn(
+            f"{target}: could not write it ({exc.strerror or exc}); run folders are not ignored by git"
+        )
+        return
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        f.write(GITIGNORE)

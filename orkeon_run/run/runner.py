@@ -4,7 +4,9 @@
 written, then opens the run directory; `execute` runs the step in the caller's event loop
 and is the one place that turns its outcome (or an exception) into the result document
 and the exit code; `run` does both for one command. SIGINT and SIGTERM cancel the step:
-no new call starts, what finished is kept, the result says "interrupted", exit 130.
+no new call starts, what finished is kept, the result says "interrupted", exit 130. The
+MCP servers the crew names run for the step's whole length (run/mcp.py) and are stopped
+after SIGINT/SIGTERM too.
 """
 
 from __future__ import annotations
@@ -26,7 +28,14 @@ if TYPE_CHECKING:
 from .context import StepOutcome, StepRun, step_hooks
 from .prepare import RunConfig, prepare, stdin_tty
 from .result import result_document
-from .rundir import new_run_id, read_state, resolve, resume_document, save_inputs
+from .rundir import (
+    leave_gitignore,
+    new_run_id,
+    read_state,
+    resolve,
+    resume_document,
+    save_inputs,
+)
 from .steps import step_module
 
 
@@ -56,10 +65,14 @@ def open_run(
     stream: IO[str] | None,
     environ: Mapping[str, str] | None = None,
     progress: str = "none",
+    flags: Mapping[str, str | None] | None = None,
+    nested: bool = False,
 ) -> OpenRun:
     """Prepare the run and open its directory. Input problems raise InputError (exit 2)
     before anything is written. `progress` (live, plain, none) is shown on stderr; traces
-    are exported when the OTEL_* variables ask for them (run/telemetry.py)."""
+    are exported when the OTEL_* variables ask for them (run/telemetry.py). `flags` are
+    the command line's knobs (prepare.py). `nested`: a step of a pipeline, whose knobs,
+    warnings, progress and traces are the pipeline's (steps/pipeline.py)."""
     step_module(step)  # an unknown step is a usage error before anything is read
     resume = resume_dir is not None
     state: dict[str, Any] = {}
@@ -71,9 +84,19 @@ def open_run(
             from ..errors import UsageError
 
             raise UsageError(f"--resume: {rd} is a {state['step']} run, not {step}")
-    config = prepare(doc, step=step, workspace=workspace, environ=environ, stdin_is_tty=stdin_tty())
-    for line in config.warnings:
-        logs.warn(line)
+    config = prepare(
+        doc,
+        step=step,
+        workspace=workspace,
+        environ=environ,
+        stdin_is_tty=stdin_tty(),
+        flags=flags,
+        knobs=not nested,
+        hook_files="skip" if nested else "warn",
+    )
+    if not nested:
+        for line in config.warnings:
+            logs.warn(line)
     if resume_dir is None:
         run_id = new_run_id()
         rd = resolve(run_dir) if run_dir else config.workspace / ".orkeon" / "runs" / run_id
@@ -82,6 +105,8 @@ def open_run(
 
             raise UsageError(f"--run-dir: already holds a run (use --resume to continue it): {rd}")
         state = {"run_id": run_id, "step": step}
+        if not nested:
+            leave_gitignore(config.workspace, rd)
     else:
         run_id = state.get("run_id") or rd.name
     rd.mkdir(parents=True, exist_ok=True)
@@ -89,9 +114,12 @@ def open_run(
     save_inputs(rd, config.doc, resume)
     atomic_write_json(rd / "state.json", state)
     events = EventLog(rd / "events.jsonl", stream)
-    watchers = _watchers(progress)
+    watchers = [] if nested else _watchers(progress)
     events.listeners.extend(watchers)
     return OpenRun(config, rd, run_id, resume, state, events, environ, watchers)
+
+
+_said: set[str] = set()
 
 
 def _confined(config: RunConfig, run_dir: Path) -> RunConfig:
@@ -105,7 +133,8 @@ def _confined(config: RunConfig, run_dir: Path) -> RunConfig:
         from ..tools.sandbox import warn_unconfined_once
 
         warn_unconfined_once()
-    elif config.confinement.state == "unavailable":
+    elif config.confinement.state == "unavailable" and config.confinement.reason not in _said:
+        _said.add(config.confinement.reason)  # once a process: a pipeline runs several steps
         logs.warn(
             f"the shell sandbox is not available here: {config.confinement.reason}; every "
             "shell call will be refused and the audit's build and test will not run",
@@ -202,6 +231,7 @@ async def execute(
         hooks=step_hooks(config, events),
         resume=opened.resume,
         state=opened.state,
+        environ=opened.environ,
     )
     events.emit(
         "run.start",
@@ -216,7 +246,7 @@ async def execute(
     log.info("step started", step=step, run_id=sr.run_id, run_dir=str(sr.run_dir))
     try:
         try:
-            outcome = await _outcome(sr, watch_signals, stop)
+            outcome = await _outcome(sr, watch_signals, stop, opened.environ)
         except anyio.get_cancelled_exc_class():
             with anyio.CancelScope(shield=True):
                 await _finish(sr, _partial(sr, "interrupted", "interrupted"))
@@ -228,8 +258,16 @@ async def execute(
             watcher.close()
 
 
-async def _outcome(sr: StepRun, watch_signals: bool, stop: anyio.Event | None) -> StepOutcome:
+async def _outcome(
+    sr: StepRun,
+    watch_signals: bool,
+    stop: anyio.Event | None,
+    environ: Mapping[str, str] | None = None,
+) -> StepOutcome:
     import anyio
+    import anyio.abc
+
+    from .mcp import run_servers
 
     log = logs.get()
     module = step_module(sr.step)
@@ -238,9 +276,10 @@ async def _outcome(sr: StepRun, watch_signals: bool, stop: anyio.Event | None) -
     try:
         async with anyio.create_task_group() as tg:
 
-            async def watch() -> None:
+            async def watch(*, task_status: anyio.abc.TaskStatus[None]) -> None:
                 nonlocal interrupted
                 with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+                    task_status.started()
                     async for signum in signals:
                         interrupted = True
                         log.warning("interrupted; stopping the roles", signal=signum)
@@ -255,11 +294,16 @@ async def _outcome(sr: StepRun, watch_signals: bool, stop: anyio.Event | None) -
 
             async def body() -> None:
                 nonlocal outcome
-                outcome = await module.run(sr)
+                # The MCP servers start before the first role and stop after the last,
+                # also when a signal cancels the run (run/mcp.py).
+                async with run_servers(sr, environ):
+                    outcome = await module.run(sr)
                 tg.cancel_scope.cancel()
 
             if watch_signals:
-                tg.start_soon(watch)
+                # Watching before any server starts: a server runs in a session of its
+                # own, so only orkeon's handling of the signal stops it.
+                await tg.start(watch)
             if stop is not None:
                 tg.start_soon(stopped, stop)
             tg.start_soon(body)
@@ -290,6 +334,8 @@ async def _finish(sr: StepRun, outcome: StepOutcome) -> dict[str, Any]:
 
 def _partial(sr: StepRun, status: StepStatus, error: str) -> StepOutcome:
     """The outcome of a step that did not finish: each role that started, as it stood."""
+    if sr.partial is not None:
+        return sr.partial(status, error)
     roles = [a.result for a in sr.agents.values() if a.turns or a.calls]
     return StepOutcome(status=status, roles=roles, error=error)
 

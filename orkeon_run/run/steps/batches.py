@@ -75,6 +75,9 @@ async def run_batch(
     limiter = anyio.CapacityLimiter(sr.inputs.concurrency)
     finished: dict[str, Any] = progress["roles"]
     failed_audit: dict[str, Any] | None = progress.pop("audit", None)
+    # A pipeline repaired this batch's roles (mark_repaired): the batch is audited again as
+    # it stands, and no role that ended runs again.
+    repaired = bool(progress.pop("repaired", False))
     results: dict[str, Any] = {}
 
     async def one(role: PlanRole) -> None:
@@ -97,7 +100,10 @@ async def run_batch(
     async with anyio.create_task_group() as tg:
         for role in batch.roles:
             earlier = finished.get(f"{batch.name}/{role.name}")
-            if failed_audit is None and earlier is not None and earlier["status"] == "succeeded":
+            done = repaired or (
+                failed_audit is None and earlier is not None and earlier["status"] == "succeeded"
+            )
+            if earlier is not None and done:
                 results[role.name] = SavedRole(earlier)
             else:
                 tg.start_soon(one, role)
@@ -160,7 +166,7 @@ async def run(sr: StepRun) -> StepOutcome:
                 record = audit.record(batch.name, passed=False, output_tail=str(exc))
                 audits.append(record)
                 sr.events.emit("audit", step=sr.step, **record)
-                return finish(sr, roles, audits=audits, error=step_error(record, []))
+                return finish(sr, roles, audits=audits, error=step_error(record, []), blame=[])
             progress = {"batch": batch.name, "snapshot": before.to_json(), "roles": {}}
         current = None
         git_mode = before.git
@@ -192,7 +198,8 @@ async def run(sr: StepRun) -> StepOutcome:
         if not record["passed"]:
             # A resumed run repeats this batch with the audit's output in each message.
             sr.save_state(current={**progress, "audit": record})
-        return finish(sr, roles, audits=audits, error=step_error(record, failed_roles))
+        error = step_error(record, failed_roles)
+        return finish(sr, roles, audits=audits, error=error, blame=results)
     return finish(sr, roles, audits=audits)
 
 
@@ -212,3 +219,38 @@ def step_error(record: dict[str, Any], failed_roles: list[Any]) -> str | None:
     audit_part = None if record["passed"] else audit_error(record)
     parts = [p for p in (role_failure(failed_roles), audit_part) if p]
     return "; ".join(parts) or None
+
+
+def failed_batch(run_dir: Path) -> dict[str, Any] | None:
+    """The batch a failed dev-batches run stopped at, from its state.json: `{"batch",
+    "roles": {FULL_NAME: role record}, "audit": the failed audit record or None}`; None
+    when it stopped before a batch ran (a pipeline has nothing to repair then)."""
+    from ..rundir import read_state
+
+    current = read_state(run_dir).get("current")
+    if not isinstance(current, dict) or not isinstance(current.get("batch"), str):
+        return None
+    roles = current.get("roles")
+    return {
+        "batch": current["batch"],
+        "roles": dict(roles) if isinstance(roles, dict) else {},
+        "audit": current.get("audit") if isinstance(current.get("audit"), dict) else None,
+    }
+
+
+def mark_repaired(run_dir: Path, records: dict[str, dict[str, Any]]) -> None:
+    """After a pipeline repaired roles of the batch the run stopped at: each repaired
+    role's record becomes its repair's, and a `--resume` audits the batch again as it
+    stands (against the workspace as it was when the batch first began) without running a
+    role, then goes on with the next batches."""
+    from ...jsonio import atomic_write_json
+    from ..rundir import read_state
+
+    state = read_state(run_dir)
+    current = state.get("current")
+    if not isinstance(current, dict):
+        raise ValueError(f"{run_dir}: no batch to mark repaired")
+    current["roles"] = {**(current.get("roles") or {}), **records}
+    current["repaired"] = True
+    current.pop("audit", None)
+    atomic_write_json(run_dir / "state.json", state)

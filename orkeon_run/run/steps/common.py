@@ -6,8 +6,10 @@ passes through to the runner, which records "interrupted".
 from __future__ import annotations
 
 import os
+import uuid
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -51,14 +53,18 @@ def crew_of(sr: StepRun) -> Crew:
 def role_context(
     sr: StepRun, role: str, *, batch: str | None = None, roots: Sequence[str] | None = None
 ) -> CallContext:
+    """The role's context. Its session, for settings-shape hooks: `session_id` a UUID made
+    from the run and the role (the same on --resume; hook scripts put it in file names,
+    where the run id's and role's `/` would not go), `transcript_path` the role's
+    conversation in Claude Code's shape."""
     return CallContext(
         step=sr.step,
         role=role,
         workspace=sr.workspace,
         batch=batch,
         roots=tuple(roots) if roots is not None else None,
-        session_id=f"{sr.run_id}/{role}",
-        transcript_path=str(sr.transcript_path(role)),
+        session_id=str(uuid.uuid5(uuid.NAMESPACE_URL, f"orkeon:{sr.run_id}/{role}")),
+        transcript_path=str(sr.claude_transcript_path(role)),
     )
 
 
@@ -73,17 +79,31 @@ async def role_agent(
     *,
     resume: bool = False,
 ) -> AsyncIterator[Agent]:
-    """The agent of one role, built from the crew role `template`; closed on the way out
+    """The agent of one role, built from the crew role `template`, with the tools its
+    entries give (the MCP tools among them in `ctx`'s catalog); closed on the way out
     (also when the step is cancelled, within CLOSE_GRACE seconds)."""
     import anyio
 
     from ...agent.loop import Agent, RoleSpec
 
+    claude = None
+    if sr.config.settings_hooks:
+        from ... import __version__
+        from ...models.claude_transcript import ClaudeTranscript
+
+        claude = ClaudeTranscript(
+            sr.claude_transcript_path(ctx.role),
+            session_id=ctx.session_id,
+            cwd=str(sr.workspace),
+            version=__version__,
+        )
     crew_role = crew.role(template)
+    tools, catalog = sr.role_tools(crew_role.tools)
+    ctx = replace(ctx, catalog=catalog)
     spec = RoleSpec(
         name=ctx.role,
         system_prompt=crew.system_prompt(template, variables),
-        tools=tuple(crew_role.tools),
+        tools=tools,
         ctx=ctx,
     )
     agent = Agent(
@@ -95,6 +115,7 @@ async def role_agent(
         events=sr.events,
         transcript_path=sr.transcript_path(ctx.role),
         resume=resume,
+        claude_transcript=claude,
     )
     sr.agents[ctx.role] = agent
     sr.events.emit("role.start", step=sr.step, batch=ctx.batch, role=ctx.role)
@@ -147,6 +168,35 @@ def role_failure(results: Sequence[RoleResult]) -> str | None:
     return "; ".join(parts)
 
 
+def refusal_notes(roles: Sequence[Any]) -> list[str]:
+    """`every call of role writer was refused (2 calls; the first by the hook: TEXT)`,
+    for each role whose every call was refused."""
+    notes = []
+    for role in roles:
+        record = role.to_json()
+        first = record.get("all_refused")
+        # A spent budget refuses every call after it, and the error says so already.
+        if isinstance(first, dict) and first.get("stage") != "budget":
+            n = record.get("calls")
+            calls = "1 call" if n == 1 else f"{n} calls"
+            notes.append(
+                f"every call of role {record['name']} was refused ({calls}; the first by "
+                f"{STAGE_WORDS.get(first['stage'], first['stage'])}: {first['text']})"
+            )
+    return notes
+
+
+STAGE_WORDS = {
+    "gate": "the gate",
+    "rules": "the rule set",
+    "roots": "the roots",
+    "workspace": "the workspace check",
+    "hook": "a hook",
+    "budget": "the budget",
+    "invalid": "the call check (an unknown tool or a bad input)",
+}
+
+
 def finish(
     sr: StepRun,
     roles: Sequence[Any],
@@ -154,9 +204,12 @@ def finish(
     artifacts: Mapping[str, str] | None = None,
     audits: Sequence[dict[str, Any]] = (),
     error: str | None = None,
+    blame: Sequence[Any] | None = None,
 ) -> StepOutcome:
     """The step's outcome: budget_exhausted when the ledger is spent, failed when `error`
-    is set or a role did not succeed, else succeeded."""
+    is set or a role did not succeed, else succeeded. The error of a step that did not
+    succeed starts with each role of `blame` (default: `roles`) whose every call was
+    refused."""
     spent = sr.ledger.exhausted
     status: StepStatus
     if spent:
@@ -166,6 +219,11 @@ def finish(
     else:
         error = error or role_failure(roles)
         status = "failed" if error else "succeeded"
+    if status != "succeeded":
+        # Say first what left a role with nothing done, rather than only what came of it
+        # (the writer "did not write the spec" because a hook refused every write).
+        notes = refusal_notes(roles if blame is None else blame)
+        error = "; ".join([*notes, *([error] if error else [])]) or None
     return StepOutcome(
         status=status,
         roles=list(roles),

@@ -29,7 +29,7 @@ ROLES = ("repairer",)
 
 
 def check(inputs: Inputs, workspace: Path) -> tuple[Plan, str]:
-    if inputs.repair is None:
+    if inputs.repair is None or inputs.repair.run is None or inputs.repair.role is None:
         raise InputError('repair: tasks-repair needs {"run": RUN_DIR, "role": "BATCH/ROLE"}')
     plan, rel = load_plan(workspace, inputs.plan)
     names = [f"{b.name}/{r.name}" for b in plan.batches for r in b.roles]
@@ -53,7 +53,8 @@ def find_role(plan: Plan, full: str) -> tuple[Any, PlanRole]:
 async def run(sr: StepRun) -> StepOutcome:
     repair, failed = sr.inputs.repair, sr.config.repair
     plan, plan_rel = sr.config.plan, sr.config.plan_rel
-    assert repair is not None and failed is not None and plan is not None  # prepared
+    assert repair is not None and repair.role is not None  # check() made sure
+    assert failed is not None and plan is not None  # prepared
     crew = crew_of(sr)
     try:
         batch, role = find_role(plan, repair.role)
