@@ -1,8 +1,8 @@
 """`orkeon validate`: parse and check the inputs and every file they name; run no step. The
 MCP servers are started, their tools listed, and stopped (commands/mcp.py): a server that
-does not start is an input error. It also says, on stderr, whether the shell sandbox can be
-made here: where it cannot, the reason and the fix (a run would refuse every shell call,
-but the inputs are valid: exit 0)."""
+does not start is an input error. Where the shell sandbox cannot be made here it says so on
+stderr, with the reason and the fix (a run would refuse every shell call, but the inputs
+are valid: exit 0); so does a sandbox turned off. Where it can, stderr stays quiet."""
 
 from __future__ import annotations
 
@@ -22,15 +22,13 @@ def main(inputs: str, *, step: str | None = None, workspace: str | None = None) 
     )
     for line in config.warnings:
         sys.stderr.write(f"warning: {line}\n")
-    confinement = config.confinement
-    if confinement.state == "on":
-        sys.stderr.write("shell sandbox: available here\n")
-    elif confinement.state == "off":
+    confinement = config.confinement  # where the sandbox can be made, nothing to say
+    if confinement.state == "off":
         sys.stderr.write(
             'warning: shell sandbox: off ("shell": {"sandbox": "off"}): the model\'s shell '
             "commands and the audit's build and test would run unconfined\n"
         )
-    else:
+    elif confinement.state == "unavailable":
         sys.stderr.write(
             f"warning: shell sandbox: not available here: {confinement.reason}; every shell "
             "call would be refused and the audit's build and test would not run\n"
