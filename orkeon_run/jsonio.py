@@ -4,6 +4,7 @@ whole or not at all."""
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import tempfile
@@ -45,21 +46,54 @@ def loads_strict(text: str) -> Any:
     return json.loads(text, parse_constant=_no_constant, parse_float=_finite)
 
 
+def json_bytes(obj: Any) -> bytes:
+    """`obj` as indented JSON text and a newline, UTF-8. A lone surrogate (from a JSON
+    "\\ud800" escape) is written as that escape, valid JSON, instead of raising."""
+    text = json.dumps(obj, ensure_ascii=False, indent=2) + "\n"
+    return text.encode("utf-8", errors="backslashreplace")
+
+
 def atomic_write_json(path: Path, obj: Any) -> None:
     """Write JSON so a reader sees the old file or the new one, never a torn one."""
+    atomic_write_bytes(path, json_bytes(obj))
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    """Write `data` to `path` through a temporary file beside it, synced, then renamed over
+    it: a reader sees the old file or the new one, never a torn one. Raises OSError (a full
+    disk, a read-only folder) with no temporary file left behind."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
-        # backslashreplace: a lone surrogate (from a JSON "\\ud800" escape) is written as
-        # that escape, valid JSON, instead of raising and leaving no file.
-        with os.fdopen(fd, "w", encoding="utf-8", errors="backslashreplace") as f:
-            json.dump(obj, f, ensure_ascii=False, indent=2)
-            f.write("\n")
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def append_line(fd: int, data: bytes) -> None:
+    """Append one line (`data`, ending in a newline) to the file open on `fd` (O_APPEND,
+    one writer) whole, or not at all: a write the disk cut short (full, over a size limit)
+    is taken back to where the line began before the error is raised, so the file never
+    ends in a torn line."""
+    start = os.lseek(fd, 0, os.SEEK_END)
+    done = 0
+    try:
+        while done < len(data):
+            written = os.write(fd, data[done:] if done else data)
+            if written <= 0:  # cannot happen for a regular file; never loop on it
+                raise OSError(errno.EIO, os.strerror(errno.EIO))
+            done += written
+    except OSError:
+        if done:
+            try:
+                os.ftruncate(fd, start)
+            except OSError:
+                pass  # a file system gone read-only: nothing more can be done
         raise
 
 

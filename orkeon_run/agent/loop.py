@@ -15,7 +15,8 @@ prompt as a `<hook_context>` block), Stop when the model finishes (a keep-going 
 goes to the model as one more user message, at most once per prompt), PreCompact before
 an automatic compaction (compaction.py), SessionEnd on close.
 
-The role's transcript (models/transcript.py) gets a line per message sent and received.
+The role's transcript (models/transcript.py) gets a line per message sent and received,
+secrets redacted; a user message is redacted before the model reads it too.
 With `resume=True` and an existing transcript, the conversation is reloaded from it (the
 system prompt replaced by the current one) and goes on; calls the transcript shows
 without a result get `UNFINISHED` as their result so every call stays paired.
@@ -132,7 +133,8 @@ class Agent:
         self._tools_chars = sum(
             len(t.name) + len(t.description) + len(json.dumps(t.input_schema)) for t in self.tools
         )
-        self.transcript = TranscriptWriter(transcript_path, spec.name)
+        self.transcript = TranscriptWriter(transcript_path, spec.name, events.redactor)
+        self._redactor = events.redactor
         self.messages: list[Message] = []
         self._scanned = compaction.Scanned()
         self._removed = compaction.Removed()
@@ -337,6 +339,12 @@ class Agent:
     # --- conversation ------------------------------------------------------------------
 
     def _add(self, message: Message, direction: str = "sent", **extra: Any) -> None:
+        if self._redactor is not None and message.role == "user":
+            # A hook's context or a repair message may carry a secret a program printed:
+            # the model reads it redacted (tool results are, in the pipeline).
+            content = self._redactor.text(message.content)
+            if content is not message.content:
+                message = replace(message, content=content)
         self.messages.append(message)
         self._chars += message_chars(message)
         self.transcript.message(direction, message, **extra)  # type: ignore[arg-type]

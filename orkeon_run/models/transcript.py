@@ -7,7 +7,8 @@ before the request that carries them) or `"received"` (the model's answers, with
 A `"compacted"` line records a compaction (what the model was sent from then on is the
 shortened form, some old exchanges perhaps removed; the transcript keeps every message in
 full, as first sent). Each line is one `write()` on an
-`O_APPEND` descriptor, so a killed run leaves every finished line whole.
+`O_APPEND` descriptor, so a killed run leaves every finished line whole; a line the disk
+cut short is taken back (`jsonio.append_line`). Secrets are redacted from every line.
 
 The agent loop writes transcripts; `load_conversation` reloads one on resume, and
 `replay_script` turns one (or a directory of them) into a scripted-model script.
@@ -21,7 +22,9 @@ import time
 from pathlib import Path
 from typing import Any, Literal
 
-from ..jsonio import utf8_line
+from ..environ import Redactor
+from ..errors import RecordsError
+from ..jsonio import append_line, utf8_line
 from .base import Message
 
 Direction = Literal["sent", "received"]
@@ -32,9 +35,13 @@ def _dumps(obj: Any) -> str:
 
 
 class TranscriptWriter:
-    def __init__(self, path: Path, agent: str) -> None:
+    """Appends a role's lines, each whole or not at all (`jsonio.append_line`), secrets
+    redacted (`redactor`). A line the disk cannot take raises RecordsError."""
+
+    def __init__(self, path: Path, agent: str, redactor: Redactor | None = None) -> None:
         self.path = path
         self.agent = agent
+        self.redactor = redactor if redactor else None
         self._fd: int | None = None
 
     def _open(self) -> int:
@@ -43,15 +50,23 @@ class TranscriptWriter:
             self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
         return self._fd
 
+    def _write(self, line: dict[str, Any]) -> None:
+        text = _dumps(line)
+        if self.redactor is not None:
+            text = self.redactor.json_text(text)
+        try:
+            append_line(self._open(), utf8_line(text + "\n"))
+        except OSError as exc:
+            raise RecordsError.writing(self.path, exc) from None
+
     def message(self, direction: Direction, message: Message, **extra: Any) -> None:
         line = {"ts": round(time.time(), 6), "agent": self.agent, "direction": direction}
         line.update(message.to_json())
         line.update(extra)
-        os.write(self._open(), utf8_line(_dumps(line) + "\n"))
+        self._write(line)
 
     def note(self, direction: str, **fields: Any) -> None:
-        line = {"ts": round(time.time(), 6), "agent": self.agent, "direction": direction, **fields}
-        os.write(self._open(), utf8_line(_dumps(line) + "\n"))
+        self._write({"ts": round(time.time(), 6), "agent": self.agent, "direction": direction, **fields})
 
     def close(self) -> None:
         if self._fd is not None:

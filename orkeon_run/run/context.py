@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from ..models.base import Provider
     from ..pipeline import Pipeline
     from ..policy.rules import RuleSet
+    from .records import RunRecords
 
 
 @dataclass
@@ -42,6 +43,8 @@ class StepRun:
     # Every agent the step started, by role: when the step is interrupted the runner still
     # reports each role's status and counts from here.
     agents: dict[str, Any] = field(default_factory=dict)
+    # The run directory's sealed records (records.py); None: written unsealed (tests).
+    records: RunRecords | None = None
 
     @property
     def step(self) -> str:
@@ -60,7 +63,11 @@ class StepRun:
         """`b1/api` -> RUN_DIR/transcripts/b1/api.jsonl."""
         return self.run_dir / "transcripts" / f"{role}.jsonl"
 
-    def pipeline(self, rule_sets: Sequence[RuleSet]) -> Pipeline:
+    def pipeline(self, rule_sets: Sequence[RuleSet], own_output: str | None = None) -> Pipeline:
+        """The step's pipeline with `rule_sets` (the crew's) after the built-in `orkeon`
+        set (policy/guards.py), which keeps every role off orkeon's own files; `own_output`
+        (workspace-relative) is the one file under `.orkeon/` the role may write: the
+        writer's spec, the planner's plan."""
         from ..pipeline import Pipeline
         from ..tools import ToolEnv
 
@@ -75,16 +82,43 @@ class StepRun:
                 environ=child_environ(self.config, credentials=True),
             ),
             gate=self.config.gate,
-            rule_sets=rule_sets,
+            rule_sets=[self.guard(own_output), *rule_sets],
             hooks=self.hooks,
         )
 
+    def guard(self, own_output: str | None = None) -> RuleSet:
+        from ..policy.guards import guard
+        from ..policy.paths import PathOutside, contains, relative, resolve_in_workspace
+
+        ws = self.workspace
+        run_dir = self.run_dir.resolve()
+        rel_run = relative(ws, run_dir) if contains(str(ws), str(run_dir)) else None
+        own = None
+        if own_output is not None:
+            try:
+                own = relative(ws, resolve_in_workspace(ws, own_output))
+            except PathOutside:
+                own = None
+        return guard(rel_run, own)
+
     def save_state(self, **changes: Any) -> None:
-        """Record progress (e.g. batches that passed) so --resume can continue."""
+        """Record progress (e.g. batches that passed) so --resume can continue. Raises
+        RecordsError when the disk refuses."""
+        self.state.update(changes)
+        self.write_record("state.json", self.state)
+
+    def write_record(self, name: str, obj: Any) -> None:
+        """RUN_DIR/NAME (state.json, result.json), whole, redacted and sealed."""
+        if self.records is not None:
+            self.records.write(name, obj)
+            return
+        from ..errors import RecordsError
         from ..jsonio import atomic_write_json
 
-        self.state.update(changes)
-        atomic_write_json(self.run_dir / "state.json", self.state)
+        try:
+            atomic_write_json(self.run_dir / name, obj)
+        except OSError as exc:
+            raise RecordsError.writing(self.run_dir / name, exc) from None
 
 
 def child_environ(config: RunConfig, *, credentials: bool) -> dict[str, str]:

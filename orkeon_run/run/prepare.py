@@ -7,7 +7,9 @@ the first, and reported together as one line each (exit 2).
 
 A tasks-repair run takes what it does not give again from the failed run's saved inputs
 (`INHERITED`), merged into the document here, once, so the run directory records the
-inputs the repair really ran with.
+inputs the repair really ran with. The failed run's records are read only once checked
+against its seal (records.py), and its plan is the one it pinned in its state, never the
+file in the workspace a role could have rewritten; so is a resumed run's (`pinned`).
 """
 
 from __future__ import annotations
@@ -21,7 +23,6 @@ from typing import TYPE_CHECKING, Any
 
 from ..config.inputs import Inputs, MatcherGroup, Plan, load_document, parse_inputs, parse_plan
 from ..errors import InputError
-from ..jsonio import read_json
 from ..ledger import BudgetLimits
 
 if TYPE_CHECKING:
@@ -38,11 +39,13 @@ DEFAULT_PLAN = ".orkeon/plan.json"
 
 @dataclass(frozen=True)
 class FailedRun:
-    """The run a tasks-repair starts from: its directory and what it recorded."""
+    """The run a tasks-repair starts from: its directory and what it recorded (each
+    record checked against the run's seal)."""
 
     run_dir: Path
     result: dict[str, Any]  # {} when it was killed before its result
     state: dict[str, Any]
+    inputs: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -77,13 +80,11 @@ def prepare(
     workspace: str | None = None,
     environ: Mapping[str, str] | None = None,
     stdin_is_tty: bool | None = None,
+    pinned: tuple[Plan, str] | None = None,
 ) -> RunConfig:
+    """`pinned` is the plan a resumed run pinned in its state (and its path): the step
+    runs it, whatever the plan file now holds."""
     env = os.environ if environ is None else environ
-    if step == "tasks-repair" and isinstance(doc, dict):
-        doc = repair_document(doc)
-    warnings: list[str] = []
-    inputs = parse_inputs(doc)
-    ws = resolve_workspace(inputs, workspace)
     problems: list[str] = []
 
     def collect(fn: Callable[[], Any]) -> Any:
@@ -93,23 +94,34 @@ def prepare(
             problems.extend(exc.problems)
             return None
 
+    repair: FailedRun | None = None
+    if step == "tasks-repair" and isinstance(doc, dict) and isinstance(doc.get("repair"), dict):
+        raw = doc["repair"].get("run")
+        if isinstance(raw, str):
+            repair = collect(lambda: failed_run(raw, env))
+        if repair is not None:
+            failed = repair
+            if "plan" not in doc:  # the failed run's own plan, as it pinned it
+                pinned = collect(lambda: pinned_plan(failed.state, failed.run_dir))
+            doc = inherit(doc, failed.inputs)
+    warnings: list[str] = []
+    inputs = parse_inputs(doc)
+    ws = resolve_workspace(inputs, workspace)
+
     gate = collect(lambda: _gate(inputs))
     collect(lambda: _check_model(inputs, env))
     settings = collect(lambda: _settings_hooks(inputs, ws, env, stdin_is_tty, warnings.append))
     shell_rules = collect(lambda: _shell_rules(inputs, ws, env, stdin_is_tty))
     crew = plan = None
     plan_rel = ""
-    repair = None
     if step is not None:
         from .steps import step_module
 
         module = step_module(step)
         crew = collect(lambda: _crew(step, ws, module.ROLES))
-        checked = collect(lambda: module.check(inputs, ws))
+        checked = collect(lambda: module.check(inputs, ws, pinned))
         if isinstance(checked, tuple):
             plan, plan_rel = checked
-        if step == "tasks-repair" and inputs.repair is not None:
-            repair = collect(lambda: failed_run(inputs.repair.run))  # type: ignore[union-attr]
     if problems:
         raise InputError(sorted(set(problems)))
     # The crew's budget is the default; a budget in --inputs replaces it whole.
@@ -215,18 +227,23 @@ def run_dir_path(raw: str) -> Path:
     return Path(os.path.expanduser(raw)).resolve()
 
 
-def repair_document(doc: dict[str, Any]) -> dict[str, Any]:
-    """The tasks-repair inputs document with the INHERITED keys taken from the failed
-    run's saved inputs where `doc` does not give them."""
-    repair = doc.get("repair")
+def repair_document(doc: Any, environ: Mapping[str, str] | None = None) -> Any:
+    """`doc` with the INHERITED keys the failed run's saved inputs give (as `prepare`
+    merges them for a tasks-repair), or `doc` as it is when the failed run cannot be read
+    (its problems are reported when the repair runs)."""
+    repair = doc.get("repair") if isinstance(doc, dict) else None
     if not isinstance(repair, dict) or not isinstance(repair.get("run"), str):
         return doc
     try:
-        saved = read_json(run_dir_path(repair["run"]) / "inputs.json")
-    except (OSError, ValueError):
-        return doc  # failed_run reports the missing or broken run directory
-    if not isinstance(saved, dict):
+        failed = failed_run(repair["run"], environ)
+    except InputError:
         return doc
+    return inherit(doc, failed.inputs)
+
+
+def inherit(doc: dict[str, Any], saved: dict[str, Any]) -> dict[str, Any]:
+    """The tasks-repair inputs document with the INHERITED keys taken from the failed
+    run's saved inputs where `doc` does not give them."""
     merged = dict(doc)
     for key in INHERITED:
         if key not in merged and key in saved:
@@ -234,27 +251,47 @@ def repair_document(doc: dict[str, Any]) -> dict[str, Any]:
     return merged
 
 
-def failed_run(raw: str) -> FailedRun:
-    """The records of the run a repair starts from. Its result and state may be missing
-    (a run killed before them): the repair then works from the task alone."""
+def failed_run(raw: str, environ: Mapping[str, str] | None = None) -> FailedRun:
+    """The records of the run a repair starts from, each checked against the run's seal
+    (records.open_sealed). Its result may be missing (a run killed before it): the repair
+    then works from the task alone. A run still running is refused."""
+    from .records import in_use, open_sealed
+
     rd = run_dir_path(raw)
-    saved = rd / "inputs.json"
-    if not saved.is_file():
+    if not (rd / "inputs.json").is_file():
         raise InputError(f"repair.run: not a run directory (no inputs.json): {rd}")
-    try:
-        if not isinstance(read_json(saved), dict):
-            raise ValueError("not a JSON object")
-    except (OSError, ValueError) as exc:
-        raise InputError(f"repair.run: cannot read {saved}: {exc}") from None
-    return FailedRun(rd, _optional_record(rd / "result.json"), _optional_record(rd / "state.json"))
+    holder = in_use(rd)
+    if holder is not None:
+        raise InputError(f"repair.run: {rd} is still running{holder}: repair it once it ended")
+    _, docs = open_sealed(rd, "repair.run", environ)
+    inputs = docs["inputs.json"]
+    if not isinstance(inputs, dict):
+        raise InputError(f"repair.run: {rd / 'inputs.json'} is not an inputs document")
+    return FailedRun(rd, _record(docs["result.json"]), _record(docs["state.json"]), inputs)
 
 
-def _optional_record(path: Path) -> dict[str, Any]:
-    try:
-        value = read_json(path)
-    except (OSError, ValueError):
-        return {}
+def _record(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
+
+
+# --- the pinned plan ---------------------------------------------------------------------
+
+
+def pin(plan: Plan, plan_rel: str) -> dict[str, Any]:
+    """The plan as a run pins it in its state: its content, and the path it came from
+    ("" for a plan given inline)."""
+    return {"path": plan_rel, "content": plan.model_dump(mode="json")}
+
+
+def pinned_plan(state: dict[str, Any], run_dir: Path) -> tuple[Plan, str] | None:
+    """The plan a run pinned in its state.json, or None when it pinned none."""
+    pinned = state.get("plan")
+    if pinned is None:
+        return None
+    origin = f"{run_dir / 'state.json'}: plan"
+    if not isinstance(pinned, dict) or not isinstance(pinned.get("path"), str):
+        raise InputError(f"{origin}: not a pinned plan")
+    return parse_plan(pinned.get("content"), origin=origin), pinned["path"]
 
 
 def stdin_tty() -> bool:

@@ -4,7 +4,10 @@ RUN_DIR/inputs.json        the inputs as given, secrets redacted
 RUN_DIR/events.jsonl       appended and flushed line by line (events.EventLog)
 RUN_DIR/result.json        written atomically: temp file, fsync, rename
 RUN_DIR/state.json         progress for --resume (atomic too)
+RUN_DIR/lock               held while a run works here (records.RunLock)
 RUN_DIR/transcripts/ROLE.jsonl
+
+inputs.json, state.json and result.json are sealed (records.py).
 """
 
 from __future__ import annotations
@@ -16,10 +19,19 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..errors import InputError, UsageError
-from ..jsonio import atomic_write_json, read_json
+from ..environ import REDACTED
+from ..errors import InputError
+from .records import RunRecords
 
-REDACTED = "[redacted]"
+__all__ = [
+    "REDACTED",
+    "default_run_dir",
+    "new_run_id",
+    "redact",
+    "resolve",
+    "resume_document",
+    "save_inputs",
+]
 # Key names that hold credentials. `*_env` keys name a variable, they hold no secret.
 _SECRET_KEY = re.compile(
     r"(?i)(api[_-]?key|token|secret|password|passwd|credential|private[_-]?key|authorization|cookie)"
@@ -53,18 +65,26 @@ def resolve(raw: str) -> Path:
     return Path(os.path.expanduser(raw)).resolve()
 
 
-def resume_document(rd: Path, overrides: Any | None) -> dict[str, Any]:
-    """The saved inputs of run directory `rd`, with top-level keys of `overrides` replacing
-    theirs."""
-    saved = rd / "inputs.json"
-    if not saved.is_file():
-        raise InputError(f"--resume: not a run directory (no inputs.json): {rd}")
-    try:
-        doc = read_json(saved)
-    except (OSError, ValueError) as exc:
-        raise InputError(f"--resume: cannot read {saved}: {exc}") from None
-    if not isinstance(doc, dict):
-        raise InputError(f"--resume: {saved} is not an inputs document")
+def default_run_dir(workspace: Path, run_id: str) -> Path:
+    """WORKSPACE/.orkeon/runs/RUN_ID. A `.orkeon` or `.orkeon/runs` that is a symlink is
+    refused (InputError): a repository that ships one would have the run written wherever
+    it points, outside the workspace."""
+    for rel in (".orkeon", ".orkeon/runs"):
+        path = workspace / rel
+        if path.is_symlink():
+            raise InputError(
+                f"{rel}: {path} is a symlink (to {os.readlink(path)}): orkeon does not write "
+                "a run through a link the workspace holds (remove it, or give --run-dir)"
+            )
+    return workspace / ".orkeon" / "runs" / run_id
+
+
+def resume_document(rd: Path, saved: Any, overrides: Any | None) -> dict[str, Any]:
+    """The saved inputs of run directory `rd` (read and checked against the run's seal),
+    with top-level keys of `overrides` replacing theirs."""
+    if not isinstance(saved, dict):
+        raise InputError(f"--resume: {rd / 'inputs.json'} is not an inputs document")
+    doc = dict(saved)
     if overrides is not None:
         if not isinstance(overrides, dict):
             raise InputError("inputs: must be a JSON object")
@@ -72,26 +92,19 @@ def resume_document(rd: Path, overrides: Any | None) -> dict[str, Any]:
     return doc
 
 
-def read_state(rd: Path) -> dict[str, Any]:
-    path = rd / "state.json"
-    if not path.is_file():
-        return {}
-    try:
-        state = read_json(path)
-    except (OSError, ValueError) as exc:
-        raise UsageError(f"--resume: cannot read {path}: {exc}") from None
-    return state if isinstance(state, dict) else {}
-
-
-def save_inputs(rd: Path, doc: dict[str, Any], resume: bool) -> None:
+def save_inputs(
+    records: RunRecords, doc: dict[str, Any], resume: bool, saved: Any | None = None
+) -> None:
     """RUN_DIR/inputs.json, secrets redacted. A resumed run given other inputs keeps the
     earlier ones beside (`inputs.1.json`, ...): nothing a user wrote is lost."""
-    target = rd / "inputs.json"
-    if resume and target.exists():
-        if read_json(target) == redact(doc):
+    rd = records.run_dir
+    redacted = redact(doc)
+    if resume and saved is not None:
+        written = records.redactor.value(redacted) if records.redactor else redacted
+        if written == saved:
             return
         n = 1
         while (rd / f"inputs.{n}.json").exists():
             n += 1
-        target.rename(rd / f"inputs.{n}.json")
-    atomic_write_json(target, redact(doc))
+        records.copy("inputs.json", f"inputs.{n}.json")
+    records.write("inputs.json", redacted)

@@ -16,23 +16,27 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from .. import logs
+from ..environ import Redactor
+from ..errors import InputError, RecordsError, UsageError
 from ..events import EventLog
-from ..jsonio import atomic_write_json
 from ..ledger import Ledger
 from ..vocabulary import StepStatus
 
 if TYPE_CHECKING:
     import anyio
 from .context import StepOutcome, StepRun, step_hooks
-from .prepare import RunConfig, prepare, stdin_tty
+from .prepare import RunConfig, pin, pinned_plan, prepare, stdin_tty
+from .records import RunLock, RunRecords, open_sealed
 from .result import result_document
-from .rundir import new_run_id, read_state, resolve, resume_document, save_inputs
+from .rundir import default_run_dir, new_run_id, resolve, resume_document, save_inputs
 from .steps import step_module
 
 
 @dataclass
 class OpenRun:
-    """A prepared run with its directory: what `execute` needs."""
+    """A prepared run with its directory: what `execute` needs. `failure` is set when the
+    run directory could not be written (a full disk, a read-only workspace): `execute`
+    then only reports it, as the result of status "error"."""
 
     config: RunConfig
     run_dir: Path
@@ -44,6 +48,9 @@ class OpenRun:
     # What watches the run's events: its progress view and its trace exporter, each with a
     # `close()` (the final summary; the traces flushed, bounded in time).
     watchers: list[Any] = field(default_factory=list)
+    records: RunRecords | None = None
+    lock: RunLock | None = None
+    failure: RecordsError | None = None
 
 
 def open_run(
@@ -58,39 +65,90 @@ def open_run(
     progress: str = "none",
 ) -> OpenRun:
     """Prepare the run and open its directory. Input problems raise InputError (exit 2)
-    before anything is written. `progress` (live, plain, none) is shown on stderr; traces
-    are exported when the OTEL_* variables ask for them (run/telemetry.py)."""
+    before anything is written; so does a run directory another run holds, or a resumed
+    one whose records are not the ones its run wrote (records.py). `progress` (live,
+    plain, none) is shown on stderr; traces are exported when the OTEL_* variables ask for
+    them (run/telemetry.py)."""
     step_module(step)  # an unknown step is a usage error before anything is read
     resume = resume_dir is not None
     state: dict[str, Any] = {}
-    if resume_dir is not None:
-        rd = resolve(resume_dir)
-        doc = resume_document(rd, doc)
-        state = read_state(rd)
-        if state.get("step", step) != step:
-            from ..errors import UsageError
-
-            raise UsageError(f"--resume: {rd} is a {state['step']} run, not {step}")
-    config = prepare(doc, step=step, workspace=workspace, environ=environ, stdin_is_tty=stdin_tty())
-    for line in config.warnings:
-        logs.warn(line)
-    if resume_dir is None:
-        run_id = new_run_id()
-        rd = resolve(run_dir) if run_dir else config.workspace / ".orkeon" / "runs" / run_id
-        if (rd / "inputs.json").exists():
-            from ..errors import UsageError
-
-            raise UsageError(f"--run-dir: already holds a run (use --resume to continue it): {rd}")
-        state = {"run_id": run_id, "step": step}
-    else:
-        run_id = state.get("run_id") or rd.name
-    rd.mkdir(parents=True, exist_ok=True)
-    save_inputs(rd, config.doc, resume)
-    atomic_write_json(rd / "state.json", state)
-    events = EventLog(rd / "events.jsonl", stream)
+    lock: RunLock | None = None
+    pinned = None
+    saved_inputs: Any = None
+    records: RunRecords | None = None
+    try:
+        if resume_dir is not None:
+            rd = resolve(resume_dir)
+            if not (rd / "inputs.json").is_file():
+                raise InputError(f"--resume: not a run directory (no inputs.json): {rd}")
+            lock = RunLock.take(rd, "--resume")
+            records, docs = open_sealed(rd, "--resume", environ)
+            saved_inputs = docs["inputs.json"]
+            doc_given = doc
+            doc = resume_document(rd, saved_inputs, doc)
+            state = docs["state.json"] if isinstance(docs["state.json"], dict) else {}
+            if state.get("step", step) != step:
+                raise UsageError(f"--resume: {rd} is a {state['step']} run, not {step}")
+            pinned = pinned_plan(state, rd)
+            if pinned is not None and isinstance(doc_given, dict) and "plan" in doc_given:
+                raise InputError(
+                    "plan: a resumed run keeps the plan it started with (pinned in its "
+                    "state.json); start a new run to run another plan"
+                )
+        config = prepare(
+            doc,
+            step=step,
+            workspace=workspace,
+            environ=environ,
+            stdin_is_tty=stdin_tty(),
+            pinned=pinned,
+        )
+        for line in config.warnings:
+            logs.warn(line)
+        redactor = Redactor.from_environ(environ, config.key_env)
+        if resume_dir is None:
+            run_id = new_run_id()
+            rd = resolve(run_dir) if run_dir else default_run_dir(config.workspace, run_id)
+            state = {"run_id": run_id, "step": step}
+            if config.plan is not None:  # the plan as it is now: --resume and repairs run it
+                state["plan"] = pin(config.plan, config.plan_rel)
+        else:
+            run_id = state.get("run_id") or rd.name
+    except BaseException:
+        if lock is not None:
+            lock.release()
+        raise
+    try:
+        if resume_dir is None:
+            try:
+                rd.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise RecordsError.writing(rd, exc) from None
+            lock = RunLock.take(rd, "--run-dir")
+            if (rd / "inputs.json").exists():
+                raise UsageError(
+                    f"--run-dir: already holds a run (use --resume to continue it): {rd}"
+                )
+            records = RunRecords.create(rd, run_id, environ)
+        assert records is not None
+        records.redactor = redactor if redactor else None
+        save_inputs(records, config.doc, resume, saved_inputs)
+        records.write("state.json", state)
+        events = EventLog(rd / "events.jsonl", stream, redactor)
+    except RecordsError as exc:
+        if lock is not None:
+            lock.release()
+        unrecorded = EventLog(None, stream, redactor)
+        return OpenRun(config, rd, run_id, resume, state, unrecorded, environ, failure=exc)
+    except BaseException:
+        if lock is not None:
+            lock.release()
+        raise
     watchers = _watchers(progress)
     events.listeners.extend(watchers)
-    return OpenRun(config, rd, run_id, resume, state, events, environ, watchers)
+    return OpenRun(
+        config, rd, run_id, resume, state, events, environ, watchers, records=records, lock=lock
+    )
 
 
 def _watchers(progress: str) -> list[Any]:
@@ -170,6 +228,16 @@ async def execute(
     assert step is not None
     events = opened.events
     ledger = Ledger(config.budget)
+    if opened.failure is not None:
+        # The run directory could not be written: nothing ran; say why, on stdout too.
+        try:
+            outcome = StepOutcome(status="error", error=str(opened.failure))
+            result = result_document(opened.run_id, step, outcome, ledger)
+            events.emit_final("result", **result)
+            return result
+        finally:
+            for watcher in opened.watchers:
+                watcher.close()
     sr = StepRun(
         config=config,
         run_dir=opened.run_dir,
@@ -180,30 +248,35 @@ async def execute(
         hooks=step_hooks(config, events),
         resume=opened.resume,
         state=opened.state,
-    )
-    events.emit(
-        "run.start",
-        run_id=sr.run_id,
-        step=step,
-        workspace=str(config.workspace),
-        run_dir=str(sr.run_dir),
-        resume=sr.resume,
-        budget=ledger.limits.model_dump(),
+        records=opened.records,
     )
     log = logs.get()
-    log.info("step started", step=step, run_id=sr.run_id, run_dir=str(sr.run_dir))
     try:
         try:
+            events.emit(
+                "run.start",
+                run_id=sr.run_id,
+                step=step,
+                workspace=str(config.workspace),
+                run_dir=str(sr.run_dir),
+                resume=sr.resume,
+                budget=ledger.limits.model_dump(),
+            )
+            log.info("step started", step=step, run_id=sr.run_id, run_dir=str(sr.run_dir))
             outcome = await _outcome(sr, watch_signals, stop)
         except anyio.get_cancelled_exc_class():
             with anyio.CancelScope(shield=True):
                 await _finish(sr, _partial(sr, "interrupted", "interrupted"))
             raise
+        except RecordsError as exc:  # run.start could not be written
+            outcome = _partial(sr, "error", str(exc))
         return await _finish(sr, outcome)
     finally:
         events.close()
         for watcher in opened.watchers:
             watcher.close()
+        if opened.lock is not None:
+            opened.lock.release()
 
 
 async def _outcome(sr: StepRun, watch_signals: bool, stop: anyio.Event | None) -> StepOutcome:
@@ -243,21 +316,41 @@ async def _outcome(sr: StepRun, watch_signals: bool, stop: anyio.Event | None) -
             tg.start_soon(body)
     except Exception as exc:  # a bug, or a failure no step handled: still leave a result
         cause = _first_cause(exc)
-        log.error("step crashed", exc_info=cause)
-        outcome = _partial(sr, "error", f"{type(cause).__name__}: {cause}")
+        if isinstance(cause, RecordsError):  # a full disk: said in words, no traceback
+            log.error("the run cannot write its records", error=str(cause))
+            outcome = _partial(sr, "error", str(cause))
+        else:
+            log.error("step crashed", exc_info=cause)
+            outcome = _partial(sr, "error", f"{type(cause).__name__}: {cause}")
     finally:
         # The provider's HTTP client is closed inside the loop that opened it.
         with anyio.move_on_after(5, shield=True):
             await sr.provider.aclose()
     if outcome is None or interrupted:
         return _partial(sr, "interrupted", "interrupted by a signal")
+    failure = sr.events.failure
+    if failure is not None and outcome.status != "error":
+        # An event that could not be written, the step going on past it: not a run whose
+        # records can be trusted.
+        return _partial(sr, "error", str(failure))
     return outcome
 
 
 async def _finish(sr: StepRun, outcome: StepOutcome) -> dict[str, Any]:
+    """Write the result (result.json, the `result` event) and return it. A result.json the
+    disk refuses makes the run's status "error" with that cause; the document is returned
+    (and printed) all the same."""
     result = result_document(sr.run_id, sr.step, outcome, sr.ledger)
-    atomic_write_json(sr.run_dir / "result.json", result)
-    sr.events.emit("result", **result)
+    try:
+        sr.write_record("result.json", result)
+    except RecordsError as exc:
+        if result["status"] != "error":
+            failed = StepOutcome(status="error", roles=outcome.roles, error=str(exc))
+            result = result_document(sr.run_id, sr.step, failed, sr.ledger)
+        logs.get().error("the run cannot write its records", error=str(exc))
+    if sr.events.redactor is not None:
+        result = sr.events.redactor.value(result)
+    sr.events.emit_final("result", **result)
     logs.get().info(
         "step ended", step=sr.step, status=result["status"], exit_code=result["exit_code"]
     )

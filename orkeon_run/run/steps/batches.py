@@ -34,8 +34,11 @@ from .common import SavedRole, crew_of, finish, role_agent, role_context, role_f
 ROLES = ("worker",)
 
 
-def check(inputs: Inputs, workspace: Path) -> tuple[Plan, str]:
-    return load_plan(workspace, inputs.plan)
+def check(
+    inputs: Inputs, workspace: Path, pinned: tuple[Plan, str] | None = None
+) -> tuple[Plan, str]:
+    """The plan to run: the one the run pinned (a resumed run), else the inputs'."""
+    return pinned if pinned is not None else load_plan(workspace, inputs.plan)
 
 
 def batch_roots(batch: Batch) -> list[str]:

@@ -27,10 +27,14 @@ from .common import StepError, crew_of, error_outcome, finish, role_agent, role_
 ROLES = ("repairer",)
 
 
-def check(inputs: Inputs, workspace: Path) -> tuple[Plan, str]:
+def check(
+    inputs: Inputs, workspace: Path, pinned: tuple[Plan, str] | None = None
+) -> tuple[Plan, str]:
+    """The plan the repair runs: `pinned` (the failed run's, or a resumed repair's own),
+    else the one the inputs give."""
     if inputs.repair is None:
         raise InputError('repair: tasks-repair needs {"run": RUN_DIR, "role": "BATCH/ROLE"}')
-    plan, rel = load_plan(workspace, inputs.plan)
+    plan, rel = pinned if pinned is not None else load_plan(workspace, inputs.plan)
     names = [f"{b.name}/{r.name}" for b in plan.batches for r in b.roles]
     if inputs.repair.role not in names:
         raise InputError(
