@@ -39,11 +39,46 @@ def _finite(text: str) -> float:
     return value
 
 
+# Deeper documents are refused: no document orkeon reads needs a tenth of it, and one a
+# thousand deep ended validation with a RecursionError (an internal error, exit 1).
+MAX_DEPTH = 64
+
+
+class TooDeep(ValueError):
+    def __init__(self) -> None:
+        super().__init__(f"nested deeper than {MAX_DEPTH} levels")
+
+
 def loads_strict(text: str) -> Any:
     """`json.loads` without what Python adds to JSON: `NaN`, `Infinity` and numbers too large
     for a float (`1e400`) are refused. They would reach result.json and events.jsonl (a
-    budget of NaN seconds) as `NaN`, which no strict JSON reader accepts."""
-    return json.loads(text, parse_constant=_no_constant, parse_float=_finite)
+    budget of NaN seconds) as `NaN`, which no strict JSON reader accepts. Arrays and objects
+    nested deeper than MAX_DEPTH raise TooDeep (a ValueError)."""
+    try:
+        value = json.loads(text, parse_constant=_no_constant, parse_float=_finite)
+    except RecursionError:
+        raise TooDeep() from None
+    if too_deep(value):
+        raise TooDeep()
+    return value
+
+
+def too_deep(value: Any, limit: int = MAX_DEPTH) -> bool:
+    """Whether `value` nests arrays and objects more than `limit` levels deep (walked
+    without recursion)."""
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            children: Any = item.values()
+        elif isinstance(item, list):
+            children = item
+        else:
+            continue
+        if depth > limit:
+            return True
+        stack.extend((c, depth + 1) for c in children if isinstance(c, (dict, list)))
+    return False
 
 
 def json_bytes(obj: Any) -> bytes:

@@ -99,6 +99,8 @@ def prepare(
         raw = doc["repair"].get("run")
         if isinstance(raw, str):
             repair = collect(lambda: failed_run(raw, env))
+            if repair is None:  # what else the document lacks would come from that run
+                raise InputError(problems)
         if repair is not None:
             failed = repair
             if "plan" not in doc:  # the failed run's own plan, as it pinned it
