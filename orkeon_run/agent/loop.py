@@ -38,7 +38,7 @@ from typing import Any, Literal
 import anyio
 
 from ..calls import CallContext
-from ..errors import BudgetExhausted, Interrupted, ProviderError
+from ..errors import BudgetExhausted, Interrupted, ProviderError, RecordsError
 from ..events import EventLog
 from ..hooks import NO_HOOKS, Hooks
 from ..ledger import Ledger
@@ -181,6 +181,9 @@ class Agent:
             status = "interrupted"
         except anyio.get_cancelled_exc_class():
             self.status, self.error = "interrupted", None
+            raise
+        except RecordsError as exc:  # the run stops: its records cannot be kept
+            self.status, self.error = "failed", str(exc)
             raise
         self.status, self.error = status, error
         return self.result
