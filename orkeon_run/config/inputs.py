@@ -351,12 +351,13 @@ def _read_file(path: Path, what: str, limit: str) -> bytes:
         raise InputError(f"{what}: no such file: {path}") from None
     except OSError as exc:
         raise InputError(f"{what}: cannot read {path}: {exc.strerror}") from None
-    with os.fdopen(fd, "rb") as f:
-        st = os.fstat(fd)
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_DOCUMENT_BYTES:
+        os.close(fd)
         if not stat.S_ISREG(st.st_mode):
             raise InputError(f"{what}: not a regular file: {path}")
-        if st.st_size > MAX_DOCUMENT_BYTES:
-            raise InputError(f"{what}: {path} holds {limit}")
+        raise InputError(f"{what}: {path} holds {limit}")
+    with os.fdopen(fd, "rb") as f:
         try:
             data = f.read(MAX_DOCUMENT_BYTES + 1)
         except OSError as exc:
