@@ -89,7 +89,7 @@ class Redactor:
     Cheap when there is nothing to replace: a text is searched once per secret (`in`), and
     nothing is copied or rebuilt unless a secret is found."""
 
-    __slots__ = ("_needles", "_escaped")
+    __slots__ = ("_escaped", "_needles")
 
     def __init__(self, values: Iterable[str] = ()) -> None:
         import json

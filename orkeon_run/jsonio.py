@@ -4,6 +4,7 @@ whole or not at all."""
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import json
 import os
@@ -125,10 +126,9 @@ def append_line(fd: int, data: bytes) -> None:
             done += written
     except OSError:
         if done:
-            try:
+            # A file system gone read-only meanwhile: nothing more can be done.
+            with contextlib.suppress(OSError):
                 os.ftruncate(fd, start)
-            except OSError:
-                pass  # a file system gone read-only: nothing more can be done
         raise
 
 

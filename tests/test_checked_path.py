@@ -42,8 +42,10 @@ def test_a_symlink_swapped_in_during_a_hook_redirects_nothing(tmp_path: Path, wh
     swap, restore = (s.replace("{out}", str(out)) for s in SWAP[what])
     pre = script(tmp_path / "swap.sh", swap)
     post = script(tmp_path / "restore.sh", restore)
-    edit = {"tool": "file_edit",
-            "input": {"file_path": "src/data.txt", "old_string": "SECRET", "new_string": "owned"}}
+    edit = {
+        "tool": "file_edit",
+        "input": {"file_path": "src/data.txt", "old_string": "SECRET", "new_string": "owned"},
+    }
     calls_made = [{"tool": "file_read", "input": {"file_path": "src/data.txt"}}, edit,
                   write("src/data.txt", "overwritten\n"), write("src/new.txt", "new\n")]  # fmt: skip
     doc = scripted(

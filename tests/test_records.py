@@ -24,6 +24,7 @@ import pytest
 from stepkit import calls, environ, make_workspace, run_step, scripted, shell, state, write
 
 from orkeon_run.config.inputs import ShellInputs
+from orkeon_run.errors import InputError
 from orkeon_run.run.records import RunRecords, open_sealed
 
 FILES = {"README.md": "# app\n", "src/__init__.py": "", "docs/guide.md": "guide\n"}
@@ -39,7 +40,9 @@ def unconfined() -> dict[str, Any]:
     return {"sandbox": "off"} if "sandbox" in ShellInputs.model_fields else {}
 
 
-def orkeon(tmp: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+def orkeon(
+    tmp: Path, *args: str, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "orkeon_run", *args, "--output", "json", "--progress", "none"],
         capture_output=True,
@@ -124,7 +127,10 @@ def test_a_role_copying_over_inputs_json_sends_nothing_anywhere(tmp_path: Path, 
     failed_run(
         tmp_path,
         ws,
-        [write("src/forged.json", json.dumps(forged)), shell(f"cp src/forged.json {rd}/inputs.json")],
+        [
+            write("src/forged.json", json.dumps(forged)),
+            shell(f"cp src/forged.json {rd}/inputs.json"),
+        ],
     )
     assert json.loads((rd / "inputs.json").read_text())["model"]["provider"] == "openai"
     env = {**environ(tmp_path), KEY_ENV: KEY}
@@ -282,7 +288,7 @@ def test_a_write_cut_short_leaves_a_record_its_seal_accepts(tmp_path: Path) -> N
         _, docs = open_sealed(rd, "--resume", env)
         assert docs["state.json"] == json.loads(data)
     (rd / "state.json").write_bytes(json.dumps({"run_id": run_id, "n": 3}).encode())
-    with pytest.raises(Exception, match="state.json is not the file the run wrote"):
+    with pytest.raises(InputError, match=r"state\.json is not the file the run wrote"):
         open_sealed(rd, "--resume", env)
 
 

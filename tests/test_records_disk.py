@@ -75,7 +75,9 @@ def whole_lines(path: Path) -> list[Any]:
     return [json.loads(line) for line in raw.splitlines()]
 
 
-def check_error_result(proc: subprocess.CompletedProcess[str], rd: Path, cause: str) -> dict[str, Any]:
+def check_error_result(
+    proc: subprocess.CompletedProcess[str], rd: Path, cause: str
+) -> dict[str, Any]:
     assert "internal error" not in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
     assert proc.returncode == 1, proc.stderr
     result = json.loads(proc.stdout)

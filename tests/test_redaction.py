@@ -27,14 +27,21 @@ ROOT = Path(__file__).resolve().parent.parent
 KEY_ENV = "MY_LLM_ACCESS"  # a name that does not look like a credential: the key all the same
 KEY = "llmkey-0123456789abcdef"
 TOKEN = "deploy-planted-9876543210"
-PEM = "-----BEGIN KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC\nBKcwggSjAgEAAoIBAQC7\n-----END KEY-----"
+PEM = (
+    "-----BEGIN KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC\nBKcwggSjAgEAAoIBAQC7\n-----END KEY-----"
+)
 
 
 # --- the redactor -------------------------------------------------------------------------
 
 
 def test_values_of_credential_variables_and_the_key_are_redacted() -> None:
-    env = {"DEPLOY_TOKEN": TOKEN, KEY_ENV: KEY, "HOME": "/home/ci-runner-0001", "SSH_PRIVATE_KEY": PEM}
+    env = {
+        "DEPLOY_TOKEN": TOKEN,
+        KEY_ENV: KEY,
+        "HOME": "/home/ci-runner-0001",
+        "SSH_PRIVATE_KEY": PEM,
+    }
     r = Redactor.from_environ(env, KEY_ENV)
     assert r.text(f"a {TOKEN} b {KEY}") == f"a {REDACTED} b {REDACTED}"
     assert r.text("/home/ci-runner-0001") == "/home/ci-runner-0001"  # not a credential name
@@ -91,20 +98,19 @@ def leak_script(tmp: Path) -> Path:
 @pytest.mark.timeout(120)
 def test_no_secret_reaches_the_records_or_the_model(tmp_path: Path) -> None:
     secrets_file = f"KEY={KEY}\nTOKEN={TOKEN}\n"
-    ws = make_workspace(tmp_path, {"README.md": "# app\n", "src/__init__.py": "", ".env": secrets_file})
+    ws = make_workspace(
+        tmp_path, {"README.md": "# app\n", "src/__init__.py": "", ".env": secrets_file}
+    )
     leak = leak_script(tmp_path)
     plan = {"batches": [{"name": "b1", "roles": [{"name": "api", "roots": ["src/"],
                                                     "task": "Look around."}]}]}  # fmt: skip
     rd = tmp_path / "run"
     with AnthropicFake(api_key=KEY, models=("claude-x",)) as server:
-        server.push(
-            anthropic_api.message(
-                "reading",
-                [("c1", "file_read", {"file_path": ".env"}),
-                 ("c2", "shell", {"command": "cat .env"})],
-            ),  # fmt: skip
-            anthropic_api.message("done"),
-        )
+        both = [
+            ("c1", "file_read", {"file_path": ".env"}),
+            ("c2", "shell", {"command": "cat .env"}),
+        ]
+        server.push(anthropic_api.message("reading", both), anthropic_api.message("done"))
         doc = {
             "model": {"provider": "anthropic", "model": "claude-x", "base_url": server.base_url,
                       "api_key_env": KEY_ENV, "max_retries": 0},
@@ -147,7 +153,11 @@ def test_no_secret_reaches_the_records_or_the_model(tmp_path: Path) -> None:
     for fmt in ("md", "json", "html", "junit"):
         report = subprocess.run(
             [sys.executable, "-m", "orkeon_run", "report", str(rd), "--format", fmt],
-            capture_output=True, text=True, env=environ(tmp_path), cwd=tmp_path, timeout=60,
+            capture_output=True,
+            text=True,
+            env=environ(tmp_path),
+            cwd=tmp_path,
+            timeout=60,
         )
         assert report.returncode == 0, report.stderr
         assert KEY not in report.stdout and TOKEN not in report.stdout

@@ -66,7 +66,9 @@ class TranscriptWriter:
         self._write(line)
 
     def note(self, direction: str, **fields: Any) -> None:
-        self._write({"ts": round(time.time(), 6), "agent": self.agent, "direction": direction, **fields})
+        self._write(
+            {"ts": round(time.time(), 6), "agent": self.agent, "direction": direction, **fields}
+        )
 
     def close(self) -> None:
         if self._fd is not None:

@@ -54,9 +54,9 @@ class Guard(RuleSet):
     own: str | None = None
 
     def refusal(self, tool: str, subjects: Sequence[str]) -> str | None:
-        rule = super().refusal(tool, subjects)
-        if rule is not None:
-            return rule
+        refused = super().refusal(tool, subjects)
+        if refused is not None:
+            return refused
         if self.own is not None and tuple(subjects) == (self.own,):
             return None
         for rule in self.outputs:
