@@ -126,6 +126,11 @@ class Redactor:
     def __bool__(self) -> bool:
         return bool(self._needles)
 
+    @property
+    def secrets(self) -> tuple[str, ...]:
+        """What is redacted, longest first."""
+        return self._needles
+
     def text(self, text: str) -> str:
         """`text` with every secret replaced; the same object when none is in it."""
         for needle in self._needles:

@@ -119,7 +119,8 @@ def test_no_secret_reaches_the_records_or_the_model(tmp_path: Path) -> None:
             "hooks": {
                 "SessionStart": [{"hooks": [{"type": "command", "command": "cat .env"}]}],
                 "PostToolUse": [{"matcher": "Bash", "hooks": [
-                    {"type": "command", "command": "cat .env >&2; exit 2"}]}],
+                    {"type": "command", "command": "cat .env >&2; exit 2"},
+                    {"type": "command", "command": "cat .env >&2; exit 1"}]}],
             },
         }  # fmt: skip
         # Native hooks are a list, settings-shape ones an object: the native one comes from
@@ -148,8 +149,10 @@ def test_no_secret_reaches_the_records_or_the_model(tmp_path: Path) -> None:
     texts = [json.dumps(b["content"]) for b in results]
     assert all(f"TOKEN={REDACTED}" in t for t in texts), texts  # file_read, and cat + feedback
 
-    # The records, and everything made from them.
+    # The records, and everything made from them; the log's warning about the hook that
+    # exited 1 quotes what it printed.
     assert_clean(rd, proc.stdout + proc.stderr)
+    assert f"TOKEN={REDACTED}" in proc.stderr
     for fmt in ("md", "json", "html", "junit"):
         report = subprocess.run(
             [sys.executable, "-m", "orkeon_run", "report", str(rd), "--format", fmt],

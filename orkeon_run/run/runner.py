@@ -106,6 +106,7 @@ def open_run(
         for line in config.warnings:
             logs.warn(line)
         redactor = Redactor.from_environ(environ, config.key_env)
+        logs.redact(redactor.secrets)
         if resume_dir is None:
             run_id = new_run_id()
             rd = resolve(run_dir) if run_dir else default_run_dir(config.workspace, run_id)
