@@ -16,20 +16,26 @@ import os
 import re
 import secrets
 import time
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ..environ import REDACTED
-from ..errors import InputError
-from .records import RunRecords
+from ..errors import InputError, RecordsError, UsageError
+from .prepare import pinned_plan
+from .records import RunLock, RunRecords, open_sealed
 
 __all__ = [
     "REDACTED",
+    "Resumed",
     "default_run_dir",
+    "new_run_dir",
     "new_run_id",
     "redact",
     "resolve",
     "resume_document",
+    "resumed_run",
     "save_inputs",
 ]
 # Key names that hold credentials. `*_env` keys name a variable, they hold no secret.
@@ -108,3 +114,62 @@ def save_inputs(
             n += 1
         records.copy("inputs.json", f"inputs.{n}.json")
     records.write("inputs.json", redacted)
+
+
+@dataclass
+class Resumed:
+    """A run directory to resume, locked, its records checked against its seal."""
+
+    lock: RunLock
+    records: RunRecords
+    doc: dict[str, Any]  # the saved inputs, with the keys given again
+    saved_inputs: Any
+    state: dict[str, Any]
+    pinned: tuple[Any, str] | None
+
+
+def resumed_run(rd: Path, step: str, overrides: Any, environ: Mapping[str, str] | None) -> Resumed:
+    """The run in `rd` to resume: locked (UsageError when a run is working in it), its
+    records checked against its seal (InputError naming a record that does not match),
+    the saved inputs with `overrides`' keys, its state and pinned plan."""
+    if not (rd / "inputs.json").is_file():
+        raise InputError(f"--resume: not a run directory (no inputs.json): {rd}")
+    lock = RunLock.take(rd, "--resume")
+    try:
+        records, docs = open_sealed(rd, "--resume", environ)
+        doc = resume_document(rd, docs["inputs.json"], overrides)
+        state = docs["state.json"] if isinstance(docs["state.json"], dict) else {}
+        if state.get("step", step) != step:
+            raise UsageError(f"--resume: {rd} is a {state['step']} run, not {step}")
+        pinned = pinned_plan(state, rd)
+        saved = docs["inputs.json"]
+        if (
+            pinned is not None
+            and isinstance(overrides, dict)
+            and "plan" in overrides
+            and redact(overrides["plan"]) != saved.get("plan")  # given again as it was: fine
+        ):
+            raise InputError(
+                "plan: a resumed run keeps the plan it started with (pinned in its "
+                "state.json); start a new run to run another plan"
+            )
+    except BaseException:
+        lock.release()
+        raise
+    return Resumed(lock, records, doc, docs["inputs.json"], state, pinned)
+
+
+def new_run_dir(
+    rd: Path, run_id: str, environ: Mapping[str, str] | None
+) -> tuple[RunLock, RunRecords]:
+    """Make and lock a new run's directory; UsageError when it holds a run already or
+    another run is working in it, RecordsError when the disk refuses."""
+    try:
+        rd.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise RecordsError.writing(rd, exc) from None
+    lock = RunLock.take(rd, "--run-dir")
+    if (rd / "inputs.json").exists():
+        lock.release()
+        raise UsageError(f"--run-dir: already holds a run (use --resume to continue it): {rd}")
+    return lock, RunRecords.create(rd, run_id, environ)

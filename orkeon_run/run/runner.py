@@ -17,7 +17,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 from .. import logs
 from ..environ import Redactor
-from ..errors import InputError, RecordsError, UsageError
+from ..errors import RecordsError
 from ..events import EventLog
 from ..ledger import Ledger
 from ..vocabulary import StepStatus
@@ -25,10 +25,18 @@ from ..vocabulary import StepStatus
 if TYPE_CHECKING:
     import anyio
 from .context import StepOutcome, StepRun, step_hooks
-from .prepare import RunConfig, pin, pinned_plan, prepare, stdin_tty
-from .records import RunLock, RunRecords, open_sealed
+from .prepare import RunConfig, pin, prepare, stdin_tty
+from .records import RunLock, RunRecords
 from .result import result_document
-from .rundir import default_run_dir, new_run_id, resolve, resume_document, save_inputs
+from .rundir import (
+    Resumed,
+    default_run_dir,
+    new_run_dir,
+    new_run_id,
+    resolve,
+    resumed_run,
+    save_inputs,
+)
 from .steps import step_module
 
 
@@ -66,89 +74,73 @@ def open_run(
 ) -> OpenRun:
     """Prepare the run and open its directory. Input problems raise InputError (exit 2)
     before anything is written; so does a run directory another run holds, or a resumed
-    one whose records are not the ones its run wrote (records.py). `progress` (live,
+    one whose records are not the ones its run wrote (records.py). A run directory the
+    disk refuses is no exception: the OpenRun carries the `failure`. `progress` (live,
     plain, none) is shown on stderr; traces are exported when the OTEL_* variables ask for
     them (run/telemetry.py)."""
     step_module(step)  # an unknown step is a usage error before anything is read
-    resume = resume_dir is not None
-    state: dict[str, Any] = {}
-    lock: RunLock | None = None
-    pinned = None
-    saved_inputs: Any = None
-    records: RunRecords | None = None
+    resumed: Resumed | None = None
     try:
         if resume_dir is not None:
-            rd = resolve(resume_dir)
-            if not (rd / "inputs.json").is_file():
-                raise InputError(f"--resume: not a run directory (no inputs.json): {rd}")
-            lock = RunLock.take(rd, "--resume")
-            records, docs = open_sealed(rd, "--resume", environ)
-            saved_inputs = docs["inputs.json"]
-            doc_given = doc
-            doc = resume_document(rd, saved_inputs, doc)
-            state = docs["state.json"] if isinstance(docs["state.json"], dict) else {}
-            if state.get("step", step) != step:
-                raise UsageError(f"--resume: {rd} is a {state['step']} run, not {step}")
-            pinned = pinned_plan(state, rd)
-            if pinned is not None and isinstance(doc_given, dict) and "plan" in doc_given:
-                raise InputError(
-                    "plan: a resumed run keeps the plan it started with (pinned in its "
-                    "state.json); start a new run to run another plan"
-                )
+            resumed = resumed_run(resolve(resume_dir), step, doc, environ)
+            doc = resumed.doc
         config = prepare(
             doc,
             step=step,
             workspace=workspace,
             environ=environ,
             stdin_is_tty=stdin_tty(),
-            pinned=pinned,
+            pinned=resumed.pinned if resumed else None,
         )
         for line in config.warnings:
             logs.warn(line)
         redactor = Redactor.from_environ(environ, config.key_env)
         logs.redact(redactor.secrets)
-        if resume_dir is None:
+        if resumed is None:
             run_id = new_run_id()
             rd = resolve(run_dir) if run_dir else default_run_dir(config.workspace, run_id)
-            state = {"run_id": run_id, "step": step}
+            state: dict[str, Any] = {"run_id": run_id, "step": step}
             if config.plan is not None:  # the plan as it is now: --resume and repairs run it
                 state["plan"] = pin(config.plan, config.plan_rel)
         else:
+            rd, state = resumed.records.run_dir, resumed.state
             run_id = state.get("run_id") or rd.name
     except BaseException:
-        if lock is not None:
-            lock.release()
+        if resumed is not None:
+            resumed.lock.release()
         raise
+    lock = resumed.lock if resumed else None
     try:
-        if resume_dir is None:
-            try:
-                rd.mkdir(parents=True, exist_ok=True)
-            except OSError as exc:
-                raise RecordsError.writing(rd, exc) from None
-            lock = RunLock.take(rd, "--run-dir")
-            if (rd / "inputs.json").exists():
-                raise UsageError(
-                    f"--run-dir: already holds a run (use --resume to continue it): {rd}"
-                )
-            records = RunRecords.create(rd, run_id, environ)
-        assert records is not None
+        if resumed is None:
+            lock, records = new_run_dir(rd, run_id, environ)
+        else:
+            records = resumed.records
         records.redactor = redactor if redactor else None
-        save_inputs(records, config.doc, resume, saved_inputs)
+        saved = resumed.saved_inputs if resumed else None
+        save_inputs(records, config.doc, resumed is not None, saved)
         records.write("state.json", state)
         events = EventLog(rd / "events.jsonl", stream, redactor)
-    except RecordsError as exc:
+    except BaseException as exc:
         if lock is not None:
             lock.release()
+        if not isinstance(exc, RecordsError):
+            raise
         unrecorded = EventLog(None, stream, redactor)
+        resume = resumed is not None
         return OpenRun(config, rd, run_id, resume, state, unrecorded, environ, failure=exc)
-    except BaseException:
-        if lock is not None:
-            lock.release()
-        raise
     watchers = _watchers(progress)
     events.listeners.extend(watchers)
     return OpenRun(
-        config, rd, run_id, resume, state, events, environ, watchers, records=records, lock=lock
+        config,
+        rd,
+        run_id,
+        resumed is not None,
+        state,
+        events,
+        environ,
+        watchers,
+        records=records,
+        lock=lock,
     )
 
 
