@@ -361,3 +361,60 @@ def test_a_workspace_that_ships_a_runs_symlink_is_refused(tmp_path: Path, link: 
         "run through a link the workspace holds (remove it, or give --run-dir)\n"
     )
     assert list(outside.iterdir()) == []
+
+
+@pytest.mark.timeout(120)
+def test_a_shard_run_again_elsewhere_resumes_its_jobs_from_out(tmp_path: Path) -> None:
+    """`orkeon jobs run` keeps its runs' seals in OUT/_seals, with the job folders: a shard
+    run again with another configuration folder (another pod on the same volume, a CI job
+    that restored OUT) resumes its unfinished jobs."""
+    import jobkit
+    from fakes import openai_api
+
+    server = openai_api.OpenAIFake(api_key="sk-right-0123456789")
+    server.fallback = lambda req: (
+        openai_api.completion("done")
+        if req.body["messages"][-1]["role"] == "tool"
+        else openai_api.completion(None, [("c1", "file_write", {"file_path": "src/x.py",
+                                                                 "content": "x"})])
+    )  # fmt: skip
+    folder = tmp_path / "list"
+    jobs = jobkit.make_list(folder, 1, ("spec",))
+    line = json.loads(jobs.read_text())
+    out = tmp_path / "out"
+    with server:
+        model = {"provider": "openai", "model": "gpt-4o-mini", "base_url": server.base_url,
+                 "api_key_env": "JOBS_SEAL_TEST_KEY", "max_retries": 0}  # fmt: skip
+        line.update(step="dev-batches", inputs={"plan": PLAN, "model": model})
+        jobs.write_text(json.dumps(line) + "\n")
+        args = [*jobkit.ORKEON, "jobs", "run", str(jobs), "--out", str(out)]
+        first = subprocess.run(
+            args, capture_output=True, text=True, cwd=tmp_path, timeout=60,
+            env=jobkit.environ(tmp_path / "pod-1", JOBS_SEAL_TEST_KEY="sk-wrong-0123456789"),
+        )  # fmt: skip
+        assert first.returncode == 4, first.stderr
+        run_id = json.loads((out / "job-000" / "state.json").read_text())["run_id"]
+        assert (out / "_seals" / f"{run_id}.json").is_file()
+        assert not (tmp_path / "pod-1" / "config" / "seals").exists()
+        second = subprocess.run(
+            args, capture_output=True, text=True, cwd=tmp_path, timeout=60,
+            env=jobkit.environ(tmp_path / "pod-2", JOBS_SEAL_TEST_KEY="sk-right-0123456789"),
+        )  # fmt: skip
+    assert second.returncode == 0, second.stderr
+    events = [json.loads(e) for e in (out / "job-000" / "events.jsonl").read_text().splitlines()]
+    assert [e["resume"] for e in events if e["type"] == "run.start"] == [False, True]
+    assert json.loads((out / "job-000" / "result.json").read_text())["status"] == "succeeded"
+
+
+def test_seals_are_never_kept_inside_the_workspace(tmp_path: Path) -> None:
+    ws = make_workspace(tmp_path, FILES)
+    env = {**environ(tmp_path), "ORKEON_SEALS_DIR": str(ws / "_seals")}
+    doc = {"request": "r"}
+    proc = orkeon(tmp_path, "run", "dev-spec", "--workspace", str(ws), "--inputs",
+                  json.dumps(doc), env=env)  # fmt: skip
+    assert proc.returncode == 2
+    assert proc.stderr == (
+        f"orkeon: ORKEON_SEALS_DIR: the run's seals would be kept in {ws / '_seals'}, inside "
+        "the workspace: keep them where no role writes\n"
+    )
+    assert not (ws / ".orkeon").exists()

@@ -5,7 +5,8 @@ records").
 renamed over), secrets redacted, and **sealed**: the SHA-256 of each file as orkeon wrote
 it is kept in the run's seal, `$ORKEON_CONFIG_DIR/seals/RUN_ID.json`, a folder outside the
 workspace that no role writes (the file tools never leave the workspace; the shell's
-sandbox hides orkeon's configuration folder). `--resume` and tasks-repair read a run's
+sandbox hides orkeon's configuration folder; `$ORKEON_SEALS_DIR` when set, never inside
+the workspace). `--resume` and tasks-repair read a run's
 records only through `open_sealed`, which refuses (InputError, exit 2, naming the file)
 a record that is not the one the run wrote last, a record the seal does not know, and a
 run with no seal here (made on another machine or with another configuration folder:
@@ -40,8 +41,30 @@ LOCK = "lock"
 _SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")
 
 
+# Where the seals are kept, when not in orkeon's configuration folder: a folder kept with
+# the run directories (`orkeon jobs run` uses OUT/_seals), outside every workspace.
+SEALS_VAR = "ORKEON_SEALS_DIR"
+
+
 def seals_dir(environ: Mapping[str, str] | None = None) -> Path:
-    return config_dir(environ) / "seals"
+    """`$ORKEON_SEALS_DIR`, else `$ORKEON_CONFIG_DIR/seals` (`~/.config/orkeon/seals`)."""
+    env = os.environ if environ is None else environ
+    given = env.get(SEALS_VAR)
+    # os.path.expanduser: Path.expanduser raises RuntimeError for an unknown ~user.
+    return Path(os.path.expanduser(given)) if given else config_dir(environ) / "seals"
+
+
+def check_seals_dir(workspace: Path, environ: Mapping[str, str] | None = None) -> None:
+    """InputError when the seals would be kept inside the workspace, where a role's file
+    tools could rewrite them along with the records."""
+    where = seals_dir(environ).resolve()
+    if where == workspace or workspace in where.parents:
+        env = os.environ if environ is None else environ
+        name = SEALS_VAR if env.get(SEALS_VAR) else "ORKEON_CONFIG_DIR"
+        raise InputError(
+            f"{name}: the run's seals would be kept in {where}, inside the workspace: "
+            "keep them where no role writes"
+        )
 
 
 def seal_file(run_id: str, environ: Mapping[str, str] | None = None) -> Path:
@@ -213,6 +236,9 @@ class RunLock:
                 f"{what}: another run is working in {run_dir}{holder}; "
                 "two runs never share a run directory"
             ) from None
+        except OSError as exc:  # a file system without locks (some network mounts)
+            os.close(fd)
+            raise RecordsError.writing(path, exc) from None
         try:  # who holds it, for the message above; a full disk loses only that
             os.ftruncate(fd, 0)
             os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)

@@ -1,4 +1,5 @@
-"""The run directory (docs/output.md, "The run directory"): ids, redacted inputs, state.
+"""The run directory (docs/output.md, "The run directory"): ids, redacted inputs, a new
+run's directory made and locked, a resumed one locked and checked against its seal.
 
 RUN_DIR/inputs.json        the inputs as given, secrets redacted
 RUN_DIR/events.jsonl       appended and flushed line by line (events.EventLog)

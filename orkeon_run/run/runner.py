@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     import anyio
 from .context import StepOutcome, StepRun, step_hooks
 from .prepare import RunConfig, pin, prepare, stdin_tty
-from .records import RunLock, RunRecords
+from .records import RunLock, RunRecords, check_seals_dir
 from .result import result_document
 from .rundir import (
     Resumed,
@@ -94,6 +94,7 @@ def open_run(
         )
         for line in config.warnings:
             logs.warn(line)
+        check_seals_dir(config.workspace, environ)
         redactor = Redactor.from_environ(environ, config.key_env)
         logs.redact(redactor.secrets)
         if resumed is None:
