@@ -6,10 +6,10 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
 .DEFAULT_GOAL := help
-.PHONY: help install test test-stress lint typecheck schemas bench demo clean
+.PHONY: help install test test-stress lint typecheck schemas bench demo e2e-local clean
 
 help: ## List the targets
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
+	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -43,6 +43,9 @@ bench: $(STAMP) ## The benchmark suite (minutes; not part of make test)
 
 demo: $(STAMP) ## Run the bundled demo: dev-spec, dev-plan, dev-batches with the scripted model
 	PATH="$(CURDIR)/$(BIN):$$PATH" bash examples/demo/run.sh
+
+e2e-local: $(STAMP) ## A real small model on a local server (builds llama-cpp-python once: minutes; not CI)
+	$(BIN)/python e2e/local.py
 
 clean: ## Remove the virtualenv and caches
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

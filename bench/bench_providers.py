@@ -92,7 +92,8 @@ async def bench_openai(server: FakeServer, msgs: list[Message]) -> dict[str, flo
     )
     model = provider.for_role("r")
     body = {"model": "gpt-4o-mini", "messages": openai_mod.wire_messages(msgs),
-            "tools": openai_mod.wire_tools(TOOLS)}  # fmt: skip
+            "max_tokens": provider.max_output_tokens(), "tools": openai_mod.wire_tools(TOOLS),
+            "tool_choice": "auto"}  # fmt: skip
     data = json.dumps(body).encode()
     raw = httpx2.AsyncClient()
     headers = {"authorization": "Bearer sk-test", "content-type": "application/json"}
@@ -125,8 +126,9 @@ async def bench_anthropic(server: FakeServer, msgs: list[Message]) -> dict[str, 
     provider = AnthropicProvider(config, "sk-ant-test")
     model = provider.for_role("r")
     system, wire = anthropic_mod.wire_request(msgs)
-    body = {"model": config.model, "max_tokens": anthropic_mod.MAX_TOKENS, "system": system,
+    body = {"model": config.model, "max_tokens": provider.max_output_tokens(), "system": system,
             "messages": wire, "tools": anthropic_mod.wire_tools(TOOLS)}  # fmt: skip
+    anthropic_mod.add_breakpoints(body)  # the same bytes the provider sends (cache on)
     data = json.dumps(body).encode()
     raw = httpx2.AsyncClient()
     headers = {"x-api-key": "sk-ant-test", "anthropic-version": "2023-06-01",

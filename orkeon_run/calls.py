@@ -1,5 +1,5 @@
-"""The data that crosses the pipeline: one call's context, the call once checked, its hook
-runs, its outcome.
+"""The data that crosses the pipeline: one call's context (with the catalog of the tools
+the calling role may call), the call once checked, its hook runs, its outcome.
 
 Shared by the pipeline (pipeline.py), native hooks (hooks/native.py) and settings-shape
 hooks (hooks/settings.py), so none of them imports another's internals.
@@ -7,21 +7,81 @@ hooks (hooks/settings.py), so none of them imports another's internals.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from .catalog import Tool, ToolInput
+from .catalog import TOOLS, Tool, ToolInput, ToolSpec, canonical
 from .vocabulary import RefusedBy, spent_text
 
 if TYPE_CHECKING:
     from .ledger import Ledger
 
 
+# --- the tools of one role -----------------------------------------------------------
+
+# Why the tool named cannot run here now, or None: the text its calls are refused with.
+Unavailable = Callable[[str], str | None]
+
+
+class Catalog:
+    """The tools one role may call: every built-in (`TOOLS`) and the entries the run added
+    for that role (`catalog.declared_tool`: the MCP tools its crew entries selected).
+
+    `unavailable(name)` is the one seam for a tool that cannot run here now (a tool of an
+    MCP server that is not running, listed or not): the pipeline refuses such a call at its
+    stage 2 with that text, refused_by null, before the gate and the hooks. Each check the
+    run hands in is asked in turn; the first text counts."""
+
+    __slots__ = ("_added", "_checks")
+
+    def __init__(self, added: Iterable[Tool] = (), checks: Sequence[Unavailable] = ()) -> None:
+        self._added = {t.name: t for t in added}
+        taken = sorted(n for n in self._added if canonical(n) is not None)
+        if taken:
+            raise ValueError(f"tool names taken by built-in tools: {', '.join(taken)}")
+        self._checks = tuple(checks)
+
+    def get(self, name: str) -> Tool | None:
+        return TOOLS.get(name) or self._added.get(name)
+
+    @property
+    def added(self) -> tuple[Tool, ...]:
+        return tuple(self._added.values())
+
+    def unavailable(self, name: str) -> str | None:
+        for check in self._checks:
+            text = check(name)
+            if text is not None:
+                return text
+        return None
+
+    def only(self, names: Iterable[str], checks: Sequence[Unavailable] | None = None) -> Catalog:
+        """The built-ins and the added entries `names` (one role's), with `checks` (default:
+        this catalog's)."""
+        wanted = set(names)
+        kept = [t for t in self._added.values() if t.name in wanted]
+        return Catalog(kept, self._checks if checks is None else checks)
+
+    def specs(self, names: Iterable[str]) -> list[ToolSpec]:
+        """What the model is offered for `names`, in that order; ValueError for a name this
+        catalog does not hold."""
+        found = [(n, self.get(n)) for n in names]
+        unknown = [n for n, t in found if t is None]
+        if unknown:
+            raise ValueError(f"unknown tools: {', '.join(unknown)}")
+        return [t.spec for _, t in found if t is not None]
+
+
+BUILTINS = Catalog()
+
+
 @dataclass(frozen=True)
 class CallContext:
-    """Who is calling: the step, the role (full name `BATCH/ROLE` for a batch role) and
-    the role's roots (None = no roots: the role may write anywhere its rule sets allow)."""
+    """Who is calling: the step, the role (full name `BATCH/ROLE` for a batch role), the
+    role's roots (None = no roots: the role may write anywhere its rule sets allow) and the
+    tools it may call (`catalog`: the built-ins, plus the MCP tools its crew gave it)."""
 
     step: str
     role: str
@@ -30,6 +90,7 @@ class CallContext:
     roots: tuple[str, ...] | None = None
     session_id: str = ""
     transcript_path: str = ""
+    catalog: Catalog = field(default=BUILTINS, compare=False)
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,6 +8,10 @@ lives (a `module:function` path, imported on first use, so this module stays a l
 rules, crews and hooks can read) and the shape Claude Code gives its result to hooks.
 
 Adding a tool is one module under `tools/` and one entry in `TOOLS` (docs/architecture.md).
+
+A run adds tools of its own (the tools of its MCP servers): `declared_tool` makes their
+entries, and `calls.Catalog` holds the built-ins and one role's added entries. The layers
+that add entries hand them in; this module imports none of their code.
 """
 
 from __future__ import annotations
@@ -84,6 +88,11 @@ class SearchFilesInput(ToolInput):
     glob: str | None = Field(
         None, description="Only files matching this glob (`*.py`, `src/**/*.ts`)."
     )
+
+
+class ObjectInput(ToolInput):
+    """Any JSON object: the input of a tool that checks its own (`declared_tool`); the tool
+    gets the call's input as the model wrote it."""
 
 
 class ShellInput(ToolInput):
@@ -191,6 +200,9 @@ class Tool:
     path_field: str | None = None  # the call's path argument, resolved and checked
     writes: bool = False  # a batch role's roots confine it
     other_names: tuple[str, ...] = field(default=())  # OrbCode's, for hook matchers
+    # The input's JSON Schema as the tool's server declares it (`declared_tool`); None: the
+    # schema of `input`.
+    schema: dict[str, Any] | None = field(default=None, compare=False)
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -199,7 +211,8 @@ class Tool:
 
     @cached_property
     def spec(self) -> ToolSpec:
-        return ToolSpec(self.name, self.description, _schema(self.input))
+        schema = _schema(self.input) if self.schema is None else self.schema
+        return ToolSpec(self.name, self.description, schema)
 
     def parse(self, input: Mapping[str, Any]) -> ToolInput | str:
         """The validated input, or one line naming the first problem."""
@@ -333,3 +346,26 @@ def claude_name(tool: str) -> str:
     """Claude Code's name of a tool (`shell` -> `Bash`); any other tool keeps its own."""
     t = TOOLS.get(tool)
     return t.claude_name if t else tool
+
+
+# --- tools a run adds ---------------------------------------------------------------------
+
+
+def _as_is(input: Mapping[str, Any], result: Any) -> Any:
+    return result
+
+
+def declared_tool(name: str, description: str, schema: dict[str, Any], run: str) -> Tool:
+    """The entry of a tool a run adds (a tool of an MCP server): its input any JSON object,
+    which the tool checks itself, offered to the model with `schema` exactly as declared; no
+    path field, so the path checks and a role's roots do not apply; no other name, so rules,
+    matchers and hook payloads name it `name`; its result given to hooks as it is."""
+    return Tool(
+        name=name,
+        description=description,
+        input=ObjectInput,
+        run=run,
+        claude_name=name,
+        response=_as_is,
+        schema=schema,
+    )

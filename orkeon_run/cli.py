@@ -146,7 +146,7 @@ def validate(
     ] = None,
     workspace: WorkspaceOpt = None,
 ) -> None:
-    """Parse and check the inputs and every file they name; run nothing."""
+    """Parse and check the inputs and every file they name; start and stop each MCP server."""
     from .commands import validate as command
 
     _exit_with(command.main, inputs, step=step.value if step else None, workspace=workspace)
@@ -154,7 +154,7 @@ def validate(
 
 @hooks_app.command("list")
 def hooks_list(inputs: InputsOpt, workspace: WorkspaceOpt = None) -> None:
-    """The hooks, numbered as the model will see them."""
+    """The hooks, numbered as the model will see them, and each role's MCP tools."""
     from .commands import hooks
 
     _exit_with(hooks.list_main, inputs, workspace=workspace)
@@ -175,7 +175,7 @@ def hooks_check(
 
 @hooks_app.command("trust")
 def hooks_trust(workspace: WorkspaceOpt = None) -> None:
-    """Trust the workspace's .orkeon/settings.json and .orkeon/crews/ as they are now."""
+    """Trust the workspace's .orkeon/settings.json, .orkeon/crews/ and .mcp.json as they are."""
     from .commands import hooks
 
     _exit_with(hooks.trust_main, workspace)

@@ -45,6 +45,8 @@ class Ledger:
         self.turns = 0
         self.tokens_in = 0
         self.tokens_out = 0
+        self.cache_read_tokens = 0  # parts of tokens_in read from / written to a prompt cache
+        self.cache_write_tokens = 0
         self.usd = 0.0
         self.usd_known = True
         self.reached: BudgetName | None = None  # a limit was reached: nothing new may start
@@ -64,12 +66,21 @@ class Ledger:
                 self.hook_seconds += seconds
             self._update()
 
-    def add_turn(self, tokens_in: int = 0, tokens_out: int = 0, usd: float | None = 0.0) -> None:
+    def add_turn(
+        self,
+        tokens_in: int = 0,
+        tokens_out: int = 0,
+        usd: float | None = 0.0,
+        cache_read: int = 0,
+        cache_write: int = 0,
+    ) -> None:
         """Count one model answer; `usd=None` means its price is unknown (not counted)."""
         with self._lock:
             self.turns += 1
             self.tokens_in += tokens_in
             self.tokens_out += tokens_out
+            self.cache_read_tokens += cache_read
+            self.cache_write_tokens += cache_write
             if usd is None:
                 self.usd_known = False
             else:
@@ -135,6 +146,8 @@ class Ledger:
             "turns": self.turns,
             "tokens_in": self.tokens_in,
             "tokens_out": self.tokens_out,
+            "cache_read_tokens": self.cache_read_tokens,
+            "cache_write_tokens": self.cache_write_tokens,
             "usd": round(self.usd, 6) if self.usd_known else None,
             "exhausted": self.exhausted,
         }

@@ -7,8 +7,10 @@ refuses ends the call, and what the model reads is fixed (docs/hooks.md, docs/to
                  (turns/tokens/cost: `… the step's turn|token|cost budget is spent`)
  2. the call     unknown tool or bad input: a text result `error: …`; outcome "refused",
                  refused_by null (no stage refused it: it was not a call it could run).
-                 The path argument is resolved here, once: every later stage and the tool
-                 act on that resolution.
+                 A tool that cannot run here now (a tool of an MCP server the role named
+                 that is not running: `calls.Catalog.unavailable`) is refused the same
+                 way, with the catalog's text. The path argument is resolved here,
+                 once: every later stage and the tool act on that resolution.
  3. gate         the session's rules: `[refused by the gate: RULE]`
  4. workspace    the path resolves outside: `[refused: PATH is outside the workspace]`
  5. rule sets    the step's: `[refused by rule set NAME: RULE]`
@@ -17,7 +19,10 @@ refuses ends the call, and what the model reads is fixed (docs/hooks.md, docs/to
  7. pre-tool hooks (`hooks.Hooks.pre_tool`: native ones, then settings-shape ones); an
     `updated_input` goes through stages 2-6 again before the tool runs (an invalid one is
     refused, refused_by "hook"). A refusal may also stop the role (`stop_role`).
- 8. the tool     a tool that raises becomes `error: TOOL failed: …`, never a crash
+ 8. the tool     a tool that raises becomes `error: TOOL failed: …`, never a crash (an
+                 MCP tool is its server's, called through the run's hub: tools/mcp/tool.py);
+                 the shell tool's environment gets the session's hook changes
+                 (`Hooks.session_env`: SessionStart's CLAUDE_ENV_FILE)
  9. post-tool hooks (`hooks.Hooks.post_tool`), on the input that ran.
 
 What the model reads (the result, a refusal's text) has the run's secrets redacted
@@ -38,15 +43,17 @@ from __future__ import annotations
 import itertools
 import os
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from . import catalog
 from .calls import (
+    BUILTINS,
     CallContext,
     CallOutcome,
+    Catalog,
     CheckedCall,
     HookRun,
     Refusal,
@@ -62,11 +69,17 @@ from .policy.rules import RuleSet, call_subjects
 from .tools import ToolEnv, run_tool
 
 
-def check_call(workspace: Path, tool: str, input: Any) -> CheckedCall | Refusal:
-    """Stage 2, the call itself: a tool the catalog knows, an input its model accepts, and
-    the path argument resolved once inside `workspace` (resolved). A path that resolves
-    outside is marked, not refused: the gate comes first."""
-    entry = catalog.TOOLS.get(tool)
+def check_call(
+    workspace: Path, tool: str, input: Any, tools: Catalog = BUILTINS
+) -> CheckedCall | Refusal:
+    """Stage 2, the call itself: a tool that can run here now and that the calling role's
+    catalog `tools` holds, an input its model accepts, and the path argument resolved once inside
+    `workspace` (resolved). A path that resolves outside is marked, not refused: the gate
+    comes first."""
+    unavailable = tools.unavailable(tool)
+    if unavailable is not None:
+        return Refusal(None, unavailable)
+    entry = tools.get(tool)
     if entry is None:
         return Refusal(None, f"error: there is no tool named {tool!r}")
     args = entry.parse(input)
@@ -85,6 +98,22 @@ def check_call(workspace: Path, tool: str, input: Any) -> CheckedCall | Refusal:
     elif entry.path_field is not None:
         path = workspace  # an optional path left out: the whole workspace
     return CheckedCall(entry, input, args, raw, path, outside)
+
+
+def _changed(
+    environ: Mapping[str, str] | None, changes: Mapping[str, str | None]
+) -> dict[str, str]:
+    """The shell tool's environment with the session's hook changes applied (None removes
+    a name). Without an environment of its own, the tool's is orkeon's, scrubbed."""
+    from .environ import scrubbed
+
+    out = dict(environ) if environ is not None else scrubbed()
+    for name, value in changes.items():
+        if value is None:
+            out.pop(name, None)
+        else:
+            out[name] = value
+    return out
 
 
 def call_target(tool: str, input: Any) -> str | None:
@@ -208,6 +237,9 @@ class Pipeline:
         started = time.monotonic()
         try:
             env = self.tool_env if ctx.roots is None else replace(self.tool_env, roots=ctx.roots)
+            changes = self.hooks.session_env(ctx)
+            if changes:
+                env = replace(env, environ=_changed(env.environ, changes))
             result = await run_tool(call, env, timeout)
         except Exception as exc:  # a tool's bug must not end the step
             result = f"error: {tool} failed: {type(exc).__name__}: {exc}"
@@ -273,7 +305,7 @@ class Pipeline:
 
     def _check(self, ctx: CallContext, tool: str, input: Any) -> CheckedCall | Refusal:
         """Stages 2-6 on one input: the call itself, then `_police`."""
-        call = check_call(self.workspace, tool, input)
+        call = check_call(self.workspace, tool, input, ctx.catalog)
         if isinstance(call, Refusal):
             return call
         return self._police(ctx, call) or call

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
 import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -88,3 +90,82 @@ def group_running(pgid: int) -> list[int]:
             if int(fields[2]) == pgid and fields[0] not in (b"Z", b"X"):
                 found.append(int(entry))
     return found
+
+
+# --- runs with MCP servers (tests/test_mcp_run.py, tests/test_mcp_cli.py) -----------------
+
+KILL_SERVER = Path(__file__).parent / "data" / "mcp" / "kill_server.py"
+
+
+def spec_crew(analyst: list[str], allow: list[str], deny: list[str] = ()) -> str:  # type: ignore[assignment]
+    """A dev-spec crew whose analyst is offered `analyst` under one rule set (`allow`,
+    `deny`), and whose writer gets the file tools, no MCP tool and no rule set."""
+
+    def toml(items: Any) -> str:
+        return json.dumps(list(items))
+
+    return (
+        'step = "dev-spec"\n'
+        "[[roles]]\n"
+        'name = "analyst"\n'
+        'prompt = "prompts/analyst.md"\n'
+        f"tools = {toml(analyst)}\n"
+        'rule_sets = ["analyst"]\n'
+        "[[roles]]\n"
+        'name = "writer"\n'
+        'prompt = "prompts/writer.md"\n'
+        'tools = ["file_read", "file_write"]\n'
+        "rule_sets = []\n"
+        "[[rule_sets]]\n"
+        'name = "analyst"\n'
+        f"allow = {toml(allow)}\n"
+        f"deny = {toml(deny)}\n"
+    )
+
+
+def use_crew(ws: Path, step: str, text: str) -> None:
+    """`text` as the workspace's crew for `step`, trusted (ORKEON_CONFIG_DIR must be set)."""
+    from orkeon_run.config.trust import record_crews_trust
+
+    folder = ws / ".orkeon" / "crews"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / f"{step}.toml").write_text(text)
+    record_crews_trust(ws)
+
+
+def call(tool: str, **input: Any) -> dict[str, Any]:
+    return {"tool": tool, "input": input}
+
+
+def commits(repo: Path) -> int:
+    out = subprocess.run(
+        ["git", "-C", str(repo), "rev-list", "--count", "HEAD"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return int(out.stdout)
+
+
+class HttpServer:
+    """The SDK-built test server over streamable HTTP on 127.0.0.1, for a `with` block."""
+
+    def __init__(self, *args: str) -> None:
+        self.args = args
+
+    def __enter__(self) -> str:
+        self.proc = subprocess.Popen(
+            [sys.executable, str(FAKES / "mcp_server.py"), "http", *self.args],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        assert self.proc.stdout is not None
+        line = self.proc.stdout.readline()
+        assert line.startswith("ready "), line
+        return line.split()[1]
+
+    def __exit__(self, *exc: Any) -> None:
+        self.proc.kill()
+        self.proc.wait()
+        if self.proc.stdout is not None:
+            self.proc.stdout.close()

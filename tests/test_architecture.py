@@ -17,7 +17,7 @@ LAYERS: list[set[str]] = [
      "environ", "logs", "__init__"},
     {"policy"},
     {"config"},
-    {"models", "pricing"},
+    {"models"},
     {"tools"},
     {"hooks"},
     {"pipeline"},

@@ -207,9 +207,9 @@ def test_a_claude_code_hook_script_runs_unchanged_in_a_real_run(tmp_path):
     events = [json.loads(x) for x in proc.stdout.splitlines()]
     calls = [e for e in events if e["type"] == "tool.call"]
     assert calls[0]["outcome"] == "refused" and calls[0]["refused_by"] == "hook"
-    assert calls[0]["result"] == (
+    assert calls[0]["result"] == (  # the script reads the path absolute, as from Claude Code
         f"[PreToolUse hook ({command}) blocked the call: "
-        "Blocked: config/.env matches protected pattern '.env']"
+        f"Blocked: {ws}/config/.env matches protected pattern '.env']"
     )
     assert [(h["event"], h["exit_code"]) for h in calls[0]["hooks"]] == [("PreToolUse", 2)]
     assert calls[1]["outcome"] == "ran"

@@ -10,6 +10,7 @@ import sys
 import pytest
 
 from orkeon_run.catalog import READ_RESULT_CHARS
+from orkeon_run.config.mcp import shown_url
 from orkeon_run.errors import InputError
 from orkeon_run.tools.mcp import (
     expand,
@@ -22,7 +23,6 @@ from orkeon_run.tools.mcp import (
     tool_name,
     unmatched,
 )
-from orkeon_run.tools.mcp.config import shown_url
 from orkeon_run.tools.mcp.hub import McpTool
 from orkeon_run.tools.mcp.results import RESULT_CHARS, to_result
 

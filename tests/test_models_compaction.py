@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 
 from fakes.anthropic_api import conversation_problem as anthropic_problem
@@ -313,3 +314,43 @@ def test_the_note_is_documented_as_it_is_sent() -> None:
     """docs/inputs.md "Context compaction" shows the note's text, to the character."""
     docs = (Path(__file__).parent.parent / "docs" / "inputs.md").read_text(encoding="utf-8")
     assert "\n" + NOTE.format(messages="N", calls="K") + "\n" in docs
+
+
+def test_a_compaction_that_falls_short_waits_for_a_batch(tmp_path: Path) -> None:
+    """A task that fills most of the window: no compaction can get back under TARGET.
+    Compaction then waits until the conversation has grown by BATCH of the window (each
+    one rewrites the provider's prompt cache from its first change on) instead of
+    nibbling at it every turn."""
+    from fakes.rig import Rig
+
+    from orkeon_run.agent.compaction import BATCH, CEILING, TRIGGER
+    from orkeon_run.config.inputs import ScriptedModel
+    from orkeon_run.models.scripted import ScriptedProvider
+
+    window = 10_000
+    read = {"tool": "file_read", "input": {"file_path": "README.md", "limit": 1}}
+    entries = [{"text": "x" * 300, "tool_calls": [read]} for _ in range(120)]
+    config = ScriptedModel(provider="scripted", script={"b1/api": entries}, context_tokens=window)
+    rig = Rig(tmp_path, ScriptedProvider(config), tools=("file_read",))
+    [result] = rig.run("T" * 30_000)  # 7500 tokens of a 10000-token window
+    assert result.turns == 121
+    compactions = rig.read_events("compact")
+    assert compactions[0]["tokens_before"] > TRIGGER * window
+    # every compaction but the first came after a batch of growth (or past the ceiling)
+    for before, after in itertools.pairwise(compactions):
+        grown = after["tokens_before"] - before["tokens_after"]
+        assert grown >= BATCH * window or after["tokens_before"] > CEILING * window
+    # ~90 tokens a turn, 1000 tokens a batch: about one compaction every 11 turns, not 1
+    assert 5 <= len(compactions) <= 121 // 8
+
+
+def test_the_batch_is_counted_in_characters_whatever_the_tokenizer() -> None:
+    """A provider whose tokens are denser than 4 characters reports more than the estimate
+    made after a compaction (from characters): that jump is not growth."""
+    meter = ContextMeter(1000)
+    meter.compacted(3000)  # 750 tokens by characters
+    meter.report(chars_sent=3000, tokens_in=850)  # the provider counts 850
+    assert meter.estimate(3100) == 875 and not meter.over(3100)  # grown by 25 tokens only
+    assert meter.over(3000 + 4 * 100)  # a batch: 10 % of the window
+    meter.report(chars_sent=3000, tokens_in=960)
+    assert meter.over(3000)  # past the ceiling: anything dropped helps

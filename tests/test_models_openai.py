@@ -60,9 +60,12 @@ def test_request_wire_form() -> None:
         {"type": "function", "function": {"name": "shell", "description": "Run a command.",
                                           "parameters": SPEC.input_schema}}
     ]  # fmt: skip
+    assert body["tool_choice"] == "auto"  # one local server ignores the tools without it
+    assert body["max_tokens"] == 16384  # not OpenAI's own API: the name every server reads
+    assert "max_completion_tokens" not in body
     m = body["messages"]
     assert m[0] == {"role": "system", "content": "You are b1/api."}
-    assert m[2]["content"] is None
+    assert m[2]["content"] == ""  # never null: a strict server fails on it
     assert m[2]["tool_calls"][1] == {
         "id": "c2", "type": "function", "function": {"name": "shell", "arguments": '{"command": "rm x"}'}
     }  # fmt: skip
@@ -103,18 +106,79 @@ def test_parse_lenient_where_servers_differ() -> None:
     assert (turn.tokens_in, turn.tokens_out) == (0, 0)
 
 
-def test_parse_rejects_arguments_that_are_not_an_object() -> None:
-    bad = _doc(
-        {
-            "content": None,
-            "tool_calls": [{"id": "x", "function": {"name": "shell", "arguments": "{not json"}}],
-        }
+def test_unreadable_arguments_make_calls_with_an_error() -> None:
+    """Not valid JSON, or not an object: the call carries why and the raw text, and the
+    other calls of the answer are read as usual."""
+    calls = [
+        {"id": "a", "function": {"name": "file_read", "arguments": '{"file_path": "x"}'}},
+        {"id": "b", "function": {"name": "shell", "arguments": '{"command": "ls" "-la"}'}},
+        {"id": "c", "function": {"name": "shell", "arguments": "[1]"}},
+        {"id": "d", "function": {"name": "list_files", "arguments": ""}},
+        {"id": "e", "function": {"name": "list_files", "arguments": {"path": "src"}}},
+    ]
+    turn = parse_reply(_doc({"content": None, "tool_calls": calls}), "openai m")
+    a, b, c, d, e = turn.tool_calls
+    assert a == ToolCall("a", "file_read", {"file_path": "x"})
+    assert (b.input, b.raw) == ({}, '{"command": "ls" "-la"}')
+    assert b.error == (
+        "the arguments are not valid JSON: Expecting ',' delimiter: line 1 column 18 "
+        """(char 17): {"command": "ls" "-la"}"""
     )
-    with pytest.raises(ProviderError, match=r"^openai m: cannot read the reply \(JSONDecodeError"):
-        parse_reply(bad, "openai m")
-    listy = _doc({"tool_calls": [{"id": "x", "function": {"name": "shell", "arguments": "[1]"}}]})
-    with pytest.raises(ProviderError, match="arguments of shell are not a JSON object"):
-        parse_reply(listy, "openai m")
+    assert (c.error, c.raw) == ("the arguments are not a JSON object: [1]", "[1]")
+    assert d == ToolCall("d", "list_files", {})
+    assert e == ToolCall("e", "list_files", {"path": "src"})
+    # sent back as valid JSON (llama.cpp parses the arguments of past calls)
+    wire = wire_messages([Message("user", "x"), Message("assistant", "", tuple(turn.tool_calls))])
+    assert [c["function"]["arguments"] for c in wire[1]["tool_calls"]] == [
+        '{"file_path": "x"}',
+        "{}",
+        "{}",
+        "{}",
+        '{"path": "src"}',
+    ]
+
+
+def test_long_unreadable_arguments_are_shown_in_part() -> None:
+    raw = '{"content": "' + "x" * 5000
+    turn = parse_reply(
+        _doc({"tool_calls": [{"id": "a", "function": {"name": "f", "arguments": raw}}]}), "m"
+    )
+    [call] = turn.tool_calls
+    assert call.raw == raw and len(call.error or "") < 400 and (call.error or "").endswith("x…")
+
+
+def test_finish_reason_length_and_cached_tokens() -> None:
+    doc = {"choices": [{"message": {"content": "partial"}, "finish_reason": "length"}],
+           "usage": {"prompt_tokens": 1000, "completion_tokens": 64,
+                     "prompt_tokens_details": {"cached_tokens": 768}}}  # fmt: skip
+    turn = parse_reply(json.dumps(doc).encode(), "openai m", max_output=64)
+    assert (turn.cut_at, turn.tokens_in, turn.cache_read_tokens, turn.cache_write_tokens) == (
+        64,
+        1000,
+        768,
+        0,
+    )
+    doc["choices"][0]["finish_reason"] = "stop"
+    assert parse_reply(json.dumps(doc).encode(), "openai m", max_output=64).cut_at is None
+
+
+def test_the_output_limit_and_its_name() -> None:
+    """OpenAI's own API takes `max_completion_tokens` (its newer models refuse
+    `max_tokens`); every other server reads `max_tokens`. The default is 16384, or half
+    the context window when that is smaller."""
+
+    def body(**config: Any) -> dict[str, Any]:
+        provider = OpenAIProvider(
+            OpenAIModel(provider="openai", model="gpt-4o-mini", **config), "k"
+        )
+        return provider.request_body([Message("user", "x")], [])
+
+    assert body()["max_completion_tokens"] == 16384 and "max_tokens" not in body()
+    assert body(max_output_tokens=500)["max_completion_tokens"] == 500
+    local = "http://127.0.0.1:8080/v1"
+    assert body(base_url=local, context_tokens=2048)["max_tokens"] == 1024
+    assert body(base_url=local, context_tokens=2048, max_output_tokens=300)["max_tokens"] == 300
+    assert "tool_choice" not in body(base_url=local)  # no tools offered, no choice sent
 
 
 def test_an_error_object_with_status_200() -> None:

@@ -714,7 +714,7 @@ def test_stdin_payloads(workspace: Path, tmp_path: Path) -> None:
             "message": "hello",
             "notification_type": "permission_prompt",
         },
-        {"hook_event_name": "Stop", "stop_hook_active": False},
+        {"hook_event_name": "Stop", "stop_hook_active": False, "last_assistant_message": ""},
         {"hook_event_name": "PreCompact", "trigger": "auto", "custom_instructions": None},
         {"hook_event_name": "SessionEnd", "reason": "other"},
     ]
@@ -728,14 +728,14 @@ def test_stdin_payloads(workspace: Path, tmp_path: Path) -> None:
             "file_write",
             {"file_path": "a.txt", "content": "hi"},
             "wrote a.txt",
-            {"filePath": "a.txt", "content": "hi", "output": "wrote a.txt"},
+            {"filePath": "WS/a.txt", "content": "hi", "output": "wrote a.txt"},
         ),
         (
             "file_edit",
             {"file_path": "a.txt", "old_string": "a", "new_string": "b"},
             "edited",
             {
-                "filePath": "a.txt",
+                "filePath": "WS/a.txt",
                 "oldString": "a",
                 "newString": "b",
                 "replaceAll": False,
@@ -746,7 +746,7 @@ def test_stdin_payloads(workspace: Path, tmp_path: Path) -> None:
             "file_read",
             {"file_path": "a.txt"},
             "hi\n",
-            {"type": "text", "file": {"filePath": "a.txt", "content": "hi\n"}},
+            {"type": "text", "file": {"filePath": "WS/a.txt", "content": "hi\n"}},
         ),
         (
             "list_files",
@@ -778,11 +778,13 @@ def test_stdin_payloads(workspace: Path, tmp_path: Path) -> None:
 def test_tool_response_shapes(
     workspace: Path, tmp_path: Path, tool: str, input: dict, result: Any, response: Any
 ) -> None:
-    """`tool_response` in Claude Code's shapes (shell: stdout, stderr, exit_code, interrupted)."""
+    """`tool_response` in Claude Code's shapes (shell: stdout, stderr, exit_code, interrupted;
+    `filePath` absolute, as Claude Code gives it)."""
     rec = tmp_path / "rec.jsonl"
     Rig(workspace, {"PostToolUse": [group(ans(record=rec))]}).post(tool, input, result)
     [p] = payloads(rec)
-    assert p["tool_response"] == response and p["orkeon_tool_name"] == tool
+    expected = json.loads(json.dumps(response).replace('"WS/', f'"{workspace}/'))
+    assert p["tool_response"] == expected and p["orkeon_tool_name"] == tool
 
 
 # --- execution -----------------------------------------------------------------------

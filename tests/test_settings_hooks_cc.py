@@ -141,15 +141,16 @@ def test_command_log_and_rewrite(claude: Claude) -> None:
 
 
 def test_protected_files(claude: Claude) -> None:
+    """The scripts read `tool_input.file_path` absolute, as Claude Code gives it."""
     v = claude.pre("file_write", file_path=".env", content="X=1")
     assert refusal_lines(v) == [
         f"[PreToolUse hook ({claude.cmd('protect_files.sh')}) blocked the call: "
-        "Blocked: .env matches protected pattern '.env']"
+        f"Blocked: {claude.ws}/.env matches protected pattern '.env']"
     ]
     v = claude.pre("file_edit", file_path="config/secrets/key.txt", old_string="a", new_string="b")
     assert refusal_lines(v) == [
         f"[PreToolUse hook ({claude.cmd('deny_secrets.py')}) denied the call: "
-        "config/secrets/key.txt is under secrets/; edit it by hand]"
+        f"{claude.ws}/config/secrets/key.txt is under secrets/; edit it by hand]"
     ]
     assert refusal_lines(claude.pre("file_write", file_path="src/app.py", content="x")) == []
 
@@ -158,18 +159,27 @@ def test_read_context(claude: Claude) -> None:
     v = claude.pre("file_read", file_path="generated/api.py")
     assert refusal_lines(v) == []
     assert v.context_lines == [
-        "<hook_context>generated/api.py is generated; change its source instead.</hook_context>"
+        f"<hook_context>{claude.ws}/generated/api.py is generated; change its source "
+        "instead.</hook_context>"
     ]
     assert claude.pre("file_read", file_path="src/api.py").context_lines == []
 
 
 def test_formatter_after_write(claude: Claude) -> None:
+    """The formatter strips the blanks the tool left: the model is told the file changed,
+    with its lines as they are now (rewrites.py)."""
     (claude.ws / "src").mkdir()
     target = claude.ws / "src" / "app.py"
     target.write_text("x = 1   \ny = 2\t\n")
     v = claude.post("file_write", "wrote src/app.py", file_path="src/app.py", content="…")
-    assert v.lines == []
+    [note] = v.lines
+    assert note.startswith("Note: src/app.py changed on disk since you last read it. ")
+    assert note.endswith(
+        " Here are the relevant changes (shown with line numbers):\n1\tx = 1\n2\ty = 2"
+    )
     assert target.read_text() == "x = 1\ny = 2\n"
+    v = claude.post("file_write", "wrote src/app.py", file_path="src/app.py", content="…")
+    assert v.lines == []  # already formatted: nothing changed, nothing to say
 
 
 def test_post_bash_feedback_reads_tool_response(claude: Claude) -> None:

@@ -27,6 +27,16 @@ and any hook context sent with it), and the last `KEEP_TURNS` answers with their
 results. When even removing everything else is not enough, the request goes out as it
 is and a provider that still finds it too long fails the role with its own message.
 
+Every compaction changes the conversation before its end, so the provider's prompt cache
+(models/anthropic.py) is written again from the first changed message on. Compactions
+therefore come in batches: each one drops down to `TARGET`, far below `TRIGGER`, so the
+next is a long way off; and one that cannot get there (a huge task, huge recent results)
+or found nothing to drop is not tried again until the estimate has grown by `BATCH` of
+the window since (or passes `CEILING`, where anything dropped is worth a rewrite),
+instead of nibbling a message off every turn and breaking the cache each time. After a
+compaction the next request reads the tools and the system prompt from the cache (their
+breakpoints come before any message) and writes the rest again, once.
+
 The note's `removed_answers` keeps the number of answers the conversation stands for
 (the scripted model picks its answer by it); the role's transcript keeps every message
 as it was first sent, and a resumed role reloads them all and compacts again.
@@ -42,6 +52,8 @@ from ..models.base import Message, ToolCall
 
 TRIGGER = 0.8
 TARGET = 0.5
+BATCH = 0.1
+CEILING = 0.95
 KEEP_TURNS = 2
 CHARS_PER_TOKEN = 4
 MIN_DROP = 200  # shorter texts are not worth a stub
@@ -80,6 +92,7 @@ class ContextMeter:
         self.context_tokens = context_tokens
         self._reported: int | None = None  # input tokens of the last request
         self._chars_then = 0  # conversation characters that request carried
+        self._after: int | None = None  # conversation characters after the last compaction
 
     def report(self, chars_sent: int, tokens_in: int) -> None:
         if tokens_in > 0:
@@ -96,7 +109,21 @@ class ContextMeter:
         return est
 
     def over(self, chars: int) -> bool:
-        return self.estimate(chars) > TRIGGER * self.context_tokens
+        """Time to compact: over TRIGGER, and grown by BATCH since the last compaction (or
+        over CEILING). Growth is counted in characters (4 a token), the one measure that
+        means the same before and after a provider's first report."""
+        est, window = self.estimate(chars), self.context_tokens
+        if est <= TRIGGER * window:
+            return False
+        if self._after is None or est > CEILING * window:
+            return True
+        return (chars - self._after) // CHARS_PER_TOKEN >= BATCH * window
+
+    def compacted(self, chars: int) -> int:
+        """Record the size after a compaction (or one that found nothing to drop); its
+        estimate."""
+        self._after = chars
+        return self.estimate(chars)
 
     def chars_to_drop(self, chars: int) -> int:
         """How many characters must go to bring the estimate down to TARGET."""

@@ -15,16 +15,16 @@ prompt as a `<hook_context>` block), Stop when the model finishes (a keep-going 
 goes to the model as one more user message, at most once per prompt), PreCompact before
 an automatic compaction (compaction.py), SessionEnd on close.
 
-The role's transcript (models/transcript.py) gets a line per message sent and received,
-secrets redacted; a user message is redacted before the model reads it too.
+The role's transcript (models/transcript.py) gets a line per message sent and received.
 With `resume=True` and an existing transcript, the conversation is reloaded from it (the
 system prompt replaced by the current one) and goes on; calls the transcript shows
 without a result get `UNFINISHED` as their result so every call stays paired.
 
 Budget: `ledger.check()` before each turn; each turn charges its model time and adds
-its tokens and cost (pricing.py; unknown price -> usd not counted). A turn is also cut
+its tokens and cost (models/pricing.py; unknown price -> usd not counted). A turn is also cut
 when it would run past the time budget. A ProviderError ends the role "failed" with its
-one-line message.
+one-line message. An answer cut at the output limit, or a call whose arguments cannot be
+read, is answered with what went wrong instead of being run (models/answers.py).
 """
 
 from __future__ import annotations
@@ -37,14 +37,16 @@ from typing import Any, Literal
 
 import anyio
 
-from ..calls import CallContext
-from ..errors import BudgetExhausted, Interrupted, ProviderError, RecordsError
+from ..calls import BUILTINS, CallContext, Catalog
+from ..errors import BudgetExhausted, Interrupted, ProviderError
 from ..events import EventLog
 from ..hooks import NO_HOOKS, Hooks
 from ..ledger import Ledger
+from ..models import answers
 from ..models.base import Message, Provider, ToolSpec, Turn
+from ..models.claude_transcript import ClaudeTranscript
+from ..models.pricing import cost
 from ..models.transcript import TranscriptWriter, load_conversation
-from ..pricing import cost
 from ..vocabulary import RoleStatus
 from . import compaction
 from .compaction import ContextMeter, message_chars
@@ -58,7 +60,7 @@ UNFINISHED = "[no result: the role stopped before this call finished]"
 class RoleSpec:
     name: str  # full name: "analyst", "writer", "planner", "b1/api"
     system_prompt: str
-    tools: tuple[str, ...]  # tool names offered to the model (catalog.TOOLS)
+    tools: tuple[str, ...]  # tool names offered to the model (`ctx.catalog` holds them)
     ctx: CallContext
 
 
@@ -86,13 +88,9 @@ class RoleResult:
         return d
 
 
-def specs_for(names: tuple[str, ...]) -> list[ToolSpec]:
-    from ..catalog import TOOLS
-
-    unknown = [n for n in names if n not in TOOLS]
-    if unknown:
-        raise ValueError(f"unknown tools: {', '.join(unknown)}")
-    return [TOOLS[n].spec for n in names]
+def specs_for(names: tuple[str, ...], catalog: Catalog = BUILTINS) -> list[ToolSpec]:
+    """What the model is offered for `names` (ValueError for a name `catalog` lacks)."""
+    return catalog.specs(names)
 
 
 def with_context(prompt: str, blocks: list[str | None]) -> str:
@@ -116,10 +114,13 @@ class Agent:
         transcript_path: Path,
         resume: bool = False,
         tool_specs: list[ToolSpec] | None = None,
+        claude_transcript: ClaudeTranscript | None = None,
     ) -> None:
         """`pipeline` has `async call(ctx, tool, input, call_id) -> CallOutcome`; `hooks`
         are the step's (their session events fire here, their tool events in the
-        pipeline). `tool_specs` overrides the specs looked up by name in the catalog."""
+        pipeline). `tool_specs` overrides the specs looked up by name in the role's catalog
+        (`spec.ctx.catalog`). `claude_transcript` mirrors the transcript, from the start
+        (claude_transcript.py)."""
         self.spec = spec
         self.ctx = spec.ctx
         self.pipeline = pipeline
@@ -129,12 +130,14 @@ class Agent:
         self.model = provider.for_role(spec.name)
         self.price = provider.price()
         self.meter = ContextMeter(provider.context_tokens())
-        self.tools = list(tool_specs) if tool_specs is not None else specs_for(spec.tools)
+        self.tools = (
+            list(tool_specs) if tool_specs is not None else specs_for(spec.tools, spec.ctx.catalog)
+        )
         self._tools_chars = sum(
             len(t.name) + len(t.description) + len(json.dumps(t.input_schema)) for t in self.tools
         )
-        self.transcript = TranscriptWriter(transcript_path, spec.name, events.redactor)
-        self._redactor = events.redactor
+        redactor = events.redactor  # the run's secrets, out of the transcripts
+        self.transcript = TranscriptWriter(transcript_path, spec.name, claude_transcript, redactor)
         self.messages: list[Message] = []
         self._scanned = compaction.Scanned()
         self._removed = compaction.Removed()
@@ -152,6 +155,8 @@ class Agent:
         if self.resumed:
             self.messages = load_conversation(transcript_path)
             self._chars = sum(message_chars(m) for m in self.messages)
+        if claude_transcript is not None:
+            claude_transcript.start(self.messages)
 
     # --- public ------------------------------------------------------------------------
 
@@ -181,9 +186,6 @@ class Agent:
             status = "interrupted"
         except anyio.get_cancelled_exc_class():
             self.status, self.error = "interrupted", None
-            raise
-        except RecordsError as exc:  # the run stops: its records cannot be kept
-            self.status, self.error = "failed", str(exc)
             raise
         self.status, self.error = status, error
         return self.result
@@ -221,18 +223,30 @@ class Agent:
 
     async def _loop(self) -> tuple[Status, str | None]:
         stop_continued = False
+        cut = 0  # answers cut at the output limit in a row (models/answers.py)
         while True:
             self.ledger.check()
             turn = await self._ask()
+            if turn.cut_at is not None:
+                cut += 1
+                for message in answers.after_cut(turn):
+                    self._add(message)
+                if cut >= answers.MAX_CUT:
+                    return "failed", answers.cut_error(turn.cut_at, cut)
+                continue
+            cut = 0
             if not turn.tool_calls:
                 self.final_text = turn.text
-                keep = await self.hooks.stop(self.ctx, stop_continued, self.ledger)
+                keep = await self.hooks.stop(self.ctx, stop_continued, self.ledger, turn.text)
                 if keep and not stop_continued:
                     stop_continued = True
                     self._add(Message("user", keep))
                     continue
                 return "succeeded", None
             for call in turn.tool_calls:
+                if call.error is not None:  # unreadable arguments: the model is told
+                    self._add(answers.unreadable(call))
+                    continue
                 outcome = await self.pipeline.call(self.ctx, call.name, call.input, call.id)
                 self.calls += 1
                 refused = outcome.outcome == "refused"
@@ -266,14 +280,18 @@ class Agent:
             self.ledger.charge("model", seconds)
         if scope.cancelled_caught:
             self.ledger.exhaust("seconds")
-        usd = cost(self.price, turn.tokens_in, turn.tokens_out)
-        self.ledger.add_turn(turn.tokens_in, turn.tokens_out, usd)
+        read, written = turn.cache_read_tokens, turn.cache_write_tokens
+        usd = cost(self.price, turn.tokens_in, turn.tokens_out, read, written)
+        self.ledger.add_turn(turn.tokens_in, turn.tokens_out, usd, read, written)
         self.turns += 1
         self.meter.report(chars, turn.tokens_in)
         usage = {"input_tokens": turn.tokens_in, "output_tokens": turn.tokens_out}
+        if read or written:  # the API's names; both are parts of input_tokens here
+            usage.update(cache_read_input_tokens=read, cache_creation_input_tokens=written)
         self._add(
             Message("assistant", turn.text, tuple(turn.tool_calls)),
             "received",
+            model=turn.model_name or "",
             usage=usage,
             seconds=round(seconds, 6),
         )
@@ -285,8 +303,12 @@ class Agent:
             turn=self.turns,
             tokens_in=turn.tokens_in,
             tokens_out=turn.tokens_out,
+            cache_read_tokens=read,
+            cache_write_tokens=written,
             usd=None if usd is None else round(usd, 8),
             tool_calls=len(turn.tool_calls),
+            invalid_calls=sum(c.error is not None for c in turn.tool_calls),
+            cut=turn.cut_at is not None,
             seconds=round(seconds, 6),
             text=turn.text[:200],  # a stream shows what the model is doing
         )
@@ -305,6 +327,7 @@ class Agent:
             removal = compaction.plan_removal(self.messages, need - shortened, self._removed, edits)
         if not edits and removal is None:
             self._scanned = scanned
+            self.meter.compacted(chars)
             return
         await self.hooks.pre_compact(self.ctx, self.ledger, trigger="auto")
         before = self.meter.estimate(chars)
@@ -320,7 +343,7 @@ class Agent:
         self._scanned = scanned
         self._chars -= dropped
         self.meter.reset()
-        after = self.meter.estimate(self._chars + self._tools_chars)
+        after = self.meter.compacted(self._chars + self._tools_chars)
         fields = {
             "messages_compacted": len(edits),
             "messages_removed": 0 if removal is None else removal.stop - removal.start,
@@ -342,15 +365,10 @@ class Agent:
     # --- conversation ------------------------------------------------------------------
 
     def _add(self, message: Message, direction: str = "sent", **extra: Any) -> None:
-        if self._redactor is not None and message.role == "user":
-            # A hook's context or a repair message may carry a secret a program printed:
-            # the model reads it redacted (tool results are, in the pipeline).
-            content = self._redactor.text(message.content)
-            if content is not message.content:
-                message = replace(message, content=content)
+        # As recorded: a user message (a hook's context) with the run's secrets redacted.
+        message = self.transcript.message(direction, message, **extra)  # type: ignore[arg-type]
         self.messages.append(message)
         self._chars += message_chars(message)
-        self.transcript.message(direction, message, **extra)  # type: ignore[arg-type]
 
     def _start_conversation(self) -> None:
         system = Message("system", self.spec.system_prompt)

@@ -179,8 +179,14 @@ def _config(inputs: str, workspace: str | None) -> Any:
 
 
 def list_main(inputs: str, *, workspace: str | None = None) -> int:
+    """The hooks, numbered and in order, then the MCP tools each crew role gets."""
+    from .mcp import role_lines
+
     config = _config(inputs, workspace)
-    for line in list_lines(config.inputs.native_hooks) + settings_lines(config.settings_hooks):
+    lines = list_lines(config.inputs.native_hooks) + settings_lines(config.settings_hooks)
+    if config.mcp_servers:
+        lines += role_lines(config)
+    for line in lines:
         sys.stdout.write(line + "\n")
     return 0
 
@@ -209,8 +215,16 @@ def check_main(inputs: str, *, tool: str, path: str, workspace: str | None = Non
 
 
 def trust_main(workspace: str | None = None) -> int:
-    """Trust the workspace's .orkeon/settings.json and .orkeon/crews/ as they are now."""
-    from ..config.trust import crews_dir, project_settings_path, record_crews_trust, record_trust
+    """Trust the workspace's .orkeon/settings.json, .orkeon/crews/ and .mcp.json as they
+    are now."""
+    from ..config.trust import (
+        crews_dir,
+        mcp_json_path,
+        project_settings_path,
+        record_crews_trust,
+        record_mcp_json_trust,
+        record_trust,
+    )
     from ..errors import InputError
 
     # os.path.expanduser: Path.expanduser raises RuntimeError for an unknown ~user (an
@@ -224,9 +238,12 @@ def trust_main(workspace: str | None = None) -> int:
         trusted.append((project_settings_path(ws), record_trust(ws)))
     if crews_dir(ws).is_dir():
         trusted.append((crews_dir(ws), record_crews_trust(ws)))
+    if mcp_json_path(ws).is_file():
+        trusted.append((mcp_json_path(ws), record_mcp_json_trust(ws)))
     if not trusted:
         raise InputError(
-            f"--workspace: nothing to trust in {ws} (no .orkeon/settings.json, no .orkeon/crews/)"
+            f"--workspace: nothing to trust in {ws} (no .orkeon/settings.json, no "
+            ".orkeon/crews/, no .mcp.json)"
         )
     for path, digest in trusted:
         sys.stdout.write(f"trusted {path} ({digest.removeprefix('sha256:')[:12]})\n")

@@ -1,10 +1,11 @@
 """Crews as data: one TOML file per step, prompts as markdown (`crews/` in a source checkout,
 `orkeon_run/crews/` in the wheel).
 
-A crew names the step's roles (each with a prompt file and the tools it is offered), the
-step's rule sets, and the default budget. A workspace replaces a crew with
-`.orkeon/crews/STEP.toml`; its prompt files are looked up beside it first, then among the
-built-in prompts, so an override may change only the tools or the rules.
+A crew names the step's roles (each with a prompt file and the tools it is offered: built-in
+tools, and MCP tools of the run's servers, none unless listed), the step's rule sets, and
+the default budget. A workspace replaces a crew with `.orkeon/crews/STEP.toml`; its prompt
+files are looked up beside it first, then among the built-in prompts, so an override may
+change only the tools or the rules.
 
 Placeholders: `${name}` in a prompt is replaced by the step's value (`${spec}`, `${plan}`,
 `${roots}`, ...); unknown ones are left as written. In a rule pattern a placeholder names a
@@ -39,18 +40,40 @@ from pydantic import (
 from ..catalog import TOOLS
 from ..errors import InputError
 from ..ledger import BudgetLimits
+from ..policy.mcpnames import is_mcp_name, split_pattern
 from ..vocabulary import StepName
 from .inputs import NAME_RE, error_lines
 
 
 def _known_tool(name: str) -> str:
-    if name not in TOOLS:
-        raise ValueError(f"unknown tool {name!r} (tools: {', '.join(TOOLS)})")
-    return name
+    if name in TOOLS:
+        return name
+    if is_mcp_name(name):
+        if split_pattern(name) is None:
+            raise ValueError(
+                f"{name!r} is not an MCP tool entry: write mcp__SERVER__TOOL, mcp__SERVER__* "
+                "or mcp__SERVER (letters, digits, '_' and '-')"
+            )
+        return name  # checked against the configured servers when the run is prepared
+    raise ValueError(
+        f"unknown tool {name!r} (tools: {', '.join(TOOLS)}; or MCP tools: mcp__SERVER__TOOL, "
+        "mcp__SERVER__*)"
+    )
 
 
+# A built-in tool's name, or an MCP entry (`mcp__git__git_status`, `mcp__git__*`,
+# `mcp__git`: policy/mcpnames.py).
 ToolName = Annotated[
-    str, AfterValidator(_known_tool), WithJsonSchema({"type": "string", "enum": list(TOOLS)})
+    str,
+    AfterValidator(_known_tool),
+    WithJsonSchema(
+        {
+            "anyOf": [
+                {"type": "string", "enum": list(TOOLS)},
+                {"type": "string", "pattern": r"^mcp__[A-Za-z0-9_-]+(__([A-Za-z0-9_-]+|\*))?$"},
+            ]
+        }
+    ),
 ]
 
 OVERRIDE_DIR = PurePosixPath(".orkeon/crews")
@@ -68,7 +91,13 @@ class CrewRole(_Frozen):
         min_length=1,
         description="markdown file with the role's system prompt, relative to the crew file",
     )
-    tools: list[ToolName] = Field(min_length=1, description="the tools the role's model is offered")
+    tools: list[ToolName] = Field(
+        min_length=1,
+        description=(
+            "the tools the role's model is offered: built-in tools, and MCP tools of the "
+            "run's servers (mcp__SERVER__TOOL, or mcp__SERVER__* for all of one server's)"
+        ),
+    )
     rule_sets: list[str] | None = Field(
         default=None,
         description="names of the step's rule sets that apply to this role; null = all",

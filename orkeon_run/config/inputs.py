@@ -1,18 +1,16 @@
 """The `--inputs` document (INTERFACE section 2) as frozen pydantic models.
 
-`load_document` reads SRC (inline JSON, `@PATH`, or `-`); `parse_inputs` validates it and
-turns every problem into one line that names the field path (`hooks[1].command: ...`).
+`load_document` (documents.py) reads SRC (inline JSON, `@PATH`, or `-`) within its limits;
+`parse_inputs` validates it and turns every problem into one line that names the field
+path (`hooks[1].command: ...`).
 Checks that need the file system (settings files, script files, the plan file, key
 variables) live in `prepare.py`, which `orkeon validate` and `orkeon run` both call.
 """
 
 from __future__ import annotations
 
-import os
 import re
-import stat
-import sys
-from pathlib import Path, PurePosixPath
+from pathlib import PurePosixPath
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -26,9 +24,11 @@ from pydantic import (
 )
 
 from ..errors import InputError
-from ..jsonio import TooDeep, loads_strict
 from ..ledger import BudgetLimits
 from ..policy.words import CommandRefused, split_command
+from .documents import MAX_DOCUMENT_BYTES as MAX_DOCUMENT_BYTES  # re-exported
+from .documents import load_document as load_document  # re-exported
+from .mcp import McpServers
 
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
@@ -41,8 +41,12 @@ class Frozen(BaseModel):
 
 
 class Price(Frozen):
+    """USD per million tokens. A cache price left out is the input price."""
+
     input_per_mtok: float = Field(ge=0)
     output_per_mtok: float = Field(ge=0)
+    cache_read_per_mtok: float | None = Field(default=None, ge=0)
+    cache_write_per_mtok: float | None = Field(default=None, ge=0)
 
 
 class _ModelCommon(Frozen):
@@ -50,6 +54,11 @@ class _ModelCommon(Frozen):
     timeout_seconds: float = Field(default=120, gt=0)
     max_retries: int = Field(default=4, ge=0)
     price: Price | None = None
+    # Anthropic: prompt-cache breakpoints (models/anthropic.py). OpenAI-compatible servers
+    # cache on their own; the scripted model ignores it.
+    cache: bool = True
+    # Output tokens per answer; None: 16384, or half the context window when smaller.
+    max_output_tokens: int | None = Field(default=None, gt=0)
 
 
 class ScriptCall(Frozen):
@@ -63,7 +72,9 @@ class ScriptEntry(Frozen):
 
     text: str | None = None
     tool_calls: list[ScriptCall] = Field(default_factory=list)
-    usage: dict[str, int] | None = None  # {"input_tokens": N, "output_tokens": N}, optional
+    # {"input_tokens": N, "output_tokens": N, "cache_read_input_tokens"?: N,
+    #  "cache_creation_input_tokens"?: N}, optional
+    usage: dict[str, int] | None = None
 
 
 Script = dict[str, list[ScriptEntry]]
@@ -241,6 +252,8 @@ class Inputs(Frozen):
     audit: Audit = Field(default_factory=Audit)
     repair: Repair | None = None
     concurrency: int = Field(default=4, ge=1, le=64)
+    # MCP servers by name (config/mcp.py); settings files may add more (config/mcp_sources.py).
+    mcp_servers: McpServers = Field(default_factory=dict)
 
     @field_validator("spec")
     @classmethod
@@ -303,78 +316,6 @@ def error_lines(exc: ValidationError, prefix: str = "") -> list[str]:
             continue
         lines.add(f"{path}: {msg}")
     return sorted(lines)
-
-
-# An inputs document (or a file it names) larger than this is refused before it is read.
-MAX_DOCUMENT_BYTES = 16 << 20
-
-
-def load_document(src: str, what: str = "inputs") -> Any:
-    """Read SRC: inline JSON, `@PATH`, or `-` for standard input. At most
-    MAX_DOCUMENT_BYTES: a file must be a regular file no larger (checked before it is
-    read, so `@/dev/zero` or a FIFO is refused at once), standard input is read no
-    further; nested at most `jsonio.MAX_DEPTH` levels. InputError naming `what` otherwise."""
-    limit = f"more than {MAX_DOCUMENT_BYTES >> 20} MiB"
-    if src == "-":
-        origin = f"{what} (stdin)"
-        stream = getattr(sys.stdin, "buffer", None)
-        data: bytes | str = (stream or sys.stdin).read(MAX_DOCUMENT_BYTES + 1)
-        if len(data) > MAX_DOCUMENT_BYTES:
-            raise InputError(f"{origin}: {limit}")
-        text = _decoded(data, origin)
-    elif src.startswith("@"):
-        # os.path.expanduser: Path.expanduser raises RuntimeError for an unknown ~user (an
-        # internal error, exit 1); the shell's way is to keep the text as it is.
-        path = Path(os.path.expanduser(src[1:]))
-        text = _decoded(_read_file(path, what, limit), f"{what}: cannot read {path}:")
-        origin = f"{what} ({path})"
-    else:
-        text = src
-        origin = what
-        if len(src) > MAX_DOCUMENT_BYTES:
-            raise InputError(f"{what}: {limit}")
-    try:
-        return loads_strict(text)
-    except TooDeep as exc:
-        raise InputError(f"{origin}: {exc}") from None
-    except ValueError as exc:  # JSONDecodeError, or a number JSON does not have
-        raise InputError(f"{origin}: not JSON: {exc}") from None
-
-
-def _read_file(path: Path, what: str, limit: str) -> bytes:
-    """The bytes of regular file `path`, refused before reading when it is not one or is
-    larger than MAX_DOCUMENT_BYTES."""
-    try:
-        # O_NONBLOCK: opening a FIFO must not wait for a writer.
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    except FileNotFoundError:
-        raise InputError(f"{what}: no such file: {path}") from None
-    except OSError as exc:
-        raise InputError(f"{what}: cannot read {path}: {exc.strerror}") from None
-    st = os.fstat(fd)
-    if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_DOCUMENT_BYTES:
-        os.close(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise InputError(f"{what}: not a regular file: {path}")
-        raise InputError(f"{what}: {path} holds {limit}")
-    with os.fdopen(fd, "rb") as f:
-        try:
-            data = f.read(MAX_DOCUMENT_BYTES + 1)
-        except OSError as exc:
-            raise InputError(f"{what}: cannot read {path}: {exc.strerror}") from None
-    if len(data) > MAX_DOCUMENT_BYTES:  # it grew since
-        raise InputError(f"{what}: {path} holds {limit}")
-    return data
-
-
-def _decoded(data: bytes | str, origin: str) -> str:
-    if isinstance(data, str):
-        return data
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        head = origin if origin.endswith(":") else f"{origin}:"
-        raise InputError(f"{head} {exc}") from None
 
 
 def parse_inputs(doc: Any) -> Inputs:

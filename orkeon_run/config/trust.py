@@ -1,9 +1,12 @@
-"""Trust of a workspace's `.orkeon/settings.json` (seed page "Security").
+"""Trust of a workspace's `.orkeon/settings.json`, `.orkeon/crews/` and `.mcp.json` (seed
+page "Security").
 
 A project's settings ship inside a repository and could come from anyone, so its hooks
-run, and its `Orkeon` section widens what the model may run, only once trusted. Trust is
-bound to a hash of exactly that: the file's `hooks` and its `Orkeon` section. When either
-changes, the workspace is untrusted again until `orkeon hooks trust` records the new hash.
+run, its `Orkeon` section widens what the model may run, and its MCP servers start, only
+once trusted. Trust is bound to a hash of exactly that: the file's `hooks`, its `Orkeon`
+section and its `mcpServers`. When any changes, the workspace is untrusted again until
+`orkeon hooks trust` records the new hash. The workspace's `.mcp.json` (Claude Code's
+project file of MCP servers) has a trust of its own, bound to its `mcpServers` the same way.
 
 Headless runs cannot prompt. `ORKEON_TRUST_PROJECT_HOOKS=1` trusts the project for CI,
 but only when stdin is not a TTY: a stray `export` in a shell rc file cannot silently open
@@ -56,16 +59,25 @@ def read_settings_doc(path: Path) -> dict[str, Any]:
 
 
 def config_hash(project_settings_doc: Mapping[str, Any]) -> str:
-    """SHA-256 over what trust covers: the `hooks` object and the `Orkeon` section.
+    """SHA-256 over what trust covers: the `hooks` object, the `Orkeon` section and the
+    `mcpServers` object.
 
     Canonical JSON (sorted keys, no spaces), so re-indenting the file keeps the trust and
-    any change of a command, matcher, timeout or shell setting drops it. Other keys (a
-    Claude Code file's `permissions`, say) do not change what orkeon runs and are left out.
+    any change of a command, matcher, timeout, shell setting or server drops it. Other keys
+    (a Claude Code file's `permissions`, say) do not change what orkeon runs and are left
+    out. `mcpServers` is covered only when the file has it, so the hash of a file without
+    servers, and the trust recorded for it, stay what they were before servers existed.
     """
     covered = {
         "hooks": project_settings_doc.get("hooks"),
         "Orkeon": {k: v for k, v in project_settings_doc.items() if k.lower() == "orkeon"},
     }
+    if "mcpServers" in project_settings_doc:
+        covered["mcpServers"] = project_settings_doc["mcpServers"]
+    return _digest(covered)
+
+
+def _digest(covered: Mapping[str, Any]) -> str:
     text = json.dumps(covered, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
 
@@ -191,6 +203,45 @@ def record_crews_trust(workspace: Path, *, config_dir: Path | None = None) -> st
     return digest
 
 
+# --- a workspace's .mcp.json ---------------------------------------------------------------
+# Claude Code's project file of MCP servers: each server is a program orkeon would start,
+# with the run's environment, so a cloned repository's file starts nothing until trusted.
+
+
+def mcp_json_path(workspace: Path) -> Path:
+    return Path(workspace) / ".mcp.json"
+
+
+def mcp_json_hash(doc: Mapping[str, Any]) -> str:
+    """SHA-256 over the file's `mcpServers` (canonical JSON, as `config_hash`)."""
+    return _digest({"mcpServers": doc.get("mcpServers")})
+
+
+def mcp_json_trusted(
+    workspace: Path,
+    doc: Mapping[str, Any],
+    *,
+    config_dir: Path | None = None,
+    environ: Mapping[str, str] | None = None,
+    stdin_is_tty: bool | None = None,
+) -> bool:
+    """Whether this document (already read from the workspace's `.mcp.json`) is trusted:
+    its recorded hash matches, or `ORKEON_TRUST_PROJECT_HOOKS=1` with stdin not a TTY."""
+    env = os.environ if environ is None else environ
+    if env_trusts(env, stdin_is_tty):
+        return True
+    store = _read_store((config_dir or default_config_dir(env)) / TRUST_FILE)
+    return store.get(_key(workspace) + "::mcp") == mcp_json_hash(doc)
+
+
+def record_mcp_json_trust(workspace: Path, *, config_dir: Path | None = None) -> str:
+    """Trust the workspace's `.mcp.json` as it is now. InputError when it is missing or not
+    a JSON object."""
+    digest = mcp_json_hash(read_settings_doc(mcp_json_path(workspace)))
+    _store_put(_key(workspace) + "::mcp", digest, config_dir)
+    return digest
+
+
 def _store_put(key: str, digest: str, config_dir: Path | None) -> None:
     folder = config_dir or default_config_dir()
     folder.mkdir(parents=True, exist_ok=True)
@@ -218,8 +269,12 @@ __all__ = [
     "doc_is_trusted",
     "env_trusts",
     "is_trusted",
+    "mcp_json_hash",
+    "mcp_json_path",
+    "mcp_json_trusted",
     "project_settings_path",
     "read_settings_doc",
     "record_crews_trust",
+    "record_mcp_json_trust",
     "record_trust",
 ]

@@ -6,7 +6,8 @@ set that does nothing.
 `Chain` folds several sets in contract order (docs/hooks.md, "Native and settings-shape
 hooks together"): pre-tool, the first set that refuses ends the call and later sets do not
 run; post-tool, every set runs, each adding its pre-tool context lines and then its own
-lines; session events, every set runs and the first block or keep-going answer counts.
+lines; session events, every set runs and the first block or keep-going answer counts;
+the environment changes of the sets apply in order.
 
 A set charges the time its hooks run to the ledger itself ("hook", at the call), and caps
 each hook's limit with `ledger.cap(its own)`; the pipeline adds the `runs` it returns to
@@ -15,7 +16,7 @@ the call's event.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -101,8 +102,11 @@ class Hooks:
     async def user_prompt(self, ctx: CallContext, prompt: str, ledger: Ledger) -> PromptVerdict:
         return PromptVerdict()
 
-    async def stop(self, ctx: CallContext, stop_hook_active: bool, ledger: Ledger) -> str | None:
-        """The user message that keeps the model going, or None (it may finish)."""
+    async def stop(
+        self, ctx: CallContext, stop_hook_active: bool, ledger: Ledger, last_message: str = ""
+    ) -> str | None:
+        """The user message that keeps the model going, or None (it may finish).
+        `last_message` is the text of the answer that would end the turn."""
         return None
 
     async def pre_compact(self, ctx: CallContext, ledger: Ledger, trigger: str = "auto") -> None:
@@ -110,6 +114,11 @@ class Hooks:
 
     async def session_end(self, ctx: CallContext, reason: str, ledger: Ledger) -> None:
         return None
+
+    def session_env(self, ctx: CallContext) -> Mapping[str, str | None]:
+        """How the session's hooks change the environment of its shell commands
+        (SessionStart's `CLAUDE_ENV_FILE`): name -> value, None to remove it; {} for none."""
+        return {}
 
 
 NO_HOOKS = Hooks()
@@ -177,9 +186,11 @@ class Chain(Hooks):
                 contexts.append(v.context)
         return PromptVerdict(context="\n".join(contexts) if contexts else None)
 
-    async def stop(self, ctx: CallContext, stop_hook_active: bool, ledger: Ledger) -> str | None:
+    async def stop(
+        self, ctx: CallContext, stop_hook_active: bool, ledger: Ledger, last_message: str = ""
+    ) -> str | None:
         for s in self.sets:
-            keep = await s.stop(ctx, stop_hook_active, ledger)
+            keep = await s.stop(ctx, stop_hook_active, ledger, last_message)
             if keep:
                 return keep
         return None
@@ -191,6 +202,12 @@ class Chain(Hooks):
     async def session_end(self, ctx: CallContext, reason: str, ledger: Ledger) -> None:
         for s in self.sets:
             await s.session_end(ctx, reason, ledger)
+
+    def session_env(self, ctx: CallContext) -> Mapping[str, str | None]:
+        parts = [p for p in (s.session_env(ctx) for s in self.sets) if p]
+        if len(parts) <= 1:
+            return parts[0] if parts else {}
+        return {k: v for p in parts for k, v in p.items()}
 
 
 def chain(sets: Sequence[Hooks]) -> Hooks:

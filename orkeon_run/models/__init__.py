@@ -17,6 +17,7 @@ from pathlib import Path
 from ..config.inputs import AnthropicModel, OpenAIModel, ScriptedModel
 from ..errors import InputError
 from .base import Message, Model, Provider, ToolCall, ToolSpec, Turn
+from .pricing import check_price
 
 __all__ = [
     "Message",
@@ -27,6 +28,7 @@ __all__ = [
     "Turn",
     "build_provider",
     "check_model",
+    "check_price",
     "missing_key_env",
 ]
 

@@ -8,7 +8,10 @@ A conversation is a list of `Message`. Providers translate it to their wire form
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
+
+if TYPE_CHECKING:
+    from .pricing import Pricer
 
 from ..catalog import ToolSpec
 
@@ -20,9 +23,27 @@ __all__ = ["Message", "Model", "Provider", "ToolCall", "ToolSpec", "Turn"]
 
 @dataclass(frozen=True, slots=True)
 class ToolCall:
+    """One call the model asked for. A call whose arguments could not be read (not valid
+    JSON, or not an object: a small model's everyday mistake) has `input` `{}`, `error`
+    saying why and `raw` holding the arguments as the model wrote them; it is not run, and
+    the model reads `error: ERROR` as its result (agent.py)."""
+
     id: str
     name: str
     input: dict[str, Any]
+    error: str | None = None
+    raw: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"id": self.id, "name": self.name, "input": self.input}
+        if self.error is not None:
+            d["error"] = self.error
+            d["arguments"] = self.raw
+        return d
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> ToolCall:
+        return cls(d["id"], d["name"], d["input"], d.get("error"), d.get("arguments"))
 
 
 @dataclass(slots=True)
@@ -47,9 +68,7 @@ class Message:
     def to_json(self) -> dict[str, Any]:
         d: dict[str, Any] = {"role": self.role, "content": self.content}
         if self.tool_calls:
-            d["tool_calls"] = [
-                {"id": c.id, "name": c.name, "input": c.input} for c in self.tool_calls
-            ]
+            d["tool_calls"] = [c.to_json() for c in self.tool_calls]
         if self.tool_call_id is not None:
             d["tool_call_id"] = self.tool_call_id
         if self.name is not None:
@@ -65,9 +84,7 @@ class Message:
         return cls(
             role=d["role"],
             content=d.get("content", ""),
-            tool_calls=tuple(
-                ToolCall(c["id"], c["name"], c["input"]) for c in d.get("tool_calls", ())
-            ),
+            tool_calls=tuple(ToolCall.from_json(c) for c in d.get("tool_calls", ())),
             tool_call_id=d.get("tool_call_id"),
             name=d.get("name"),
             is_error=bool(d.get("is_error", False)),
@@ -77,13 +94,23 @@ class Message:
 
 @dataclass
 class Turn:
-    """One model answer. No tool calls means the model is done."""
+    """One model answer. No tool calls means the model is done, unless the answer was cut.
+
+    `tokens_in` counts every input token of the request; `cache_read_tokens` and
+    `cache_write_tokens` are the parts of it the provider read from its prompt cache and
+    wrote to it (priced apart: models/pricing.py). `cut_at` is the output limit the answer
+    was cut at (OpenAI's `finish_reason: "length"`, Anthropic's `stop_reason:
+    "max_tokens"`), None when it ended on its own: a cut answer is unfinished, its calls
+    are not run (agent.py)."""
 
     text: str
     tool_calls: list[ToolCall]
     tokens_in: int = 0
     tokens_out: int = 0
     model_name: str | None = None
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    cut_at: int | None = None
 
 
 class Model(Protocol):
@@ -99,8 +126,8 @@ class Provider(Protocol):
 
     def for_role(self, role: str) -> Model: ...
 
-    def price(self) -> tuple[float, float] | None:
-        """(input, output) USD per million tokens, or None when unknown."""
+    def price(self) -> Pricer | None:
+        """What the model's tokens cost (models/pricing.py), or None when unknown."""
         ...
 
     def context_tokens(self) -> int: ...

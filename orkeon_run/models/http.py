@@ -25,8 +25,8 @@ import anyio.lowlevel
 
 from ..errors import ProviderError
 from ..jsonio import utf8_line
-from ..pricing import context_for, price_for
 from .base import Message, ToolSpec, Turn
+from .pricing import Pricer, context_for, price_for
 from .retry import StatusError, http_classifier, one_line, with_retries
 
 try:  # the SDKs' HTTP library: httpx2 in current releases, httpx before
@@ -36,6 +36,10 @@ except ImportError:  # pragma: no cover
 
 # The SDKs' own client settings, kept: concurrent roles share one pool.
 LIMITS = http.Limits(max_connections=1000, max_keepalive_connections=100)
+# Output tokens per answer when `model.max_output_tokens` is not given (and the context
+# window is at least twice as large): what the largest single call (a file_write of a
+# large file) needs, and what every current OpenAI and Anthropic chat model may answer.
+MAX_OUTPUT_TOKENS = 16384
 
 
 def reply_document(data: bytes, label: str, error_of: Callable[[Any], Any]) -> Any:
@@ -85,6 +89,9 @@ class HTTPProvider:
         )
         self._client: Any = None
         self._loop: object = None
+        self._price: tuple[Pricer | None] | None = None
+        self._context: int | None = None
+        self._max_output: int | None = None
 
     # --- what a provider defines -------------------------------------------------------
 
@@ -129,11 +136,23 @@ class HTTPProvider:
     def for_role(self, role: str) -> HTTPRole:
         return HTTPRole(self, role)
 
-    def price(self) -> tuple[float, float] | None:
-        return price_for(self.config.model, self.config.price)
+    def price(self) -> Pricer | None:
+        if self._price is None:
+            self._price = (price_for(self.config),)
+        return self._price[0]
 
     def context_tokens(self) -> int:
-        return context_for(self.config.model, self.config.context_tokens)
+        if self._context is None:
+            self._context = context_for(self.config)
+        return self._context
+
+    def max_output_tokens(self) -> int:
+        """`model.max_output_tokens`, else 16384 or half the context window if smaller
+        (a local server with a small window must keep room for the prompt)."""
+        if self._max_output is None:
+            given = self.config.max_output_tokens
+            self._max_output = given or max(1, min(MAX_OUTPUT_TOKENS, self.context_tokens() // 2))
+        return self._max_output
 
     async def aclose(self) -> None:
         if self._client is not None:

@@ -8,8 +8,10 @@ Retries are done here, not by an SDK, so both providers behave the same and the 
 `MAX_RETRY_AFTER` seconds is not waited for: the role fails at once with that in the
 message. The worst case is therefore (max_retries + 1) * timeout + max_retries * 60 s.
 
-Everything else (401/403, 404, other 4xx, a reply that is not what the API promises)
-fails at once with one line: `PROVIDER MODEL: what happened (HTTP N): server message`.
+Everything else (401/403, 404, other 4xx, a 500 whose message names a malformed request,
+a reply that is not what the API promises) fails at once with one line:
+`PROVIDER MODEL: what happened (HTTP N): server message`, the message being the part of
+the error body that says why (`reasons.server_message`).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import contextlib
 import email.utils
 import json
 import random
+import re
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
@@ -26,6 +29,7 @@ from typing import Any, TypeVar
 import anyio
 
 from ..errors import ProviderError
+from .reasons import server_message
 
 T = TypeVar("T")
 
@@ -42,11 +46,15 @@ class Failure:
 
 
 def one_line(text: str, secret: str | None = None) -> str:
-    """Whitespace collapsed, the key (if the server echoed it) masked, length capped."""
+    """Whitespace collapsed, the key (if the server echoed it) masked, length capped. A
+    long text keeps its beginning and its end (where a server's message often says why)."""
     if secret:
         text = text.replace(secret, "***")
     text = " ".join(text.split())
-    return text if len(text) <= MAX_MESSAGE else text[: MAX_MESSAGE - 1] + "…"
+    if len(text) <= MAX_MESSAGE:
+        return text
+    tail = MAX_MESSAGE // 3
+    return text[: MAX_MESSAGE - tail - 3] + " … " + text[-tail:]
 
 
 def parse_retry_after(headers: Mapping[str, str] | None) -> float | None:
@@ -72,17 +80,14 @@ def parse_retry_after(headers: Mapping[str, str] | None) -> float | None:
     return max(0.0, email.utils.mktime_tz(when) - time.time())
 
 
-def server_message(body: Any, fallback: str) -> str:
-    """The human part of an API error body (`{"error": {"message": ...}}` in both APIs)."""
-    if isinstance(body, dict):
-        err = body.get("error", body)
-        if isinstance(err, dict) and isinstance(err.get("message"), str):
-            return err["message"]
-        if isinstance(body.get("message"), str):
-            return body["message"]
-    if isinstance(body, str) and body.strip():
-        return body
-    return fallback
+# A server error that names something wrong with the request itself (llama.cpp's
+# "Failed to parse messages: ...", a chat template's TypeError): sending the same bytes
+# again fails the same way, so it is not retried.
+MALFORMED = re.compile(
+    r"(?i:\b(pars(e|ing)|invalid|malformed|validation|expected|missing|unsupported|"
+    r"not supported|must be|required)\b)"
+    r"|\b(Type|Key|Value|Attribute|Index|JSONDecode|UnicodeDecode|Validation)Error\b"
+)
 
 
 def classify_status(
@@ -102,6 +107,8 @@ def classify_status(
         return Failure(False, f"model {model!r} not found at {base_url} (HTTP 404): {message}")
     if status == 429:
         return Failure(True, f"rate limited (HTTP 429): {message}", parse_retry_after(headers))
+    if status == 500 and MALFORMED.search(message):
+        return Failure(False, f"server error (HTTP 500), not retried: {message}")
     if status in (408, 409) or status >= 500:
         return Failure(True, f"server error (HTTP {status}): {message}", parse_retry_after(headers))
     return Failure(False, f"request rejected (HTTP {status}): {message}")

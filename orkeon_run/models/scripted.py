@@ -9,9 +9,11 @@ has none for it, it answers `FINAL_TEXT` with no calls and the role ends. An ent
 answers an empty text with no calls.
 
 Tool-call ids are deterministic: an entry's own `id`, else `call_T_K` (turn T, call K,
-from 1). An entry's `usage` (`{"input_tokens", "output_tokens"}`) is reported as the
-turn's tokens; without it a turn reports 0 tokens. Its price is 0 unless `model.price`
-says otherwise, so a scripted run's `usd` is a number, not null.
+from 1). An entry's `usage` (`{"input_tokens", "output_tokens"}`, and optionally
+`cache_read_input_tokens` / `cache_creation_input_tokens`, the parts of the input read
+from and written to a prompt cache) is reported as the turn's tokens; without it a turn
+reports 0 tokens. Its price is 0 unless `model.price` says otherwise, so a scripted run's
+`usd` is a number, not null.
 
 `script` is an object, a path to a JSON file holding one (relative paths resolve against
 `base_dir`, the current directory by default), or `"@transcript:PATH"`: replay the
@@ -40,8 +42,8 @@ from pydantic_core import from_json
 from ..config.inputs import ScriptedModel, ScriptEntry, error_lines
 from ..errors import InputError
 from ..jsonio import loads_strict
-from ..pricing import DEFAULT_CONTEXT_TOKENS
 from .base import Message, ToolCall, ToolSpec, Turn
+from .pricing import DEFAULT_CONTEXT_TOKENS, FREE, Pricer, Rates
 from .transcript import replay_script
 
 FINAL_TEXT = "done"
@@ -192,6 +194,8 @@ class ScriptedRole:
             tokens_in=int(usage.get("input_tokens", 0)),
             tokens_out=int(usage.get("output_tokens", 0)),
             model_name="scripted",
+            cache_read_tokens=int(usage.get("cache_read_input_tokens", 0)),
+            cache_write_tokens=int(usage.get("cache_creation_input_tokens", 0)),
         )
 
 
@@ -205,9 +209,9 @@ class ScriptedProvider:
     def for_role(self, role: str) -> ScriptedRole:
         return ScriptedRole(role, self.script.get(role, []))
 
-    def price(self) -> tuple[float, float] | None:
+    def price(self) -> Pricer | None:
         p = self.config.price
-        return (p.input_per_mtok, p.output_per_mtok) if p else (0.0, 0.0)
+        return Rates.of(p) if p else FREE
 
     def context_tokens(self) -> int:
         return self.config.context_tokens or DEFAULT_CONTEXT_TOKENS

@@ -19,13 +19,17 @@ from __future__ import annotations
 import json
 import os
 import time
+from dataclasses import replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from ..environ import Redactor
 from ..errors import RecordsError
 from ..jsonio import append_line, utf8_line
 from .base import Message
+
+if TYPE_CHECKING:
+    from .claude_transcript import ClaudeTranscript
 
 Direction = Literal["sent", "received"]
 
@@ -36,11 +40,20 @@ def _dumps(obj: Any) -> str:
 
 class TranscriptWriter:
     """Appends a role's lines, each whole or not at all (`jsonio.append_line`), secrets
-    redacted (`redactor`). A line the disk cannot take raises RecordsError."""
+    redacted (`redactor`); a line the disk cannot take raises RecordsError. `mirror`, when
+    given, gets every message and compaction too, in Claude Code's shape
+    (claude_transcript.py: the file settings-shape hooks read)."""
 
-    def __init__(self, path: Path, agent: str, redactor: Redactor | None = None) -> None:
+    def __init__(
+        self,
+        path: Path,
+        agent: str,
+        mirror: ClaudeTranscript | None = None,
+        redactor: Redactor | None = None,
+    ) -> None:
         self.path = path
         self.agent = agent
+        self.mirror = mirror
         self.redactor = redactor if redactor else None
         self._fd: int | None = None
 
@@ -59,21 +72,37 @@ class TranscriptWriter:
         except OSError as exc:
             raise RecordsError.writing(self.path, exc) from None
 
-    def message(self, direction: Direction, message: Message, **extra: Any) -> None:
+    def message(
+        self, direction: Direction, message: Message, *, model: str = "", **extra: Any
+    ) -> Message:
+        """Record `message`; return it as recorded: a user message (a task, a hook's
+        context, a repair message) with the run's secrets redacted, which is what the model
+        is then sent. `model`, the model's name, goes to the mirror only."""
+        if self.redactor is not None and message.role == "user":
+            content = self.redactor.text(message.content)
+            if content is not message.content:
+                message = replace(message, content=content)
         line = {"ts": round(time.time(), 6), "agent": self.agent, "direction": direction}
         line.update(message.to_json())
         line.update(extra)
         self._write(line)
+        if self.mirror is not None:
+            self.mirror.add(message, extra.get("usage"), model)
+        return message
 
     def note(self, direction: str, **fields: Any) -> None:
         self._write(
             {"ts": round(time.time(), 6), "agent": self.agent, "direction": direction, **fields}
         )
+        if self.mirror is not None and direction == "compacted":
+            self.mirror.compacted(int(fields.get("tokens_before") or 0))
 
     def close(self) -> None:
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None
+        if self.mirror is not None:
+            self.mirror.close()
 
 
 def read_lines(path: Path) -> list[dict[str, Any]]:
@@ -109,8 +138,8 @@ def replay_script(path: Path) -> dict[str, list[dict[str, Any]]]:
     A file replays the role it recorded (its lines' `agent`; the file name without
     `.jsonl` when the lines carry none). A directory (a run's `transcripts/`) replays every
     role found under it. Each recorded answer becomes one entry with the same text and the
-    same tool calls, ids included; the recorded usage is not replayed (a replay costs
-    nothing).
+    same tool calls, ids included, except a call whose arguments could not be read (it
+    never ran); the recorded usage is not replayed (a replay costs nothing).
     """
     files = sorted(path.rglob("*.jsonl")) if path.is_dir() else [path]
     script: dict[str, list[dict[str, Any]]] = {}
@@ -124,6 +153,7 @@ def replay_script(path: Path) -> dict[str, list[dict[str, Any]]]:
             entry["tool_calls"] = [
                 {"tool": c["name"], "input": c.get("input", {}), "id": c.get("id")}
                 for c in line.get("tool_calls", [])
+                if "error" not in c  # unreadable arguments: never run, nothing to replay
             ]
             script.setdefault(agent, []).append(entry)
     return script

@@ -1,7 +1,10 @@
 """Rules (`tool` or `tool(pattern)`) and the step's rule sets (INTERFACE section 2).
 
 A rule names one tool, by its orkeon name or its Claude Code alias (`Bash`, `Write`, `Edit`,
-`Read`, `Glob`, `Grep`). Without a pattern it matches every call of that tool. With one:
+`Read`, `Glob`, `Grep`), or tools of an MCP server as Claude Code's permission rules do:
+`mcp__git__git_commit` (that tool), `mcp__git__*` or `mcp__git` (every tool of the server
+`git`); an MCP rule takes no pattern. Without a pattern a rule matches every call of its
+tool. With one:
 
 - file tools: a gitignore-style glob (`pathglob.PathGlob`: pathspec's gitwildmatch, git's
   semantics), matched against the workspace-relative resolved path of the call (`src/**`,
@@ -32,6 +35,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from ..catalog import TOOLS, canonical
+from .mcpnames import is_mcp_name, server_prefix, split_pattern
 from .pathglob import STAR, PathGlob, star_glob_regex
 from .words import CommandRefused, split_command
 
@@ -70,11 +74,13 @@ class Rule:
     pattern: str | None = None
     # Whether a subject matches (truthy) or not; None for a rule with no pattern.
     matcher: Callable[[str], object] | None = field(default=None, compare=False, repr=False)
+    # The rule names every tool whose name starts with `tool` (`mcp__git__`: `mcp__git__*`).
+    prefix: bool = False
 
     def matches(self, tool: str, subjects: Sequence[str]) -> bool:
         """Whether this rule matches a call of `tool` whose subjects are `subjects` (see
         `call_subjects`). A pattern rule matches no call that has no subject."""
-        if tool != self.tool:
+        if tool != self.tool and not (self.prefix and tool.startswith(self.tool)):
             return False
         if self.matcher is None:
             return True
@@ -86,6 +92,8 @@ def parse_rule(text: str) -> Rule:
     if not isinstance(text, str):
         raise ValueError("a rule must be a string")
     text = text.strip()
+    if is_mcp_name(text):
+        return _mcp_rule(text)
     m = _RULE_RE.match(text)
     if m is None:
         raise ValueError(f"{text!r} is not a rule: write TOOL or TOOL(PATTERN)")
@@ -104,6 +112,22 @@ def parse_rule(text: str) -> Rule:
     except ValueError as exc:
         raise ValueError(f"rule {text!r}: {exc}") from None
     return Rule(text=text, tool=tool, pattern=pattern, matcher=matcher)
+
+
+def _mcp_rule(text: str) -> Rule:
+    name, paren, _ = text.partition("(")
+    if paren:
+        raise ValueError(f"rule {text!r}: an MCP tool's rule takes no pattern: write {name}")
+    parts = split_pattern(text)
+    if parts is None:
+        raise ValueError(
+            f"{text!r} is not an MCP rule: write mcp__SERVER__TOOL, mcp__SERVER__* or "
+            "mcp__SERVER (letters, digits, '_' and '-')"
+        )
+    server, tool = parts
+    if tool is None:
+        return Rule(text=text, tool=server_prefix(server), prefix=True)
+    return Rule(text=text, tool=text)
 
 
 def parse_rules(texts: Iterable[str]) -> tuple[Rule, ...]:

@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..calls import BUILTINS, Catalog
+from ..catalog import TOOLS
 from ..config.inputs import Inputs
 from ..events import EventLog
 from ..ledger import Ledger
@@ -43,6 +45,10 @@ class StepRun:
     # Every agent the step started, by role: when the step is interrupted the runner still
     # reports each role's status and counts from here.
     agents: dict[str, Any] = field(default_factory=dict)
+    # The run's MCP servers (tools/mcp/hub.McpHub), None when no role names one; and the
+    # run's catalog, its tools added once they started (runner.py).
+    mcp: Any = None
+    catalog: Catalog = BUILTINS
     # The run directory's sealed records (records.py); None: written unsealed (tests).
     records: RunRecords | None = None
 
@@ -63,6 +69,21 @@ class StepRun:
         """`b1/api` -> RUN_DIR/transcripts/b1/api.jsonl."""
         return self.run_dir / "transcripts" / f"{role}.jsonl"
 
+    def role_tools(self, entries: Sequence[str]) -> tuple[tuple[str, ...], Catalog]:
+        """A role's tools from its crew entries: the names offered to its model and the
+        catalog of what it may call (the built-ins, and the MCP tools its entries select)."""
+        if self.mcp is None:
+            return tuple(e for e in entries if e in TOOLS), BUILTINS
+        from ..tools.mcp.tool import role_tools
+
+        return role_tools(entries, self.catalog, self.mcp)
+
+    def claude_transcript_path(self, role: str) -> Path:
+        """`b1/api` -> RUN_DIR/claude-transcripts/b1/api.jsonl: the role's conversation in
+        Claude Code's shape, the `transcript_path` settings-shape hooks read (written only
+        when the step has such hooks)."""
+        return self.run_dir / "claude-transcripts" / f"{role}.jsonl"
+
     def pipeline(self, rule_sets: Sequence[RuleSet], own_output: str | None = None) -> Pipeline:
         """The step's pipeline with `rule_sets` (the crew's) after the built-in `orkeon`
         set (policy/guards.py), which keeps every role off orkeon's own files; `own_output`
@@ -80,6 +101,7 @@ class StepRun:
                 workspace=self.workspace,
                 shell_rules=self.config.shell_rules,
                 environ=child_environ(self.config, credentials=True),
+                mcp=self.mcp,
             ),
             gate=self.config.gate,
             rule_sets=[self.guard(own_output), *rule_sets],

@@ -1,9 +1,10 @@
 """Everything `--inputs` names, resolved, loaded and checked once, into one frozen
 `RunConfig` the run then uses: the workspace, the model check, the gate, the shell's
-program rules, the settings-shape hooks, the step's crew and budget, the plan a batch
-step runs, the failed run a repair starts from. `orkeon validate` runs exactly this, and
-`orkeon run` runs it before anything is written. Problems are collected, not stopped at
-the first, and reported together as one line each (exit 2).
+program rules, the MCP servers, the settings-shape hooks, the step's crew and budget (its
+MCP entries checked against the servers), the plan a batch step runs, the failed run a
+repair starts from. `orkeon validate` runs exactly this, and `orkeon run` runs it before
+anything is written. Problems are collected, not stopped at the first, and reported
+together as one line each (exit 2).
 
 A tasks-repair run takes what it does not give again from the failed run's saved inputs
 (`INHERITED`), merged into the document here, once, so the run directory records the
@@ -27,13 +28,24 @@ from ..ledger import BudgetLimits
 
 if TYPE_CHECKING:
     from ..config.crews import Crew
+    from ..config.mcp import McpServer
     from ..policy.gate import Gate
     from ..policy.programs import ShellRules
 
 # What a repair takes from the failed run unless given again: its workspace and model, what
 # the role was asked to do and checked by, and the guards it ran under (the hooks registry
 # is handed to the agent started again).
-INHERITED = ("workspace", "model", "plan", "audit", "shell", "hooks", "settings", "gate")
+INHERITED = (
+    "workspace",
+    "model",
+    "plan",
+    "audit",
+    "shell",
+    "hooks",
+    "settings",
+    "gate",
+    "mcp_servers",
+)
 DEFAULT_PLAN = ".orkeon/plan.json"
 
 
@@ -61,11 +73,24 @@ class RunConfig:
     gate: Gate
     settings_hooks: dict[str, list[MatcherGroup]]
     crew: Crew | None = None
+    # Every configured MCP server, by name (config/mcp_sources.py).
+    mcp_servers: dict[str, McpServer] = field(default_factory=dict)
     budget: BudgetLimits = field(default_factory=BudgetLimits)
     plan: Plan | None = None
     plan_rel: str = ""  # the plan's path in the workspace; "" for a plan given inline
     repair: FailedRun | None = None
     warnings: tuple[str, ...] = ()
+
+    @property
+    def mcp_needed(self) -> dict[str, McpServer]:
+        """The servers a role of the step's crew names (`mcp__SERVER…` in its tools), in
+        configuration order: the ones a run starts. A server no role names is not started."""
+        if self.crew is None or not self.mcp_servers:
+            return {}
+        from ..policy.mcpnames import normalize, split_pattern
+
+        named = {p[0] for r in self.crew.roles for t in r.tools if (p := split_pattern(t))}
+        return {n: s for n, s in self.mcp_servers.items() if normalize(n) in named}
 
     @property
     def key_env(self) -> str | None:
@@ -104,6 +129,8 @@ def prepare(
         if repair is not None:
             failed = repair
             if "plan" not in doc:  # the failed run's own plan, as it pinned it
+                from .records import pinned_plan
+
                 pinned = collect(lambda: pinned_plan(failed.state, failed.run_dir))
             doc = inherit(doc, failed.inputs)
     warnings: list[str] = []
@@ -112,7 +139,10 @@ def prepare(
 
     gate = collect(lambda: _gate(inputs))
     collect(lambda: _check_model(inputs, env))
-    settings = collect(lambda: _settings_hooks(inputs, ws, env, stdin_is_tty, warnings.append))
+    servers = collect(lambda: _mcp_servers(inputs, ws, env, stdin_is_tty, warnings.append))
+    settings = collect(
+        lambda: _settings_hooks(inputs, ws, env, stdin_is_tty, warnings.append, servers or {})
+    )
     shell_rules = collect(lambda: _shell_rules(inputs, ws, env, stdin_is_tty))
     crew = plan = None
     plan_rel = ""
@@ -121,13 +151,17 @@ def prepare(
 
         module = step_module(step)
         crew = collect(lambda: _crew(step, ws, module.ROLES))
+        if crew is not None and servers is not None:
+            collect(lambda: _check_mcp_entries(crew, servers))
         checked = collect(lambda: module.check(inputs, ws, pinned))
         if isinstance(checked, tuple):
             plan, plan_rel = checked
-    if problems:
-        raise InputError(sorted(set(problems)))
     # The crew's budget is the default; a budget in --inputs replaces it whole.
     budget = inputs.budget if "budget" in inputs.model_fields_set or crew is None else crew.budget
+    if budget.usd is not None:  # a cost budget needs the model's price
+        collect(lambda: _check_price(inputs))
+    if problems:
+        raise InputError(sorted(set(problems)))
     return RunConfig(
         step=step,
         inputs=inputs,
@@ -143,7 +177,8 @@ def prepare(
         plan=plan,
         plan_rel=plan_rel,
         repair=repair,
-        warnings=tuple(warnings),
+        mcp_servers=servers or {},
+        warnings=tuple(warnings + _rule_warnings(inputs, crew, servers or {})),
     )
 
 
@@ -180,18 +215,90 @@ def _check_model(inputs: Inputs, env: Mapping[str, str]) -> None:
     check_model(inputs.model, env)
 
 
+def _check_price(inputs: Inputs) -> None:
+    from ..models import check_price  # loads the price database, so only for a usd budget
+
+    check_price(inputs.model)
+
+
 def _settings_hooks(
     inputs: Inputs,
     ws: Path,
     env: Mapping[str, str],
     stdin_is_tty: bool | None,
     warn: Callable[[str], None],
+    servers: Mapping[str, McpServer],
 ) -> dict[str, list[MatcherGroup]]:
     from ..hooks.claude.sources import load_settings_hooks
 
     return load_settings_hooks(
-        inputs, workspace=ws, environ=env, stdin_is_tty=stdin_is_tty, warn=warn
+        inputs,
+        workspace=ws,
+        environ=env,
+        stdin_is_tty=stdin_is_tty,
+        warn=warn,
+        mcp_servers=list(servers),
     )
+
+
+def _mcp_servers(
+    inputs: Inputs,
+    ws: Path,
+    env: Mapping[str, str],
+    stdin_is_tty: bool | None,
+    warn: Callable[[str], None],
+) -> dict[str, McpServer]:
+    from ..config.mcp import redacted_problems
+    from ..config.mcp_sources import load_servers
+
+    redacted = redacted_problems(inputs.mcp_servers)
+    if redacted:
+        raise InputError(redacted)
+    return load_servers(inputs, workspace=ws, environ=env, stdin_is_tty=stdin_is_tty, warn=warn)
+
+
+def _check_mcp_entries(crew: Crew, servers: Mapping[str, McpServer]) -> None:
+    """Each MCP entry of a role's tools names a configured server."""
+    from ..policy.mcpnames import is_mcp_name
+    from ..tools.mcp.select import pattern_problem
+
+    problems = []
+    for i, role in enumerate(crew.roles):
+        for j, entry in enumerate(role.tools):
+            problem = pattern_problem(entry, servers) if is_mcp_name(entry) else None
+            if problem:
+                problems.append(f"{crew.source}: roles[{i}].tools[{j}]: {problem}")
+    if problems:
+        raise InputError(problems)
+
+
+def _rule_warnings(
+    inputs: Inputs, crew: Crew | None, servers: Mapping[str, McpServer]
+) -> list[str]:
+    """An MCP rule naming a server the run does not have: most likely a typo, which in a
+    deny rule would let the calls it meant to stop through."""
+    from ..policy.mcpnames import normalize, split_pattern
+
+    known = {normalize(n) for n in servers}
+    listed = ", ".join(sorted(known)) or "none is configured"
+    found = [
+        (f"gate.{k}[{i}]", r)
+        for k in ("allow", "deny")
+        for i, r in enumerate(getattr(inputs.gate, k))
+    ]
+    if crew is not None:
+        for rs in crew.rule_sets:
+            for kind in ("allow", "deny"):
+                found += [
+                    (f"{crew.source}: rule set {rs.name} {kind}[{i}]", r)
+                    for i, r in enumerate(getattr(rs, kind))
+                ]
+    out = []
+    for where, rule in found:
+        parts = split_pattern(rule.strip())
+        if parts is not None and parts[0] not in known:
+            out.append(f"{where}: {rule!r} names no MCP server of this run ({listed})")
+    return out
 
 
 def _shell_rules(
@@ -274,26 +381,6 @@ def failed_run(raw: str, environ: Mapping[str, str] | None = None) -> FailedRun:
 
 def _record(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
-
-
-# --- the pinned plan ---------------------------------------------------------------------
-
-
-def pin(plan: Plan, plan_rel: str) -> dict[str, Any]:
-    """The plan as a run pins it in its state: its content, and the path it came from
-    ("" for a plan given inline)."""
-    return {"path": plan_rel, "content": plan.model_dump(mode="json")}
-
-
-def pinned_plan(state: dict[str, Any], run_dir: Path) -> tuple[Plan, str] | None:
-    """The plan a run pinned in its state.json, or None when it pinned none."""
-    pinned = state.get("plan")
-    if pinned is None:
-        return None
-    origin = f"{run_dir / 'state.json'}: plan"
-    if not isinstance(pinned, dict) or not isinstance(pinned.get("path"), str):
-        raise InputError(f"{origin}: not a pinned plan")
-    return parse_plan(pinned.get("content"), origin=origin), pinned["path"]
 
 
 def stdin_tty() -> bool:

@@ -32,6 +32,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from ..config.inputs import Plan, parse_plan
 from ..environ import Redactor, config_dir
 from ..errors import InputError, RecordsError, UsageError
 from ..jsonio import atomic_write_bytes, atomic_write_json
@@ -207,6 +208,26 @@ def _state_run_id(data: bytes | None) -> str | None:
         return None
     run_id = state.get("run_id") if isinstance(state, dict) else None
     return run_id if isinstance(run_id, str) and run_id else None
+
+
+# --- the pinned plan (in state.json) ---------------------------------------------------
+
+
+def pin(plan: Plan, plan_rel: str) -> dict[str, Any]:
+    """The plan as a run pins it in its state: its content, and the path it came from
+    ("" for a plan given inline)."""
+    return {"path": plan_rel, "content": plan.model_dump(mode="json")}
+
+
+def pinned_plan(state: dict[str, Any], run_dir: Path) -> tuple[Plan, str] | None:
+    """The plan a run pinned in its state.json, or None when it pinned none."""
+    pinned = state.get("plan")
+    if pinned is None:
+        return None
+    origin = f"{run_dir / 'state.json'}: plan"
+    if not isinstance(pinned, dict) or not isinstance(pinned.get("path"), str):
+        raise InputError(f"{origin}: not a pinned plan")
+    return parse_plan(pinned.get("content"), origin=origin), pinned["path"]
 
 
 # --- the lock ------------------------------------------------------------------------------

@@ -30,8 +30,10 @@ class BudgetBlock(_Doc):
     tool_seconds: float
     hook_seconds: float
     turns: int
-    tokens_in: int
+    tokens_in: int = Field(description="every input token, the prompt cache's included")
     tokens_out: int
+    cache_read_tokens: int = Field(description="the part of tokens_in read from a prompt cache")
+    cache_write_tokens: int = Field(description="the part of tokens_in written to a prompt cache")
     usd: float | None = Field(description="null when a model's price is unknown")
     exhausted: BudgetName | None
 

@@ -2,6 +2,7 @@
 run's directory made and locked, a resumed one locked and checked against its seal.
 
 RUN_DIR/inputs.json        the inputs as given, secrets redacted
+RUN_DIR/mcp/SERVER.stderr.log  what each stdio MCP server wrote on stderr
 RUN_DIR/events.jsonl       appended and flushed line by line (events.EventLog)
 RUN_DIR/result.json        written atomically: temp file, fsync, rename
 RUN_DIR/state.json         progress for --resume (atomic too)
@@ -22,23 +23,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..environ import REDACTED
+from ..config.mcp import REDACTED, has_variable
 from ..errors import InputError, RecordsError, UsageError
-from .prepare import pinned_plan
-from .records import RunLock, RunRecords, open_sealed
+from .records import RunLock, RunRecords, open_sealed, pinned_plan
 
-__all__ = [
-    "REDACTED",
-    "Resumed",
-    "default_run_dir",
-    "new_run_dir",
-    "new_run_id",
-    "redact",
-    "resolve",
-    "resume_document",
-    "resumed_run",
-    "save_inputs",
-]
 # Key names that hold credentials. `*_env` keys name a variable, they hold no secret.
 _SECRET_KEY = re.compile(
     r"(?i)(api[_-]?key|token|secret|password|passwd|credential|private[_-]?key|authorization|cookie)"
@@ -64,6 +52,44 @@ def redact(value: Any, key: str = "") -> Any:
             return REDACTED
         return _SECRET_VALUE.sub(REDACTED, value)
     return value
+
+
+def redact_inputs(doc: dict[str, Any]) -> dict[str, Any]:
+    """The inputs as inputs.json saves them: `redact` on every key, and on `mcp_servers`
+    the stricter rule of `redact_servers`."""
+    out = redact({k: v for k, v in doc.items() if k != "mcp_servers"})
+    if "mcp_servers" in doc:
+        out["mcp_servers"] = redact_servers(doc["mcp_servers"])
+    return {k: out[k] for k in doc}  # the keys in the order given
+
+
+def redact_servers(servers: Any) -> Any:
+    """`mcp_servers` as saved. A server's `env` and `headers` are where its credentials go,
+    whatever their names, so a value there is kept only when it names a variable (`${VAR}`:
+    the secret is in the environment, and a resumed run starts the server the same way),
+    with any credential-like text in it cut as anywhere; every other value is REDACTED.
+    The server's other keys are redacted as any input."""
+    if not isinstance(servers, dict):
+        return redact(servers)
+    out: dict[str, Any] = {}
+    for name, server in servers.items():
+        if not isinstance(server, dict):
+            out[name] = redact(server)
+            continue
+        saved = {}
+        for key, value in server.items():
+            if key in ("env", "headers") and isinstance(value, dict):
+                saved[key] = {k: _kept(v) for k, v in value.items()}
+            else:
+                saved[key] = redact(value, key)
+        out[name] = saved
+    return out
+
+
+def _kept(value: Any) -> Any:
+    if isinstance(value, str) and has_variable(value):
+        return _SECRET_VALUE.sub(REDACTED, value)
+    return REDACTED
 
 
 def resolve(raw: str) -> Path:
@@ -105,7 +131,7 @@ def save_inputs(
     """RUN_DIR/inputs.json, secrets redacted. A resumed run given other inputs keeps the
     earlier ones beside (`inputs.1.json`, ...): nothing a user wrote is lost."""
     rd = records.run_dir
-    redacted = redact(doc)
+    redacted = redact_inputs(doc)
     if resume and saved is not None:
         written = records.redactor.value(redacted) if records.redactor else redacted
         if written == saved:

@@ -4,7 +4,9 @@
 written, then opens the run directory; `execute` runs the step in the caller's event loop
 and is the one place that turns its outcome (or an exception) into the result document
 and the exit code; `run` does both for one command. SIGINT and SIGTERM cancel the step:
-no new call starts, what finished is kept, the result says "interrupted", exit 130.
+no new call starts, what finished is kept, the result says "interrupted", exit 130. The
+MCP servers the crew names run for the step's whole length (run/mcp.py) and are stopped
+after SIGINT/SIGTERM too.
 """
 
 from __future__ import annotations
@@ -25,8 +27,8 @@ from ..vocabulary import StepStatus
 if TYPE_CHECKING:
     import anyio
 from .context import StepOutcome, StepRun, step_hooks
-from .prepare import RunConfig, pin, prepare, stdin_tty
-from .records import RunLock, RunRecords, check_seals_dir
+from .prepare import RunConfig, prepare, stdin_tty
+from .records import RunLock, RunRecords, check_seals_dir, pin
 from .result import result_document
 from .rundir import (
     Resumed,
@@ -257,7 +259,7 @@ async def execute(
                 budget=ledger.limits.model_dump(),
             )
             log.info("step started", step=step, run_id=sr.run_id, run_dir=str(sr.run_dir))
-            outcome = await _outcome(sr, watch_signals, stop)
+            outcome = await _outcome(sr, watch_signals, stop, opened.environ)
         except anyio.get_cancelled_exc_class():
             with anyio.CancelScope(shield=True):
                 await _finish(sr, _partial(sr, "interrupted", "interrupted"))
@@ -273,8 +275,16 @@ async def execute(
             opened.lock.release()
 
 
-async def _outcome(sr: StepRun, watch_signals: bool, stop: anyio.Event | None) -> StepOutcome:
+async def _outcome(
+    sr: StepRun,
+    watch_signals: bool,
+    stop: anyio.Event | None,
+    environ: Mapping[str, str] | None = None,
+) -> StepOutcome:
     import anyio
+    import anyio.abc
+
+    from .mcp import run_servers
 
     log = logs.get()
     module = step_module(sr.step)
@@ -283,9 +293,10 @@ async def _outcome(sr: StepRun, watch_signals: bool, stop: anyio.Event | None) -
     try:
         async with anyio.create_task_group() as tg:
 
-            async def watch() -> None:
+            async def watch(*, task_status: anyio.abc.TaskStatus[None]) -> None:
                 nonlocal interrupted
                 with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+                    task_status.started()
                     async for signum in signals:
                         interrupted = True
                         log.warning("interrupted; stopping the roles", signal=signum)
@@ -300,11 +311,16 @@ async def _outcome(sr: StepRun, watch_signals: bool, stop: anyio.Event | None) -
 
             async def body() -> None:
                 nonlocal outcome
-                outcome = await module.run(sr)
+                # The MCP servers start before the first role and stop after the last,
+                # also when a signal cancels the run (run/mcp.py).
+                async with run_servers(sr, environ):
+                    outcome = await module.run(sr)
                 tg.cancel_scope.cancel()
 
             if watch_signals:
-                tg.start_soon(watch)
+                # Watching before any server starts: a server runs in a session of its
+                # own, so only orkeon's handling of the signal stops it.
+                await tg.start(watch)
             if stop is not None:
                 tg.start_soon(stopped, stop)
             tg.start_soon(body)

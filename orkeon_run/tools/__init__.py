@@ -1,6 +1,7 @@
-"""The built-in tools' implementations. Every fact about a tool (its names, input, path
-field, whether it writes, its description) is in the catalog (`orkeon_run/catalog.py`);
-each entry names its implementation here as `module:function`.
+"""The built-in tools' implementations, and the MCP hub (`mcp/`). Every fact about a tool
+(its names, input, path field, whether it writes, its description) is in the catalog
+(`orkeon_run/catalog.py`); each entry names its implementation here as `module:function`
+(an MCP tool's entry names `mcp/tool.py`'s `run_mcp`).
 
 An implementation is `async def run_x(call: CheckedCall, env: ToolEnv, timeout: float)`.
 It gets the call after the pipeline checked it: its validated input (`call.args`) and, for
@@ -23,6 +24,7 @@ from ..catalog import Tool
 from ..policy.programs import ShellRules
 
 if TYPE_CHECKING:
+    from .mcp.hub import McpHub
     from .sandbox import SandboxPolicy
 
 __all__ = ["ToolEnv", "run_tool"]
@@ -42,6 +44,8 @@ class ToolEnv:
     sandbox: SandboxPolicy | None = None
     # The calling role's roots (None: a role without roots); the pipeline sets them per call.
     roots: tuple[str, ...] | None = None
+    # The run's MCP servers (tools/mcp/): the MCP tools' implementation calls them here.
+    mcp: McpHub | None = None
 
 
 _loaded: dict[str, Implementation] = {}

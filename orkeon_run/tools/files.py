@@ -139,6 +139,14 @@ def _read_all(target: Target, most: int | None) -> bytes | str | None:
         return _os_error(target.raw, exc)
 
 
+def read_bytes(workspace: Path, path: Path, most: int) -> bytes | None:
+    """The bytes of the checked file `path` (resolved, inside `workspace`), reached as the
+    tools reach it (no symlink followed); None when it cannot be read, is no regular file
+    or holds more than `most` bytes."""
+    data = _read_all(Target.of(workspace, path, str(path)), most)
+    return data if isinstance(data, bytes) and len(data) <= most else None
+
+
 def read_small(target: Target) -> str | None:
     """The whole file when it is small enough to return whole (the cheap, common case, run
     on the event loop); None when it is larger and needs `read_range` in a thread."""

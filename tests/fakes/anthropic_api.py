@@ -2,14 +2,19 @@
 
 The server checks what the real API checks and tests rely on: `x-api-key` (401),
 `anthropic-version`, `max_tokens`, the model name (404), no `system` role inside
-`messages`, and that every `tool_use` block is answered by a `tool_result` block in the
-next user message (400 otherwise).
+`messages`, that every `tool_use` block is answered by a `tool_result` block in the
+next user message, and at most 4 `cache_control` breakpoints (400 otherwise).
+
+With `prompt_cache` (tests/fakes/prompt_cache.py), every answer's usage is what the
+prompt cache made of the request: tokens read, written, and paid in full.
 """
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
+from .prompt_cache import MAX_BREAKPOINTS, PromptCache
 from .server import FakeServer, Recorded, Reply
 
 PATH = "/v1/messages"
@@ -30,10 +35,16 @@ def error(
 
 def message(
     text: str | None = None,
-    calls: list[tuple[str, str, dict[str, Any]]] = (),  # type: ignore[assignment]
+    calls: list[tuple[str, str, Any]] = (),  # type: ignore[assignment]
     usage: tuple[int, int] = (12, 5),
     model: str = "claude-sonnet-4-6",
+    *,
+    stop_reason: str | None = None,
+    cache: tuple[int, int] = (0, 0),
 ) -> Reply:
+    """A Messages answer. `usage` is (input_tokens, output_tokens), the input not counting
+    `cache` = (cache_creation_input_tokens, cache_read_input_tokens), as the API reports
+    them. `stop_reason` defaults to `tool_use` or `end_turn`."""
     content: list[dict[str, Any]] = []
     if text:
         content.append({"type": "text", "text": text})
@@ -45,9 +56,14 @@ def message(
         "role": "assistant",
         "model": model,
         "content": content,
-        "stop_reason": "tool_use" if calls else "end_turn",
+        "stop_reason": stop_reason or ("tool_use" if calls else "end_turn"),
         "stop_sequence": None,
-        "usage": {"input_tokens": usage[0], "output_tokens": usage[1]},
+        "usage": {
+            "input_tokens": usage[0],
+            "cache_creation_input_tokens": cache[0],
+            "cache_read_input_tokens": cache[1],
+            "output_tokens": usage[1],
+        },
     }
     return Reply(200, body)
 
@@ -95,11 +111,28 @@ def conversation_problem(messages: list[dict[str, Any]]) -> str | None:
 
 class AnthropicFake(FakeServer):
     def __init__(
-        self, api_key: str = "sk-ant-test", models: tuple[str, ...] = ("claude-sonnet-4-6",)
+        self,
+        api_key: str = "sk-ant-test",
+        models: tuple[str, ...] = ("claude-sonnet-4-6",),
+        prompt_cache: PromptCache | None = None,
     ):
         super().__init__(check=self._check)
         self.api_key = api_key
         self.models = models
+        self.prompt_cache = prompt_cache
+        if prompt_cache is not None:
+            self.transform = self._cached_usage
+
+    def _cached_usage(self, req: Recorded, reply: Reply) -> Reply:
+        assert self.prompt_cache is not None
+        used = self.prompt_cache.use(req.body)
+        body = copy.deepcopy(reply.body)
+        body["usage"].update(
+            input_tokens=used.input_tokens,
+            cache_creation_input_tokens=used.cache_creation_input_tokens,
+            cache_read_input_tokens=used.cache_read_input_tokens,
+        )
+        return Reply(reply.status, body, headers=reply.headers, delay=reply.delay)
 
     @property
     def base_url(self) -> str:
@@ -125,6 +158,13 @@ class AnthropicFake(FakeServer):
         problem = conversation_problem(body.get("messages") or [])
         if problem:
             return error(400, problem)
+        marks = PromptCache().breakpoints(body)
+        if marks > MAX_BREAKPOINTS:
+            return error(
+                400,
+                f"A maximum of {MAX_BREAKPOINTS} blocks with cache_control may be provided. "
+                f"Found {marks}.",
+            )
         return None
 
     def sent_messages(self, n: int = -1) -> list[dict[str, Any]]:

@@ -14,7 +14,7 @@ from orkeon_run.models.openai import OpenAIProvider
 from . import anthropic_api, openai_api
 from .server import FakeServer, Reply
 
-Calls = list[tuple[str, str, dict[str, Any]]]
+Calls = list[tuple[str, str, Any]]
 
 
 @dataclass(frozen=True)
@@ -53,10 +53,15 @@ class Protocol:
         text: str | None = None,
         calls: Calls = (),
         usage: tuple[int, int] = (12, 5),  # type: ignore[assignment]
+        *,
+        cut: bool = False,
     ) -> Reply:
+        """An answer; `cut`: stopped at the output limit (`length` / `max_tokens`)."""
         if self.name == "openai":
-            return openai_api.completion(text, calls, usage, model=self.model)
-        return anthropic_api.message(text, calls, usage, model=self.model)
+            finish = "length" if cut else None
+            return openai_api.completion(text, calls, usage, model=self.model, finish=finish)
+        stop = "max_tokens" if cut else None
+        return anthropic_api.message(text, calls, usage, model=self.model, stop_reason=stop)
 
     def error(self, status: int, message: str, headers: dict[str, str] | None = None) -> Reply:
         if self.name == "openai":

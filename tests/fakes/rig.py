@@ -75,6 +75,7 @@ class Rig:
         )
         batch = role.split("/")[0] if "/" in role else None
         self.transcript_path = self.run_dir / "transcripts" / f"{role}.jsonl"
+        self.claude: Any = None  # a ClaudeTranscript the agent mirrors its transcript to
         self.ctx = CallContext(
             step="dev-batches",
             role=role,
@@ -96,6 +97,7 @@ class Rig:
             events=self.events,
             transcript_path=self.transcript_path,
             resume=resume,
+            claude_transcript=self.claude,
         )
 
     def run(self, *prompts: str, resume: bool = False, close: bool = True) -> list[RoleResult]:

@@ -9,7 +9,9 @@ helpers that build replies.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import socket
 import threading
 import time
 from collections import deque
@@ -26,6 +28,9 @@ class Reply:
     raw: bytes | None = None
     headers: dict[str, str] = field(default_factory=dict)
     delay: float = 0.0  # seconds to wait before answering (a slow server)
+    # Never answer: a server still generating, as llama.cpp's does until the client goes
+    # away. The handler waits for the client to close the connection and records it.
+    hang: bool = False
 
 
 @dataclass
@@ -34,6 +39,7 @@ class Recorded:
     path: str
     headers: dict[str, str]
     body: Any
+    client: tuple[str, int] = ("", 0)  # the client's address: one per connection
 
 
 class FakeServer:
@@ -52,7 +58,14 @@ class FakeServer:
         self.requests: list[Recorded] = []
         self.check = check
         self.fallback = fallback
+        # Applied to every 200 JSON reply before it is sent (a protocol module's usage).
+        self.transform: Callable[[Recorded, Reply], Reply] | None = None
         self.handler_seconds: list[float] = []
+        # Hanging replies whose client closed the connection (`Reply.hang`), in order.
+        self.hung_up: list[Recorded] = []
+        self.hang_up = threading.Event()  # set at each such close
+        self._hanging: set[Any] = set()
+        self._stopping = False
         self._lock = threading.Lock()
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -90,6 +103,12 @@ class FakeServer:
         return self
 
     def stop(self) -> None:
+        with self._lock:
+            self._stopping = True
+            hanging, self._hanging = set(self._hanging), set()
+        for sock in hanging:  # release handlers still waiting for their client
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
         if self._httpd is not None:
             self._httpd.shutdown()
             self._httpd.server_close()
@@ -120,7 +139,8 @@ class FakeServer:
             body: Any = json.loads(raw) if raw else None
         except ValueError:
             body = raw.decode("utf-8", "replace")
-        req = Recorded(h.command, h.path, {k.lower(): v for k, v in h.headers.items()}, body)
+        headers = {k.lower(): v for k, v in h.headers.items()}
+        req = Recorded(h.command, h.path, headers, body, tuple(h.client_address[:2]))
         with self._lock:
             self.requests.append(req)
         reply = self.check(req) if self.check else None
@@ -131,6 +151,11 @@ class FakeServer:
                 reply = self.fallback(req) if self.fallback else Reply(500, {"error": "no reply"})
             else:
                 reply = item(req) if callable(item) else item
+        if self.transform and reply.status == 200 and reply.raw is None:
+            reply = self.transform(req, reply)
+        if reply.hang:
+            self._wait_for_hang_up(h, req)
+            return
         if reply.delay:
             time.sleep(reply.delay)
         data = reply.raw if reply.raw is not None else json.dumps(reply.body).encode()
@@ -148,3 +173,27 @@ class FakeServer:
         except (BrokenPipeError, ConnectionResetError):
             pass  # the client gave up (a timeout test)
         self.handler_seconds.append(time.perf_counter() - t0 - reply.delay)
+
+    def _wait_for_hang_up(self, h: BaseHTTPRequestHandler, req: Recorded) -> None:
+        """Answer nothing; return when the client closes the connection (a read sees its
+        end) or the server stops."""
+        sock = h.connection
+        with self._lock:
+            self._hanging.add(sock)
+        try:
+            while True:
+                try:
+                    data = sock.recv(4096)
+                except OSError:
+                    break
+                if not data:
+                    with self._lock:
+                        if self._stopping:
+                            break
+                        self.hung_up.append(req)
+                    self.hang_up.set()
+                    break
+        finally:
+            with self._lock:
+                self._hanging.discard(sock)
+            h.close_connection = True

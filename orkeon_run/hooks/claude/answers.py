@@ -2,8 +2,10 @@
 
 Read from its exit code and its stdout:
 
-- exit 2: a blocking error; its stderr is the reason and its stdout is ignored (even a
-  JSON object on it, as in Claude Code).
+- exit 2: a blocking error. Its reason is that of a blocking JSON answer on stdout
+  (`decision: "block"` with `reason`, `permissionDecision: "deny"` or `"ask"` with
+  `permissionDecisionReason`), as Claude Code reads it, even when stderr has text; else
+  its stderr. Nothing else of a JSON answer counts on exit 2 (an `allow` does not unblock).
 - any other exit: stdout that starts with `{` (after blank space) is parsed as the JSON
   control object, even on a non-zero exit, so a guard that prints a deny and exits 1
   still denies. A non-zero exit is also a non-blocking error (a warning).
@@ -32,7 +34,7 @@ Decision = Literal["block", "deny", "ask", "allow"]
 class Answer:
     ran: Ran
     blocking: bool = False  # exit 2
-    stderr_reason: str = ""
+    exit2_reason: str = ""  # exit 2: a blocking JSON answer's reason, else its stderr
     decision: str | None = None  # "approve" | "block"
     reason: str = ""
     permission: str | None = None  # "allow" | "deny" | "ask"
@@ -53,7 +55,7 @@ class Answer:
         """The reason of an exit 2 or a `decision: "block"`, else None (PostToolUse,
         UserPromptSubmit and Stop read only these)."""
         if self.blocking:
-            return self.stderr_reason
+            return self.exit2_reason
         if self.decision == "block":
             return self.reason
         return None
@@ -65,7 +67,7 @@ class Answer:
         permissionDecision allow or decision "approve" -> allow. The most restrictive one a
         hook gives counts."""
         if self.blocking:
-            return "block", self.stderr_reason
+            return "block", self.exit2_reason
         if self.permission == "deny":
             return "deny", self.permission_reason or self.reason
         if self.permission == "ask":
@@ -96,7 +98,7 @@ def read_answer(event: str, ran: Ran) -> Answer:
     code = ran.exit_code
     if code == 2:
         a.blocking = True
-        a.stderr_reason = ran.stderr.strip()
+        a.exit2_reason = _json_reason(event, ran.stdout) or ran.stderr.strip()
         return a
     if code != 0:
         a.problems.append(f"exited {code} (a non-blocking error)")
@@ -115,6 +117,29 @@ def read_answer(event: str, ran: Ran) -> Answer:
     if out and code == 0 and event in PLAIN_CONTEXT_EVENTS:
         a.context.append(out)
     return a
+
+
+def _json_reason(event: str, stdout: str) -> str:
+    """The reason of a blocking JSON answer on an exit 2's stdout, or "" (none there, or not
+    a blocking one: the stderr is the reason then)."""
+    out = stdout.strip()
+    if not out.startswith("{"):
+        return ""
+    try:
+        obj = json.loads(out)
+    except json.JSONDecodeError:
+        return ""
+    if not isinstance(obj, dict):
+        return ""
+    hso = obj.get("hookSpecificOutput")
+    if isinstance(hso, dict):
+        if hso.get("hookEventName") not in (None, event):
+            return ""  # an answer for another event is ignored whole, as on any exit
+        if hso.get("permissionDecision") in ("deny", "ask"):
+            return _str(hso.get("permissionDecisionReason")) or _str(obj.get("reason"))
+    if obj.get("decision") == "block":
+        return _str(obj.get("reason"))
+    return ""
 
 
 def _apply_json(a: Answer, event: str, obj: dict[str, Any]) -> None:

@@ -9,7 +9,8 @@ run match-everything groups.
 
 Tool names: a tool matches when the matcher matches its orkeon name or one of its aliases,
 Claude Code's (`Write|Edit` matches file_write and file_edit) or OrbCode's
-(`execute_command` matches shell).
+(`execute_command` matches shell). An MCP tool has one name, `mcp__SERVER__TOOL`, as in
+Claude Code (`mcp__.*`, `mcp__git__.*`).
 
 Matching runs on Python's `regex` module with a time limit, so a pattern that backtracks
 without end cannot hang a run: a match that runs out of time counts as a match (the hook
@@ -109,6 +110,20 @@ class Matcher:
 
     def matches_tool(self, tool: str) -> bool:
         return self.match_all or any(self.matches(name) for name in tool_names(tool))
+
+    def may_match_after(self, prefix: str) -> bool:
+        """Whether a name starting with `prefix` could match: the tools of an MCP server
+        (`mcp__git__`), whose names are known only once it runs. A match that runs out of
+        time counts, as in `matches`."""
+        if self.match_all:
+            return True
+        if self._re is None:
+            return self.pattern is not None and self.pattern.startswith(prefix)
+        try:
+            found = self._re.fullmatch(prefix, partial=True, timeout=MATCH_SECONDS)
+        except TimeoutError:
+            return True
+        return found is not None
 
     def _test(self, value: str) -> bool:
         if self._re is None:

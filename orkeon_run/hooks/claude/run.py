@@ -13,7 +13,7 @@ the provider's key variable(s) and orkeon's own configuration variables are remo
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -90,7 +90,16 @@ class CommandRunner:
         self.env = dict(env)
         self.shell = shell
 
-    async def run_one(self, command: str, timeout: float, stdin: bytes, ledger: Ledger) -> Ran:
+    async def run_one(
+        self,
+        command: str,
+        timeout: float,
+        stdin: bytes,
+        ledger: Ledger,
+        extra_env: Mapping[str, str] | None = None,
+    ) -> Ran:
+        """`extra_env` is added to this command's environment (SessionStart's
+        `CLAUDE_ENV_FILE`)."""
         limit = ledger.cap(timeout)
         if limit <= 0:
             return Ran(
@@ -100,7 +109,7 @@ class CommandRunner:
             [self.shell, "-c", command],
             cwd=self.workspace,
             timeout=limit,
-            env=self.env,
+            env={**self.env, **extra_env} if extra_env else self.env,
             stdin=stdin,
             cap=OUTPUT_CAP,
             kill_grace=KILL_GRACE,
@@ -118,16 +127,25 @@ class CommandRunner:
         )
 
     async def run_all(
-        self, commands: list[tuple[str, float]], stdin: bytes, ledger: Ledger
+        self,
+        commands: list[tuple[str, float]],
+        stdin: bytes,
+        ledger: Ledger,
+        extra_env: Callable[[int], Mapping[str, str]] | None = None,
     ) -> list[Ran]:
-        """Run every (command, timeout) in parallel; results in the order given."""
+        """Run every (command, timeout) in parallel; results in the order given.
+        `extra_env(i)` is added to the i-th command's environment."""
+
+        def env(i: int) -> Mapping[str, str] | None:
+            return extra_env(i) if extra_env else None
+
         if len(commands) == 1:
             command, timeout = commands[0]
-            return [await self.run_one(command, timeout, stdin, ledger)]
+            return [await self.run_one(command, timeout, stdin, ledger, env(0))]
         results: list[Ran | None] = [None] * len(commands)
 
         async def one(i: int, command: str, timeout: float) -> None:
-            results[i] = await self.run_one(command, timeout, stdin, ledger)
+            results[i] = await self.run_one(command, timeout, stdin, ledger, env(i))
 
         async with anyio.create_task_group() as tg:
             for i, (command, timeout) in enumerate(commands):

@@ -11,13 +11,14 @@ Sources, merged per event and never overwritten, in this order:
 A file that is missing (when named), not JSON, or of the wrong shape is an InputError
 naming the file and the field, before anything runs. Only a file's `hooks` key is read;
 the rest of a `.claude/settings.json` (permissions, env, ...) is left alone. Unknown event
-names are ignored with a warning, as are matchers that can never match.
+names are ignored with a warning, as are matchers that can never match (no built-in tool,
+and no tool an MCP server of the run could list).
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +35,7 @@ from ...config.trust import (
     read_settings_doc,
 )
 from ...errors import InputError
+from ...policy.mcpnames import server_prefix
 from .matchers import MATCH_FIELDS, Matcher, matches_all, tool_names
 
 Config = dict[str, list[MatcherGroup]]
@@ -55,7 +57,11 @@ def parse_hooks(doc: Mapping[str, Any], origin: str) -> Config:
         ) from None
 
 
-def _matcher_warnings(origin: str, event: str, groups: list[MatcherGroup]) -> list[str]:
+def _matcher_warnings(
+    origin: str, event: str, groups: list[MatcherGroup], mcp_prefixes: Sequence[str]
+) -> list[str]:
+    """A tool matcher that matches no built-in tool and no tool the run's MCP servers could
+    list (`mcp_prefixes`: `mcp__SERVER__` of each)."""
     out = []
     for i, group in enumerate(groups):
         if matches_all(group.matcher):
@@ -65,9 +71,12 @@ def _matcher_warnings(origin: str, event: str, groups: list[MatcherGroup]) -> li
             out.append(f"{where}: {event} has no match field, so this group never runs")
         elif MATCH_FIELDS[event] == "tool_name":
             m = Matcher(group.matcher)
-            if not any(m.matches_tool(t) for t in TOOLS):
-                names = ", ".join(n for t in TOOLS for n in tool_names(t))
-                out.append(f"{where} matches no tool ({names})")
+            if not any(m.matches_tool(t) for t in TOOLS) and not any(
+                m.may_match_after(p) for p in mcp_prefixes
+            ):
+                names = [n for t in TOOLS for n in tool_names(t)]
+                names += [f"{p}*" for p in mcp_prefixes]
+                out.append(f"{where} matches no tool ({', '.join(names)})")
     return out
 
 
@@ -122,18 +131,21 @@ def load_settings_hooks(
     environ: Mapping[str, str] | None = None,
     stdin_is_tty: bool | None = None,
     warn: Callable[[str], None],
+    mcp_servers: Iterable[str] = (),
 ) -> Config:
-    """Every settings-shape hook of the run, merged in source order (module docstring)."""
+    """Every settings-shape hook of the run, merged in source order (module docstring).
+    `mcp_servers`: the names of the run's MCP servers, whose tools a matcher may name."""
     env = os.environ if environ is None else environ
     folder = config_dir or default_config_dir(env)
     merged: Config = {}
+    mcp_prefixes = [server_prefix(s) for s in mcp_servers]
 
     def add(origin: str, config: Config) -> None:
         for event, groups in config.items():
             if event not in SETTINGS_EVENTS:
                 warn(f"{origin}: hooks.{event}: unknown event, ignored")
                 continue
-            for line in _matcher_warnings(origin, event, groups):
+            for line in _matcher_warnings(origin, event, groups, mcp_prefixes):
                 warn(line)
             merged.setdefault(event, []).extend(groups)
 

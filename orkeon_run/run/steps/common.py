@@ -6,14 +6,16 @@ passes through to the runner, which records "interrupted".
 from __future__ import annotations
 
 import os
+import uuid
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ...calls import CallContext
 from ...config.crews import Crew
-from ...errors import Interrupted
+from ...errors import Interrupted, RecordsError
 from ...vocabulary import spent_text
 from ..context import StepOutcome, StepRun, StepStatus
 
@@ -51,14 +53,18 @@ def crew_of(sr: StepRun) -> Crew:
 def role_context(
     sr: StepRun, role: str, *, batch: str | None = None, roots: Sequence[str] | None = None
 ) -> CallContext:
+    """The role's context. Its session, for settings-shape hooks: `session_id` a UUID made
+    from the run and the role (the same on --resume; hook scripts put it in file names,
+    where the run id's and role's `/` would not go), `transcript_path` the role's
+    conversation in Claude Code's shape."""
     return CallContext(
         step=sr.step,
         role=role,
         workspace=sr.workspace,
         batch=batch,
         roots=tuple(roots) if roots is not None else None,
-        session_id=f"{sr.run_id}/{role}",
-        transcript_path=str(sr.transcript_path(role)),
+        session_id=str(uuid.uuid5(uuid.NAMESPACE_URL, f"orkeon:{sr.run_id}/{role}")),
+        transcript_path=str(sr.claude_transcript_path(role)),
     )
 
 
@@ -73,17 +79,32 @@ async def role_agent(
     *,
     resume: bool = False,
 ) -> AsyncIterator[Agent]:
-    """The agent of one role, built from the crew role `template`; closed on the way out
+    """The agent of one role, built from the crew role `template`, with the tools its
+    entries give (the MCP tools among them in `ctx`'s catalog); closed on the way out
     (also when the step is cancelled, within CLOSE_GRACE seconds)."""
     import anyio
 
     from ...agent.loop import Agent, RoleSpec
 
+    claude = None
+    if sr.config.settings_hooks:
+        from ... import __version__
+        from ...models.claude_transcript import ClaudeTranscript
+
+        claude = ClaudeTranscript(
+            sr.claude_transcript_path(ctx.role),
+            session_id=ctx.session_id,
+            cwd=str(sr.workspace),
+            version=__version__,
+            redactor=sr.events.redactor,
+        )
     crew_role = crew.role(template)
+    tools, catalog = sr.role_tools(crew_role.tools)
+    ctx = replace(ctx, catalog=catalog)
     spec = RoleSpec(
         name=ctx.role,
         system_prompt=crew.system_prompt(template, variables),
-        tools=tuple(crew_role.tools),
+        tools=tools,
         ctx=ctx,
     )
     agent = Agent(
@@ -95,6 +116,7 @@ async def role_agent(
         events=sr.events,
         transcript_path=sr.transcript_path(ctx.role),
         resume=resume,
+        claude_transcript=claude,
     )
     sr.agents[ctx.role] = agent
     sr.events.emit("role.start", step=sr.step, batch=ctx.batch, role=ctx.role)
@@ -104,6 +126,8 @@ async def role_agent(
         yield agent
     except BaseException as exc:
         reason, raised = "interrupted", exc
+        if isinstance(exc, RecordsError):  # the run stops: its records cannot be kept
+            agent.status, agent.error = "failed", str(exc)
         raise
     finally:
         with anyio.move_on_after(CLOSE_GRACE, shield=True):
@@ -116,7 +140,9 @@ def _role_end(sr: StepRun, agent: Agent, raised: BaseException | None) -> None:
     role cut off by an exception is `interrupted` (cancelled) or `failed` (a bug)."""
     r = agent.result
     status, error = r.status, r.error
-    if isinstance(raised, Exception) and not isinstance(raised, Interrupted):
+    if isinstance(raised, RecordsError):
+        status, error = "failed", str(raised)
+    elif isinstance(raised, Exception) and not isinstance(raised, Interrupted):
         status, error = "failed", f"{type(raised).__name__}: {raised}"
     elif raised is not None:
         status = "interrupted"

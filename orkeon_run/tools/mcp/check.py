@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from .config import McpServer
+from ...config.mcp import McpServer
 
 
 @dataclass(frozen=True)
@@ -25,6 +25,7 @@ class ServerCheck:
     ok: bool
     line: str
     tools: tuple[str, ...] = ()
+    reason: str | None = None  # why it is not running
 
 
 async def check_servers(
@@ -50,7 +51,8 @@ async def check_servers(
             where = f"mcp server {name} ({config.describe()})"
             state, reason = hub.state(name)
             if state != "running":
-                checks.append(ServerCheck(name, False, f"{where}: not running: {reason}"))
+                line = f"{where}: not running: {reason}"
+                checks.append(ServerCheck(name, False, line, reason=reason))
                 continue
             names = tuple(t.name for t in hub.tools if t.server == name)
             listed = ": " + ", ".join(names) if names else ""

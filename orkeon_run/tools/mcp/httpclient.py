@@ -14,7 +14,7 @@ from collections.abc import Mapping
 
 import httpx2
 
-from .config import shown_url
+from ...config.mcp import shown_url
 
 # Connecting, writing and taking a connection from the pool; no read limit of the client's
 # own: each call has its time limit, and a tool may stream its answer for as long as that.

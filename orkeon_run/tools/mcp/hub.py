@@ -44,8 +44,8 @@ import anyio
 import anyio.abc
 
 from ...catalog import ToolSpec
-from .config import McpServer
-from .names import MAX_NAME_CHARS, PREFIX, SEPARATOR, normalize, tool_name
+from ...config.mcp import McpServer
+from ...policy.mcpnames import MAX_NAME_CHARS, PREFIX, SEPARATOR, normalize, tool_name
 from .results import Result, call_error, no_tool, not_running, stopped_during, timed_out, to_result
 from .server import Emit, ServerRun, Settings
 
@@ -133,6 +133,15 @@ class McpHub:
         calls go through `call`)."""
         s = self._servers[server]
         return s.client if s.state == "running" else None
+
+    def unavailable(self, name: str) -> str | None:
+        """The text a call of `name` is refused with before anything else looks at it, when
+        its server is configured and not running (it failed to start, or ended); else None.
+        `calls.Catalog`'s check for the run's MCP tools."""
+        s = self._server_of(name)
+        if s is None or s.state == "running":
+            return None
+        return not_running(s.name, s.reason or "it was stopped")
 
     def owns(self, name: str) -> bool:
         """`name` is `mcp__SERVER__…` for a configured SERVER: the hub answers the call."""

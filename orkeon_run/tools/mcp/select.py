@@ -1,6 +1,6 @@
 """Which MCP tools a crew role is offered: the MCP entries of its `tools` list.
 
-An entry is one of (SERVER as it appears in tool names, see `names.py`):
+An entry is one of (SERVER as it appears in tool names, see `policy/mcpnames.py`):
 
 - `mcp__SERVER__TOOL`  that one tool;
 - `mcp__SERVER__*`     every tool the server lists;
@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Protocol, TypeVar
 
-from .names import PREFIX, SEPARATOR, is_mcp_name, normalize
+from ...policy.mcpnames import normalize, split_pattern
 
 
 class Listed(Protocol):
@@ -29,24 +29,6 @@ class Listed(Protocol):
 
 
 T = TypeVar("T", bound=Listed)
-
-
-def split_pattern(pattern: str) -> tuple[str, str | None] | None:
-    """`mcp__git__git_log` -> ("git", "git_log"); `mcp__git__*` and `mcp__git` ->
-    ("git", None); None when `pattern` is not an MCP entry of that form."""
-    if not is_mcp_name(pattern):
-        return None
-    rest = pattern[len(PREFIX) :]
-    server, sep, tool = rest.partition(SEPARATOR)
-    if not server or normalize(server) != server:
-        return None
-    if not sep:
-        return server, None
-    if tool == "*":
-        return server, None
-    if not tool or normalize(tool) != tool:
-        return None
-    return server, tool
 
 
 def pattern_problem(pattern: str, servers: Iterable[str]) -> str | None:

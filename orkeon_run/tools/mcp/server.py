@@ -20,8 +20,8 @@ from typing import IO, Any
 
 import anyio
 
-from .config import McpServer, expand
-from .names import normalize
+from ...config.mcp import McpServer, expand
+from ...policy.mcpnames import normalize
 from .results import seconds_text
 
 Emit = Callable[..., object]

@@ -14,6 +14,10 @@ never silently dropped. `${VAR}` and `${VAR:-default}` in `command`, `args`, `en
 environment, when the server starts (`expand`): the models keep the text as written, so
 the inputs saved in a run directory never hold a secret the expansion brought in.
 
+The run directory's `inputs.json` keeps an `env` or `headers` value only when it names a
+variable (`${VAR}`); any other is saved as `[redacted]` (`REDACTED`), and a resumed or
+repaired run that would start a server with it is an input error (`redacted_problems`).
+
 This module imports only pydantic, so the inputs can use its models without loading the
 MCP SDK.
 """
@@ -21,7 +25,7 @@ MCP SDK.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit, urlunsplit
 
@@ -36,13 +40,14 @@ from pydantic import (
     model_validator,
 )
 
-from .names import normalize, server_name_problem
+from ..policy.mcpnames import normalize, server_name_problem
 
 Transport = Literal["stdio", "http"]
 
 
 class McpServer(BaseModel):
-    """One server. `transport` and `argv` say how to reach it."""
+    """An MCP server in Claude Code's shape: `command` (with `args`, `env`) for a stdio
+    server, `url` (with `headers`) for a streamable-HTTP one (docs/tools.md)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -164,10 +169,13 @@ def url_problem(url: str) -> str | None:
     return None
 
 
-def _check_names(servers: dict[str, McpServer]) -> dict[str, McpServer]:
-    problems = [p for p in map(server_name_problem, servers) if p]
+def name_problems(names: Iterable[str]) -> list[str]:
+    """Why these names cannot name the servers of one run: a name that gives `__` in tool
+    names, two names that give the same tool names."""
+    names = list(names)
+    problems = [p for p in map(server_name_problem, names) if p]
     seen: dict[str, str] = {}
-    for name in servers:
+    for name in names:
         shown = normalize(name)
         if shown in seen:
             problems.append(
@@ -175,6 +183,11 @@ def _check_names(servers: dict[str, McpServer]) -> dict[str, McpServer]:
                 "rename one"
             )
         seen.setdefault(shown, name)
+    return problems
+
+
+def _check_names(servers: dict[str, McpServer]) -> dict[str, McpServer]:
+    problems = name_problems(servers)
     if problems:
         raise ValueError("; ".join(problems))
     return servers
@@ -189,8 +202,8 @@ _SERVERS: TypeAdapter[dict[str, McpServer]] = TypeAdapter(McpServers)
 def parse_servers(doc: Any, prefix: str = "mcp_servers") -> dict[str, McpServer]:
     """The `mcp_servers` input (an object of server name -> SERVER). InputError with one
     line per problem, each naming the field: `mcp_servers.git.command: is empty`."""
-    from ...config.inputs import error_lines
-    from ...errors import InputError
+    from ..errors import InputError
+    from .inputs import error_lines
 
     try:
         return _SERVERS.validate_python(doc)
@@ -201,7 +214,7 @@ def parse_servers(doc: Any, prefix: str = "mcp_servers") -> dict[str, McpServer]
 def servers_from_settings(doc: Mapping[str, Any], origin: str) -> dict[str, McpServer]:
     """The `mcpServers` object of a Claude Code `.mcp.json` or settings document (parsed
     JSON); {} when it has none. Every line of an InputError starts with `origin`."""
-    from ...errors import InputError
+    from ..errors import InputError
 
     raw = doc.get("mcpServers", {})
     if not isinstance(raw, dict):
@@ -215,6 +228,31 @@ def servers_from_settings(doc: Mapping[str, Any], origin: str) -> dict[str, McpS
 # --- ${VAR} expansion ---------------------------------------------------------------
 
 _VAR = re.compile(r"\$\{([^}]+)\}")
+
+# What the run directory's inputs.json holds in place of a secret (run/rundir.py).
+REDACTED = "[redacted]"
+
+
+def has_variable(text: str) -> bool:
+    """`text` names a variable (`${VAR}`): the saved inputs keep such an env or header
+    value, since the secret is in the environment, not in the text."""
+    return _VAR.search(text) is not None
+
+
+def redacted_problems(servers: Mapping[str, McpServer], prefix: str = "mcp_servers") -> list[str]:
+    """One line per `env` or `headers` value that holds `[redacted]`: inputs taken back
+    from a run directory (`--resume`, a repair) where the value was written out."""
+    problems = []
+    for name, server in servers.items():
+        for key, values in (("env", server.env), ("headers", server.headers)):
+            for var, value in values.items():
+                if REDACTED in value:
+                    problems.append(
+                        f"{prefix}.{name}.{key}.{var}: the saved inputs hold {REDACTED} here "
+                        "(the value was written out, not as ${VAR}); give mcp_servers again "
+                        "in --inputs"
+                    )
+    return problems
 
 
 def _expand(text: str, environ: Mapping[str, str], missing: list[str]) -> str:
@@ -263,11 +301,15 @@ def expand(server: McpServer, environ: Mapping[str, str]) -> tuple[McpServer, li
 
 
 __all__ = [
+    "REDACTED",
     "McpServer",
     "McpServers",
     "Transport",
     "expand",
+    "has_variable",
+    "name_problems",
     "parse_servers",
+    "redacted_problems",
     "servers_from_settings",
     "shown_url",
     "url_problem",

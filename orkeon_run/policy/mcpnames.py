@@ -1,4 +1,5 @@
-"""MCP tool names as Claude Code spells them: `mcp__SERVER__TOOL`.
+"""MCP tool names as Claude Code spells them, `mcp__SERVER__TOOL`, and the entries that name
+them in rules and crews (`split_pattern`).
 
 Claude Code (`normalizeNameForMCP`) replaces every character outside `[A-Za-z0-9_-]` in the
 server's name and in the tool's name with `_`, then joins them as `mcp__SERVER__TOOL`; so
@@ -9,6 +10,9 @@ two units and becomes `__`. `normalize` does the same.
 
 Model APIs refuse tool names longer than 64 characters (OpenAI's limit; Anthropic's is
 64 or 128 depending on the API version), so a longer name is reported and left out.
+
+Here, below the configuration and the tools, because the rules (`rules.py`), the server
+configuration (`config/mcp.py`), the crews and the hub (`tools/mcp/`) all read these names.
 """
 
 from __future__ import annotations
@@ -63,6 +67,26 @@ def server_name_problem(server: str) -> str | None:
     return None
 
 
+def split_pattern(pattern: str) -> tuple[str, str | None] | None:
+    """An MCP entry of a role's `tools` or a rule, split: `mcp__git__git_log` ->
+    ("git", "git_log"); `mcp__git__*` and `mcp__git` (Claude Code's permission-rule form)
+    -> ("git", None), every tool of the server; None when `pattern` is not an MCP entry of
+    one of these forms. SERVER and TOOL are as they appear in tool names (`normalize`)."""
+    if not is_mcp_name(pattern):
+        return None
+    rest = pattern[len(PREFIX) :]
+    server, sep, tool = rest.partition(SEPARATOR)
+    if not server or normalize(server) != server:
+        return None
+    if not sep:
+        return server, None
+    if tool == "*":
+        return server, None
+    if not tool or normalize(tool) != tool:
+        return None
+    return server, tool
+
+
 __all__ = [
     "MAX_NAME_CHARS",
     "PREFIX",
@@ -70,5 +94,6 @@ __all__ = [
     "normalize",
     "server_name_problem",
     "server_prefix",
+    "split_pattern",
     "tool_name",
 ]

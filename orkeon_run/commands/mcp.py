@@ -1,0 +1,125 @@
+"""What `orkeon validate` and `orkeon hooks list` say about MCP servers (docs/tools.md,
+"Checking servers").
+
+`validate` starts each configured server, lists its tools and stops it: one line per
+server that runs; a server that does not start is an input error (exit 2), since a run
+could not give the crew what it asks for. `hooks list` shows which MCP tools each role of
+each step's crew gets, starting the servers the crews name to learn their tools.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from ..errors import InputError
+
+if TYPE_CHECKING:
+    from ..config.crews import Crew
+    from ..config.mcp import McpServer
+    from ..run.prepare import RunConfig
+    from ..tools.mcp.check import ServerCheck
+
+
+@dataclass(frozen=True)
+class Listed:
+    """One tool a server listed (`select.Listed`)."""
+
+    name: str
+    server: str
+
+
+def check(
+    config: RunConfig, servers: Mapping[str, McpServer]
+) -> tuple[list[ServerCheck], list[str]]:
+    """Start `servers` as a run would (the run's environment, in the workspace), list their
+    tools, stop them: one check per server, and the hub's warnings."""
+    from ..run.context import child_environ
+    from ..run.mcp import START_TIMEOUT
+    from ..tools.mcp.check import check_servers_sync
+
+    return check_servers_sync(
+        servers,
+        environ=child_environ(config, credentials=True),
+        cwd=config.workspace,
+        start_timeout=START_TIMEOUT,
+    )
+
+
+def validate_lines(config: RunConfig) -> tuple[list[str], list[str]]:
+    """`validate`'s look at the servers: the lines to print and the warnings. InputError
+    with one line per server that did not start."""
+    if not config.mcp_servers:
+        return [], []
+    checks, warnings = check(config, config.mcp_servers)
+    failed = [c.line for c in checks if not c.ok]
+    if failed:
+        raise InputError(failed)
+    listed = _listed(checks)
+    if config.crew is not None:
+        warnings += unmatched_warnings(config.crew, listed)
+    return [c.line for c in checks], warnings
+
+
+def unmatched_warnings(crew: Crew, listed: Sequence[Listed]) -> list[str]:
+    from ..tools.mcp.select import unmatched
+
+    return [
+        f"{crew.source}: role {role.name}: {entry} selects no tool the server lists"
+        for role in crew.roles
+        for entry in unmatched(role.tools, listed)
+    ]
+
+
+def role_lines(config: RunConfig) -> list[str]:
+    """`hooks list`'s lines on MCP tools, one per role of a step's crew that lists MCP
+    entries: `mcp STEP ROLE: TOOL, TOOL…`. The servers the crews name are started to list
+    their tools; a server that does not start gives `(not running: REASON)`."""
+    from ..config.crews import load_crew
+    from ..policy.mcpnames import is_mcp_name, normalize, split_pattern
+    from ..run.steps import STEPS, step_module
+    from ..tools.mcp.select import select_tools
+
+    crews = []
+    for step in STEPS:
+        try:
+            crews.append(load_crew(step, config.workspace, roles=step_module(step).ROLES))
+        except InputError:
+            continue  # `validate --step` reports a broken crew
+    wanted = {
+        p[0]
+        for crew in crews
+        for role in crew.roles
+        for entry in role.tools
+        if (p := split_pattern(entry)) is not None
+    }
+    servers = {n: s for n, s in config.mcp_servers.items() if normalize(n) in wanted}
+    checks, _ = check(config, servers) if servers else ([], [])
+    down = {normalize(c.server): c.reason for c in checks if not c.ok}
+    listed = _listed(checks)
+    lines = []
+    for crew in crews:
+        for role in crew.roles:
+            entries = [e for e in role.tools if is_mcp_name(e)]
+            if not entries:
+                continue
+            names = [t.name for t in select_tools(entries, listed)]
+            for entry in entries:
+                parts = split_pattern(entry)
+                if parts is None:
+                    continue
+                if parts[0] in down:
+                    names.append(f"{entry} (not running: {down[parts[0]]})")
+                elif parts[0] not in {normalize(n) for n in config.mcp_servers}:
+                    names.append(f"{entry} (no MCP server {parts[0]} is configured)")
+            shown = ", ".join(names) or "none (" + ", ".join(entries) + " select no tool)"
+            lines.append(f"mcp {crew.step} {role.name}: {shown}")
+    return lines
+
+
+def _listed(checks: Sequence[ServerCheck]) -> list[Listed]:
+    return [Listed(name, c.server) for c in checks for name in c.tools]
+
+
+__all__ = ["check", "role_lines", "unmatched_warnings", "validate_lines"]

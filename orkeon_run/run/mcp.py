@@ -1,0 +1,94 @@
+"""A run's MCP servers (docs/tools.md, "How servers run"): the servers a role of the step's
+crew names, started once before the first role and stopped after the last.
+
+    async with run_servers(sr, environ):   # in the run's task group (runner.py)
+        outcome = await module.run(sr)
+
+Inside, `sr.mcp` is the hub and `sr.catalog` holds every tool the servers listed, so
+`sr.role_tools` gives each role the ones its entries select. A server that fails to start
+is an `mcp.server` event (the hub's) and a warning here; calls of its tools are refused
+with the hub's text. Leaving stops every server, also when the run is cancelled by
+SIGINT/SIGTERM (the hub stops a stdio server's whole process group, shielded).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING
+
+from .. import logs
+from .context import StepRun, child_environ
+
+if TYPE_CHECKING:
+    from ..tools.mcp.hub import McpHub
+
+START_TIMEOUT = 30.0  # seconds a server has to start and list its tools
+
+
+@asynccontextmanager
+async def run_servers(
+    sr: StepRun, environ: Mapping[str, str] | None = None
+) -> AsyncIterator[McpHub | None]:
+    """The run's hub while the body runs; None (and nothing started) when no role of the
+    step's crew names a server. `${VAR}` in the servers' configuration is expanded from
+    `environ` (orkeon's environment as the run was given it; None: the process's)."""
+    servers = sr.config.mcp_needed
+    if not servers:
+        yield None
+        return
+    from ..tools.mcp.hub import McpHub
+    from ..tools.mcp.tool import run_catalog
+
+    hub = McpHub(
+        servers,
+        environ=child_environ(sr.config, credentials=True),
+        cwd=sr.workspace,
+        expand_from=os.environ if environ is None else environ,
+        emit=sr.events.emit,
+        log_dir=sr.run_dir / "mcp",
+        start_timeout=START_TIMEOUT,
+    )
+    async with hub:
+        sr.mcp = hub
+        sr.catalog = run_catalog(hub)
+        for line in start_warnings(sr, hub):
+            logs.warn(line)
+        try:
+            yield hub
+        finally:
+            sr.mcp = None
+
+
+def start_warnings(sr: StepRun, hub: McpHub) -> list[str]:
+    """What the operator should know once the servers started: each that did not, each
+    tool left out, each crew entry that selects nothing from a server that runs."""
+    from ..policy.mcpnames import split_pattern
+    from ..tools.mcp.select import unmatched
+
+    failed = hub.failed()
+    out = [
+        f"MCP server {name} did not start: {reason}; calls of its tools are refused"
+        for name, reason in failed.items()
+    ]
+    out += hub.warnings
+    down = set(failed)
+    crew = sr.config.crew
+    for role in crew.roles if crew is not None else ():
+        for entry in unmatched(role.tools, hub.tools):
+            parts = split_pattern(entry)
+            if parts is not None and not any(_same(parts[0], n) for n in down):
+                out.append(
+                    f"crew role {role.name}: {entry} selects no tool of MCP server {parts[0]}"
+                )
+    return out
+
+
+def _same(shown: str, name: str) -> bool:
+    from ..policy.mcpnames import normalize
+
+    return normalize(name) == shown
+
+
+__all__ = ["START_TIMEOUT", "run_servers", "start_warnings"]
