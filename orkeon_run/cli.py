@@ -15,6 +15,14 @@ from typing import Annotated, Any, NoReturn
 import typer
 
 from . import __version__
+from .commands.knobs import (
+    ConcurrencyOpt,
+    MaxSecondsOpt,
+    MaxTokensOpt,
+    MaxTurnsOpt,
+    MaxUsdOpt,
+    ModelOpt,
+)
 from .errors import EXIT_INTERRUPTED, EXIT_USAGE, InputError, OrkeonError, exit_code_for, one_line
 from .vocabulary import STEPS
 
@@ -22,7 +30,7 @@ app = typer.Typer(
     name="orkeon",
     help="Run one step of a development workflow with a crew of model-driven agents, headless.",
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,  # --install-completion, --show-completion (bash, zsh, fish, powershell)
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
 )
@@ -121,8 +129,17 @@ def run(
             "ORKEON_PROGRESS), live, plain, none.",
         ),
     ] = None,
+    model: ModelOpt = None,
+    max_usd: MaxUsdOpt = None,
+    max_turns: MaxTurnsOpt = None,
+    max_tokens: MaxTokensOpt = None,
+    max_seconds: MaxSecondsOpt = None,
+    concurrency: ConcurrencyOpt = None,
 ) -> None:
-    """Run one step with its crew. Exit 0 succeeded, 1 failed, 2 bad input, 3 budget, 130 interrupted."""
+    """Run one step with its crew (or the pipeline). Exit 0 succeeded, 1 failed, 2 bad input, 3 budget, 130 interrupted.
+
+    Flags win over ORKEON_* variables, which win over --inputs, then settings files, then the crew's defaults.
+    """
     from .commands import run as command
 
     _exit_with(
@@ -134,6 +151,14 @@ def run(
         output=output.value if output else None,
         resume=resume,
         progress=progress.value if progress else None,
+        knobs={
+            "model": model,
+            "max_usd": max_usd,
+            "max_turns": max_turns,
+            "max_tokens": max_tokens,
+            "max_seconds": max_seconds,
+            "concurrency": concurrency,
+        },
     )
 
 
@@ -311,6 +336,12 @@ def _parser_error(exc: Exception) -> int | None:
     if isinstance(exc, Abort):
         sys.stderr.write("orkeon: interrupted\n")
         return EXIT_INTERRUPTED
+    if type(exc).__name__ == "NoArgsIsHelpError" and getattr(exc, "ctx", None) is not None:
+        # `orkeon` (or `orkeon hooks`, `orkeon jobs`) alone: the help, whole and readable,
+        # as --help prints it; exit 2, as the parser's, since nothing ran (a CI script
+        # whose command word came out empty must not pass).
+        sys.stdout.write(exc.ctx.get_help() + "\n")  # type: ignore[attr-defined]
+        return EXIT_USAGE
     if isinstance(exc, TyperException):
         # Usage errors from the parser: one line, like every other bad input.
         message = exc.format_message() if hasattr(exc, "format_message") else str(exc)
@@ -355,6 +386,8 @@ def _invoke(argv: list[str]) -> int:
         return rc if isinstance(rc, int) else 0
     except typer.Exit as exc:
         return exc.exit_code
+    except SystemExit as exc:  # shell completion answers, then exits (click's way)
+        return exc.code if isinstance(exc.code, int) else 0
 
 
 def run_cli(argv: list[str]) -> int:

@@ -51,8 +51,7 @@ class EventLog:
         self.failure: RecordsError | None = None
         self.listeners: list[Callable[[dict[str, Any]], None]] = []
 
-    def _line(self, type: str, fields: dict[str, Any]) -> tuple[dict[str, Any], bytes]:
-        event = {"type": type, "ts": round(time.time(), 6), **fields}
+    def _line(self, event: dict[str, Any]) -> tuple[dict[str, Any], bytes]:
         text = dumps(event)
         if self.redactor is not None:
             redacted = self.redactor.json_text(text)
@@ -62,9 +61,14 @@ class EventLog:
 
     def emit(self, type: str, **fields: Any) -> dict[str, Any]:
         """Write one event; raises RecordsError when it cannot be written (see above)."""
+        return self.write({"type": type, "ts": round(time.time(), 6), **fields})
+
+    def write(self, event: dict[str, Any]) -> dict[str, Any]:
+        """Log an event made elsewhere, its `ts` kept (a pipeline's log takes each of its
+        steps' events as they happen). Raises RecordsError as `emit` does."""
         if self.failure is not None:
             raise self.failure
-        event, data = self._line(type, fields)
+        event, data = self._line(event)
         with self._lock:
             if self.failure is not None:
                 raise self.failure
@@ -83,7 +87,7 @@ class EventLog:
     def emit_final(self, type: str, **fields: Any) -> dict[str, Any]:
         """The run's last event: written to the file when it still can be, always to the
         stream and the listeners. Never raises for the file."""
-        event, data = self._line(type, fields)
+        event, data = self._line({"type": type, "ts": round(time.time(), 6), **fields})
         with self._lock:
             if self._fd is not None and self.failure is None:
                 try:

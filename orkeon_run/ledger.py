@@ -14,7 +14,8 @@ needs no other has finished within its budget.
 from __future__ import annotations
 
 import threading
-from typing import Literal
+from collections.abc import Mapping
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -99,6 +100,43 @@ class Ledger:
             self.reached = "tokens"
         elif lim.usd is not None and self.usd >= lim.usd:
             self.reached = "usd"
+
+    def add_spent(self, block: Mapping[str, Any]) -> None:
+        """Add what another ledger spent (its `snapshot()`, a result's `budget`): each step
+        of a pipeline runs on a ledger of its own, on what is left of the pipeline's."""
+        with self._lock:
+            self.model_seconds += float(block.get("model_seconds") or 0.0)
+            self.tool_seconds += float(block.get("tool_seconds") or 0.0)
+            self.hook_seconds += float(block.get("hook_seconds") or 0.0)
+            self.turns += int(block.get("turns") or 0)
+            self.tokens_in += int(block.get("tokens_in") or 0)
+            self.tokens_out += int(block.get("tokens_out") or 0)
+            usd = block.get("usd")
+            if usd is None:
+                self.usd_known = False
+            else:
+                self.usd += float(usd)
+            self._update()
+            if block.get("exhausted"):
+                self.reached = self.reached or block["exhausted"]
+                self.exhausted = self.exhausted or block["exhausted"]
+
+    def left(self) -> BudgetLimits:
+        """The limits less what is spent: a pipeline's next step runs on these. Call it
+        only when `spent()` is None (every limit then has something left)."""
+        lim = self.limits
+
+        def less(limit: float | None, used: float) -> float | None:
+            return None if limit is None else limit - used
+
+        return lim.model_copy(
+            update={
+                "seconds": less(lim.seconds, self.used_seconds),
+                "turns": less(lim.turns, self.turns),
+                "tokens": less(lim.tokens, self.tokens_in + self.tokens_out),
+                "usd": less(lim.usd, self.usd),
+            }
+        )
 
     def spent(self) -> BudgetName | None:
         """Which budget has reached its limit, or None. Asks; records nothing."""

@@ -6,8 +6,10 @@ from __future__ import annotations
 
 from typing import Literal, get_args
 
-StepName = Literal["dev-spec", "dev-plan", "dev-batches", "tasks-repair"]
+StepName = Literal["dev-spec", "dev-plan", "dev-batches", "tasks-repair", "pipeline"]
 STEPS: tuple[StepName, ...] = get_args(StepName)
+# The steps that run a crew of their own (`crews/STEP.toml`); `pipeline` runs the others.
+CrewStep = Literal["dev-spec", "dev-plan", "dev-batches", "tasks-repair"]
 
 # A step's status in the result document; each maps to one exit code (errors.py).
 StepStatus = Literal["succeeded", "failed", "budget_exhausted", "interrupted", "error"]

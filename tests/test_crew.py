@@ -8,6 +8,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import get_args
 
 import pytest
 
@@ -17,21 +18,28 @@ from orkeon_run.config.trust import record_crews_trust
 from orkeon_run.errors import InputError
 from orkeon_run.run.steps import STEPS as REGISTRY
 from orkeon_run.run.steps import step_module
-from orkeon_run.vocabulary import STEPS
+from orkeon_run.vocabulary import STEPS, CrewStep
+
+CREW_STEPS = get_args(CrewStep)
 
 REPO = Path(__file__).resolve().parent.parent
 
 
 def test_the_step_registry_names_every_step_once() -> None:
     """Adding a step is one module and one registry line: every name of the vocabulary has
-    its module, and each module has what a step needs."""
+    its module, and each module has what a step needs: roles for its crew, or (the
+    pipeline, which runs the others' crews) a default budget of its own."""
     assert tuple(REGISTRY) == STEPS
     for step in STEPS:
         module = step_module(step)
-        assert module.ROLES and callable(module.check) and callable(module.run)
+        assert callable(module.check) and callable(module.run)
+        if step in CREW_STEPS:
+            assert module.ROLES
+        else:
+            assert not module.ROLES and callable(module.default_budget)
 
 
-@pytest.mark.parametrize("step", STEPS)
+@pytest.mark.parametrize("step", CREW_STEPS)
 def test_builtin_crews_load(step: str) -> None:
     crew = load_crew(step)
     assert crew.step == step

@@ -418,3 +418,47 @@ def test_seals_are_never_kept_inside_the_workspace(tmp_path: Path) -> None:
         "the workspace: keep them where no role writes\n"
     )
     assert not (ws / ".orkeon").exists()
+
+
+def test_a_pipeline_keeps_its_plan_and_its_records_from_its_roles(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`orkeon run pipeline`: its dev-batches pins the plan the planner wrote; the role that
+    rewrites .orkeon/plan.json (roots ".") widens no roots, neither in dev-batches nor in
+    the repair the pipeline starts nor in the resumed batches; and the pipeline's own run
+    directory, inside the workspace, is refused to the file tools."""
+    import pipelinekit as pk
+
+    pk.clean_environment(tmp_path, monkeypatch)
+    ws = make_workspace(tmp_path, {"README.md": "# demo\n"})
+    wide = {"batches": [{"name": "b1", "roles": [{"name": "api", "roots": ["."], "task": "t"}]},
+                        {"name": "b2", "roles": [{"name": "docs", "roots": ["."], "task": "t"}]}]}  # fmt: skip
+    script = pk.pipeline_script()
+    script["b1/api"] = [{"tool_calls": [
+        write("src/wide.json", json.dumps(wide)),
+        shell("cp src/wide.json .orkeon/plan.json"),
+        write("docs/y.md", "outside src/\n"),
+        write("records/p1/state.json", "{}"),
+        write("src/hello.txt", "hello\n"),
+    ]}]  # fmt: skip
+    command, program = pk.refusing_hook(tmp_path, once=True)
+    doc = pk.with_hook(pk.pipeline_doc(), command, program)
+    doc["model"]["script"] = script
+    doc["shell"] = {**doc["shell"], **unconfined()}
+    rd = ws / "records" / "p1"
+    code, result, err = pk.run_json(capsys, "pipeline", ws, "--run-dir", str(rd), doc=doc)
+    assert code == 0, (result["error"], err)
+    assert [(s["name"], s["status"]) for s in result["steps"]] == [
+        ("dev-spec", "succeeded"), ("dev-plan", "succeeded"), ("dev-batches", "failed"),
+        ("tasks-repair-1", "succeeded"), ("dev-batches", "succeeded"),
+    ]  # fmt: skip
+    assert json.loads((ws / ".orkeon" / "plan.json").read_text()) == wide  # rewritten...
+    for step in ("dev-batches", "tasks-repair-1"):  # ...and never used
+        assert state(rd / "steps" / step)["plan"]["content"]["batches"][0]["roles"][0][
+            "roots"
+        ] == ["src/"]
+        _, outside, own_dir, _ = (c["result"] for c in calls(rd / "steps" / step, "b1/api")[1:])
+        assert outside == "[refused: docs/y.md is outside this role's roots (src/)]"
+        assert own_dir == "[refused by rule set orkeon: file_write(/records/p1)]"
+    assert not (ws / "docs" / "y.md").exists()
+    assert state(rd)["phase"] == "done"

@@ -302,3 +302,36 @@ def test_without_the_extra_one_warning_and_the_run_goes_on(tmp_path: Path) -> No
     assert proc.returncode == 0 and json.loads(proc.stdout)["status"] == "succeeded"
     (line,) = proc.stderr.splitlines()
     assert "pip install 'orkeon[otel]'" in json.loads(line)["event"]
+
+
+def test_a_pipelines_steps_are_spans_under_it(tmp_path: Path, receiver: Receiver) -> None:
+    """`orkeon run pipeline`: one trace; each step a span `step NAME` under the pipeline's
+    step span, its roles and batches under it."""
+    write = {"tool": "file_write", "input": {"file_path": ".orkeon/spec.md", "content": "# S\n"}}
+    plan = {"tool": "file_write", "input": {"file_path": ".orkeon/plan.json",
+                                            "content": json.dumps(PLAN)}}  # fmt: skip
+    doc = {"request": "r", "model": {"provider": "scripted", "script": {
+        "writer": [{"tool_calls": [write]}], "planner": [{"tool_calls": [plan]}]}}}  # fmt: skip
+    ws = make_workspace(tmp_path, {"src/a.py": "a = 1\n"})
+    argv = [sys.executable, "-m", "orkeon_run", "run", "pipeline", "--inputs", json.dumps(doc),
+            "--workspace", str(ws), "--progress", "none"]  # fmt: skip
+    base = {k: v for k, v in environ(tmp_path).items() if not k.startswith("OTEL_")}
+    proc = subprocess.run(argv, capture_output=True, text=True, cwd=tmp_path, timeout=120,
+                          env={**base, "ORKEON_LOG_LEVEL": "warning",
+                               "OTEL_EXPORTER_OTLP_ENDPOINT": receiver.url})  # fmt: skip
+    assert proc.returncode == 0 and proc.stderr == "", proc.stderr
+    spans = receiver.spans()
+    (root,) = [s for s in spans if s["parent"] is None]
+
+    def children(span: dict[str, Any]) -> list[dict[str, Any]]:
+        return sorted((s for s in spans if s["parent"] == span["id"]), key=lambda s: s["start"])
+
+    (pipeline,) = children(root)
+    assert pipeline["name"] == "step pipeline"
+    steps = children(pipeline)
+    assert [s["name"] for s in steps] == ["step dev-spec", "step dev-plan", "step dev-batches"]
+    assert [s["attrs"]["orkeon.status"] for s in steps] == ["succeeded"] * 3
+    assert [c["name"] for c in children(steps[0])] == ["role analyst", "role writer"]
+    assert [c["name"] for c in children(steps[1])] == ["role planner"]
+    assert [c["name"] for c in children(steps[2])] == ["batch b1", "batch b2"]
+    assert [c["name"] for c in children(children(steps[2])[0])] == ["role b1/api", "audit b1"]

@@ -31,13 +31,12 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Literal
 
 import anyio
 
-from ..calls import BUILTINS, CallContext, Catalog
 from ..errors import BudgetExhausted, Interrupted, ProviderError
 from ..events import EventLog
 from ..hooks import NO_HOOKS, Hooks
@@ -47,58 +46,11 @@ from ..models.base import Message, Provider, ToolSpec, Turn
 from ..models.claude_transcript import ClaudeTranscript
 from ..models.pricing import cost
 from ..models.transcript import TranscriptWriter, load_conversation
-from ..vocabulary import RoleStatus
 from . import compaction
 from .compaction import ContextMeter, message_chars
-
-Status = RoleStatus
+from .role import RoleResult, RoleSpec, Status, first_line, specs_for, with_context
 
 UNFINISHED = "[no result: the role stopped before this call finished]"
-
-
-@dataclass(frozen=True)
-class RoleSpec:
-    name: str  # full name: "analyst", "writer", "planner", "b1/api"
-    system_prompt: str
-    tools: tuple[str, ...]  # tool names offered to the model (`ctx.catalog` holds them)
-    ctx: CallContext
-
-
-@dataclass
-class RoleResult:
-    name: str
-    status: Status
-    turns: int
-    calls: int
-    refused: int
-    final_text: str
-    error: str | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        """The result document's `roles[]` entry."""
-        d: dict[str, Any] = {
-            "name": self.name,
-            "status": self.status,
-            "turns": self.turns,
-            "calls": self.calls,
-            "refused": self.refused,
-        }
-        if self.error is not None:
-            d["error"] = self.error
-        return d
-
-
-def specs_for(names: tuple[str, ...], catalog: Catalog = BUILTINS) -> list[ToolSpec]:
-    """What the model is offered for `names` (ValueError for a name `catalog` lacks)."""
-    return catalog.specs(names)
-
-
-def with_context(prompt: str, blocks: list[str | None]) -> str:
-    """The prompt with each `<hook_context>` block appended on its own line."""
-    kept = [b for b in blocks if b]
-    if not kept:
-        return prompt
-    return "\n".join([prompt.rstrip("\n"), *kept])
 
 
 class Agent:
@@ -148,6 +100,7 @@ class Agent:
         self.final_text = ""
         self.status: Status = "succeeded"
         self.error: str | None = None
+        self.first_refusal: tuple[str, str] | None = None
         self.resumed = resume and transcript_path.is_file() and transcript_path.stat().st_size > 0
         self._started = False
         self._closed = False
@@ -171,6 +124,7 @@ class Agent:
             self.refused,
             self.final_text,
             self.error,
+            self.first_refusal,
         )
 
     async def run(self, prompt: str) -> RoleResult:
@@ -251,6 +205,11 @@ class Agent:
                 self.calls += 1
                 refused = outcome.outcome == "refused"
                 self.refused += refused
+                if refused and self.first_refusal is None:
+                    self.first_refusal = (
+                        outcome.refused_by or "invalid",
+                        first_line(outcome.text),
+                    )
                 self._add(
                     Message(
                         "tool",

@@ -19,12 +19,15 @@ def main(
     output: str | None = None,
     resume: str | None = None,
     progress: str | None = None,
+    knobs: dict[str, str | None] | None = None,
 ) -> int:
     """Run one step; print the result as `output` asks; show `progress` on stderr; return
-    the step's exit code."""
+    the step's exit code. `knobs` are the flags `--model`, `--max-usd`, ... by their
+    parameter names (`max_usd`), as text."""
     import anyio
 
     from ..config.inputs import load_document
+    from ..config.run_settings import flag_values
     from ..run.progress import choose
     from ..run.runner import execute, open_run
     from .summary import summary
@@ -44,6 +47,7 @@ def main(
         resume_dir=resume,
         stream=stream,
         progress=choose(progress, output=mode),
+        flags=flag_values(**(knobs or {})),
     )
     result = anyio.run(execute, opened)
     if mode == "json":

@@ -10,12 +10,23 @@ def summary(result: dict[str, Any]) -> str:
     lines = [
         f"{result['step']}: {result['status']} (exit {result['exit_code']})  run {result['run_id']}",
     ]
+    for step in result.get("steps") or []:  # a pipeline's steps, in the order they ran
+        why = f": {_line(step['error'])}" if step.get("error") else ""
+        lines.append(
+            f"  step {step['name']}: {step['status']} (exit {step['exit_code']}){why}"
+            f"  ({step['run_dir']})"
+        )
     for role in result["roles"]:
         extra = f"  error: {role['error']}" if role.get("error") else ""
         lines.append(
             f"  role {role['name']}: {role['status']}, {role['turns']} turns, "
             f"{role['calls']} calls, {role['refused']} refused{extra}"
         )
+        if role.get("all_refused"):
+            first = role["all_refused"]
+            lines.append(
+                f"    every call was refused, the first by {first['stage']}: {first['text']}"
+            )
     for audit in result["audits"]:
         verdict = "passed" if audit["passed"] else "FAILED"
         lines.append(f"  audit {audit['batch']}: {verdict}")
@@ -35,3 +46,10 @@ def summary(result: dict[str, Any]) -> str:
     if result.get("error"):
         lines.append(f"  error: {result['error']}")
     return "\n".join(lines) + "\n"
+
+
+def _line(error: Any) -> str:
+    """A step's error in one line (an object: its message)."""
+    if isinstance(error, dict):
+        error = error.get("message") or error.get("kind") or ""
+    return " ".join(str(error).split())

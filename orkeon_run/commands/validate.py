@@ -12,7 +12,11 @@ def main(inputs: str, *, step: str | None = None, workspace: str | None = None) 
     from ..run.prepare import prepare, stdin_tty
 
     config = prepare(
-        load_document(inputs), step=step, workspace=workspace, stdin_is_tty=stdin_tty()
+        load_document(inputs),
+        step=step,
+        workspace=workspace,
+        stdin_is_tty=stdin_tty(),
+        hook_files="error",  # a hook that cannot run would refuse every call
     )
     for line in config.warnings:
         sys.stderr.write(f"warning: {line}\n")

@@ -41,7 +41,7 @@ from ..catalog import TOOLS
 from ..errors import InputError
 from ..ledger import BudgetLimits
 from ..policy.mcpnames import is_mcp_name, split_pattern
-from ..vocabulary import StepName
+from ..vocabulary import CrewStep
 from .inputs import NAME_RE, error_lines
 
 
@@ -115,7 +115,7 @@ class CrewRuleSet(_Frozen):
 class Crew(_Frozen):
     """A step's crew: `crews/STEP.toml`, or a workspace's `.orkeon/crews/STEP.toml`."""
 
-    step: StepName
+    step: CrewStep
     description: str = ""
     budget: BudgetLimits = Field(
         default_factory=BudgetLimits, description="the step's budget when the inputs give none"

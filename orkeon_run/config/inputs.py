@@ -192,8 +192,12 @@ class Audit(Frozen):
 
 
 class Repair(Frozen):
-    run: str
-    role: str = Field(pattern=r"^[^/]+/[^/]+$")
+    """tasks-repair: `run` and `role` (both required there); pipeline: `attempts`, how many
+    rounds of repairs a failed batch may get (docs/inputs.md, "repair")."""
+
+    run: str | None = None
+    role: str | None = Field(default=None, pattern=r"^[^/]+/[^/]+$")
+    attempts: int = Field(default=1, ge=0, le=20)
 
 
 def _check_relative(path: str) -> str:

@@ -149,7 +149,7 @@ def check_inputs(
 def _step_needs(job: Job) -> list[str]:
     """The step's checks that need no workspace files (prepare makes them with the files)."""
     doc = job.inputs
-    if job.step == "dev-spec" and not str(doc.get("request") or "").strip():
+    if job.step in ("dev-spec", "pipeline") and not str(doc.get("request") or "").strip():
         return ["request: dev-spec needs a request (what to build, as text)"]
     if job.step == "tasks-repair" and doc.get("repair") is None:
         return ['repair: tasks-repair needs {"run": RUN_DIR, "role": "BATCH/ROLE"}']

@@ -132,6 +132,10 @@ def _audits_suite(v: RunView, step: str) -> ET.Element:
         name = f"audit of batch {a.batch}"
         if name in seen:
             name += f" (attempt {a.attempt})"
+        base, n = name, 1
+        while name in seen:  # a pipeline audits a batch again in one attempt, after repairs
+            n += 1
+            name = f"{base} #{n}"
         seen.add(name)
         case = _case(suite, classname, name, _audit_seconds(v, a))
         if not a.passed:

@@ -8,7 +8,7 @@ document and the exit code; a step runner never writes result.json itself.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -49,8 +49,16 @@ class StepRun:
     # run's catalog, its tools added once they started (runner.py).
     mcp: Any = None
     catalog: Catalog = BUILTINS
+    # The environment the run reads (keys, ORKEON_* knobs); None: orkeon's own.
+    environ: Mapping[str, str] | None = None
+    # A step that runs other steps (pipeline) says here what it has when it is cut short;
+    # the runner asks it instead of reading `agents`.
+    partial: Callable[[StepStatus, str], StepOutcome] | None = None
     # The run directory's sealed records (records.py); None: written unsealed (tests).
     records: RunRecords | None = None
+    # The run directory the rule set `orkeon` guards (a pipeline's, for its steps); None:
+    # `run_dir`.
+    guarded_dir: Path | None = None
 
     @property
     def step(self) -> str:
@@ -113,7 +121,7 @@ class StepRun:
         from ..policy.paths import PathOutside, contains, relative, resolve_in_workspace
 
         ws = self.workspace
-        run_dir = self.run_dir.resolve()
+        run_dir = (self.guarded_dir or self.run_dir).resolve()
         rel_run = relative(ws, run_dir) if contains(str(ws), str(run_dir)) else None
         own = None
         if own_output is not None:
@@ -185,3 +193,4 @@ class StepOutcome:
     artifacts: dict[str, str] = field(default_factory=dict)
     audits: list[dict[str, Any]] = field(default_factory=list)
     error: str | None = None
+    steps: list[dict[str, Any]] | None = None  # a pipeline's steps (docs/output.md)

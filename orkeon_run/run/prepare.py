@@ -20,7 +20,7 @@ import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from ..config.inputs import Inputs, MatcherGroup, Plan, load_document, parse_inputs, parse_plan
 from ..errors import InputError
@@ -105,10 +105,21 @@ def prepare(
     workspace: str | None = None,
     environ: Mapping[str, str] | None = None,
     stdin_is_tty: bool | None = None,
+    flags: Mapping[str, str | None] | None = None,
+    knobs: bool = True,
+    hook_files: Literal["error", "warn", "skip"] = "skip",
     pinned: tuple[Plan, str] | None = None,
 ) -> RunConfig:
-    """`pinned` is the plan a resumed run pinned in its state (and its path): the step
-    runs it, whatever the plan file now holds."""
+    """The checked configuration of a run of `step` (None: no step) from the inputs `doc`.
+
+    `flags` are the command line's knobs (config/run_settings.py: `{"usd": "2.5", ...}`);
+    with `knobs`, they, the `ORKEON_*` variables and the settings files' `Orkeon:Run`
+    section are folded into the document by their precedence. A pipeline's steps are
+    prepared with `knobs=False`: the pipeline folded them once, and each step runs on what
+    is left of its budget. `hook_files`: a native hook whose program or script is missing
+    is a problem (`"error"`, `orkeon validate`), a warning (`"warn"`, `orkeon run`), or not
+    looked for (`"skip"`). `pinned` is the plan a resumed run pinned in its state (and its
+    path): the step runs it, whatever the plan file now holds."""
     env = os.environ if environ is None else environ
     problems: list[str] = []
 
@@ -126,38 +137,55 @@ def prepare(
             repair = collect(lambda: failed_run(raw, env))
             if repair is None:  # what else the document lacks would come from that run
                 raise InputError(problems)
-        if repair is not None:
             failed = repair
-            if "plan" not in doc:  # the failed run's own plan, as it pinned it
-                from .records import pinned_plan
-
-                pinned = collect(lambda: pinned_plan(failed.state, failed.run_dir))
+            pinned = collect(lambda: failed_plan(doc, failed))
             doc = inherit(doc, failed.inputs)
     warnings: list[str] = []
     inputs = parse_inputs(doc)
     ws = resolve_workspace(inputs, workspace)
 
-    gate = collect(lambda: _gate(inputs))
-    collect(lambda: _check_model(inputs, env))
-    servers = collect(lambda: _mcp_servers(inputs, ws, env, stdin_is_tty, warnings.append))
-    settings = collect(
-        lambda: _settings_hooks(inputs, ws, env, stdin_is_tty, warnings.append, servers or {})
-    )
-    shell_rules = collect(lambda: _shell_rules(inputs, ws, env, stdin_is_tty))
-    crew = plan = None
-    plan_rel = ""
+    from ..config.trust import is_trusted
+
+    trusted = is_trusted(ws, environ=env, stdin_is_tty=stdin_is_tty)
+    if knobs:
+        folded = collect(lambda: _knobs(doc, flags, env, ws, trusted))
+        if folded is not None and folded is not doc:
+            doc = folded
+            inputs = parse_inputs(doc)
+    module = crew = None
+    default_budget = BudgetLimits()
     if step is not None:
         from .steps import step_module
 
         module = step_module(step)
-        crew = collect(lambda: _crew(step, ws, module.ROLES))
-        if crew is not None and servers is not None:
-            collect(lambda: _check_mcp_entries(crew, servers))
+        if hasattr(module, "default_budget"):  # a step that runs other steps' crews
+            default_budget = collect(lambda: module.default_budget(ws)) or default_budget
+        else:
+            crew = collect(lambda: _crew(step, ws, module.ROLES))
+            default_budget = crew.budget if crew is not None else default_budget
+    from . import mcp
+
+    gate = collect(lambda: _gate(inputs))
+    collect(lambda: _check_model(inputs, env))
+    servers = collect(lambda: mcp.servers_of(inputs, ws, env, stdin_is_tty, warnings.append))
+    settings = collect(
+        lambda: _settings_hooks(inputs, ws, env, stdin_is_tty, warnings.append, servers or {})
+    )
+    shell_rules = collect(lambda: _shell_rules(inputs, ws, env, trusted))
+    if hook_files != "skip":
+        from ..hooks.native_files import missing_files
+
+        found = missing_files(inputs.native_hooks, ws, env.get("PATH", os.defpath))
+        (problems if hook_files == "error" else warnings).extend(found)
+    if crew is not None and servers is not None:
+        collect(lambda: mcp.check_entries(crew, servers))
+    plan = None
+    plan_rel = ""
+    if module is not None:
         checked = collect(lambda: module.check(inputs, ws, pinned))
         if isinstance(checked, tuple):
             plan, plan_rel = checked
-    # The crew's budget is the default; a budget in --inputs replaces it whole.
-    budget = inputs.budget if "budget" in inputs.model_fields_set or crew is None else crew.budget
+    budget = budget_limits(inputs, default_budget)
     if budget.usd is not None:  # a cost budget needs the model's price
         collect(lambda: _check_price(inputs))
     if problems:
@@ -178,8 +206,30 @@ def prepare(
         plan_rel=plan_rel,
         repair=repair,
         mcp_servers=servers or {},
-        warnings=tuple(warnings + _rule_warnings(inputs, crew, servers or {})),
+        warnings=tuple(warnings + mcp.rule_warnings(inputs, crew, servers or {})),
     )
+
+
+def budget_limits(inputs: Inputs, default: BudgetLimits) -> BudgetLimits:
+    """The step's budget: each limit the inputs' `budget` gives (a knob's value was folded
+    into it), else the crew's (docs/inputs.md, "budget")."""
+    if "budget" not in inputs.model_fields_set:
+        return default
+    given = inputs.budget.model_fields_set
+    return default.model_copy(update={k: getattr(inputs.budget, k) for k in given})
+
+
+def _knobs(
+    doc: Any,
+    flags: Mapping[str, str | None] | None,
+    env: Mapping[str, str],
+    ws: Path,
+    trusted: bool,
+) -> Any:
+    from ..config import run_settings
+
+    files = run_settings.settings_files(ws, trusted=trusted, environ=env)
+    return run_settings.resolve(doc, flags=flags, environ=env, files=files)
 
 
 def resolve_workspace(inputs: Inputs, override: str | None) -> Path:
@@ -241,73 +291,9 @@ def _settings_hooks(
     )
 
 
-def _mcp_servers(
-    inputs: Inputs,
-    ws: Path,
-    env: Mapping[str, str],
-    stdin_is_tty: bool | None,
-    warn: Callable[[str], None],
-) -> dict[str, McpServer]:
-    from ..config.mcp import redacted_problems
-    from ..config.mcp_sources import load_servers
-
-    redacted = redacted_problems(inputs.mcp_servers)
-    if redacted:
-        raise InputError(redacted)
-    return load_servers(inputs, workspace=ws, environ=env, stdin_is_tty=stdin_is_tty, warn=warn)
-
-
-def _check_mcp_entries(crew: Crew, servers: Mapping[str, McpServer]) -> None:
-    """Each MCP entry of a role's tools names a configured server."""
-    from ..policy.mcpnames import is_mcp_name
-    from ..tools.mcp.select import pattern_problem
-
-    problems = []
-    for i, role in enumerate(crew.roles):
-        for j, entry in enumerate(role.tools):
-            problem = pattern_problem(entry, servers) if is_mcp_name(entry) else None
-            if problem:
-                problems.append(f"{crew.source}: roles[{i}].tools[{j}]: {problem}")
-    if problems:
-        raise InputError(problems)
-
-
-def _rule_warnings(
-    inputs: Inputs, crew: Crew | None, servers: Mapping[str, McpServer]
-) -> list[str]:
-    """An MCP rule naming a server the run does not have: most likely a typo, which in a
-    deny rule would let the calls it meant to stop through."""
-    from ..policy.mcpnames import normalize, split_pattern
-
-    known = {normalize(n) for n in servers}
-    listed = ", ".join(sorted(known)) or "none is configured"
-    found = [
-        (f"gate.{k}[{i}]", r)
-        for k in ("allow", "deny")
-        for i, r in enumerate(getattr(inputs.gate, k))
-    ]
-    if crew is not None:
-        for rs in crew.rule_sets:
-            for kind in ("allow", "deny"):
-                found += [
-                    (f"{crew.source}: rule set {rs.name} {kind}[{i}]", r)
-                    for i, r in enumerate(getattr(rs, kind))
-                ]
-    out = []
-    for where, rule in found:
-        parts = split_pattern(rule.strip())
-        if parts is not None and parts[0] not in known:
-            out.append(f"{where}: {rule!r} names no MCP server of this run ({listed})")
-    return out
-
-
-def _shell_rules(
-    inputs: Inputs, ws: Path, env: Mapping[str, str], stdin_is_tty: bool | None
-) -> ShellRules:
+def _shell_rules(inputs: Inputs, ws: Path, env: Mapping[str, str], trusted: bool) -> ShellRules:
     from ..config.shell_settings import resolve_shell_rules
-    from ..config.trust import is_trusted
 
-    trusted = is_trusted(ws, environ=env, stdin_is_tty=stdin_is_tty)
     return resolve_shell_rules(inputs.shell, workspace=ws, workspace_trusted=trusted, environ=env)
 
 
@@ -381,6 +367,18 @@ def failed_run(raw: str, environ: Mapping[str, str] | None = None) -> FailedRun:
 
 def _record(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
+
+
+def failed_plan(doc: dict[str, Any], failed: FailedRun) -> tuple[Plan, str] | None:
+    """The plan a repair of `failed` runs: the one that run pinned when the repair's
+    inputs give no plan, or give the one it was given (a pipeline's repairs do); None (the
+    inputs' plan, read as given) for another."""
+    from .records import pinned_plan
+    from .rundir import redact
+
+    if "plan" in doc and redact(doc["plan"]) != failed.inputs.get("plan"):
+        return None
+    return pinned_plan(failed.state, failed.run_dir)
 
 
 def stdin_tty() -> bool:

@@ -348,3 +348,14 @@ _ON_ROLE: dict[str, Callable[[Tracker, Role, dict[str, Any]], None]] = {
     "model.turn": Tracker._model_turn,
     "hook.run": Tracker._hook_run,
 }
+
+
+def step_line(e: dict[str, Any], paint: Callable[[str], str]) -> str:
+    """A pipeline's step starts or ends (`step.start`, `step.end`): `dev-plan: step
+    started`, `dev-batches: step failed (exit 1): WHY`."""
+    if e["type"] == "step.start":
+        return f"{clean(e['name'])}: step {'resumed' if e.get('resume') else 'started'}"
+    why = e.get("error")
+    why = why.get("message") if isinstance(why, dict) else why
+    tail = f": {clean(first_line(str(why)), 300)}" if why else ""
+    return f"{clean(e['name'])}: step {paint(str(e['status']))} (exit {e['exit_code']}){tail}"

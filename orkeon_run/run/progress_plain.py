@@ -39,6 +39,7 @@ from typing import IO, Any
 from .. import logs
 from ..pipeline import call_target
 from .progress import Role, Tracker, amount, clean, duration, first_line, gave_up, money
+from .progress import step_line as _step_line
 
 HEARTBEAT = 60.0  # seconds of waiting before the first heartbeat line, then between them
 FLUSH = 0.2  # seconds a line may wait to be written with the next ones
@@ -378,6 +379,8 @@ def _fileno(stream: IO[str]) -> int | None:
 
 _SAY: dict[str, Callable[[PlainProgress, dict[str, Any]], list[str]]] = {
     "run.start": PlainProgress._run_start,
+    "step.start": lambda self, e: [_step_line(e, self._paint)],
+    "step.end": lambda self, e: [_step_line(e, self._paint)],
     "batch.start": PlainProgress._batch_start,
     "batch.skipped": PlainProgress._batch_skipped,
     "role.start": PlainProgress._role_start,

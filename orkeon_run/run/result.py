@@ -38,6 +38,13 @@ class BudgetBlock(_Doc):
     exhausted: BudgetName | None
 
 
+class AllRefused(_Doc):
+    """Present when every call of the role was refused: the first refusal."""
+
+    stage: RefusedBy | Literal["invalid"]
+    text: str = Field(description="the first line of what the model read")
+
+
 class RoleRecord(_Doc):
     name: str
     status: RoleStatus
@@ -45,6 +52,7 @@ class RoleRecord(_Doc):
     calls: int
     refused: int
     error: str | None = None
+    all_refused: AllRefused | None = None
 
 
 class AuditRecord(_Doc):
@@ -67,6 +75,19 @@ class Result(_Doc):
     artifacts: dict[str, str]
     audits: list[AuditRecord]
     error: str | None
+    steps: list[StepRecord] | None = Field(
+        default=None, description="pipeline only: every step it ran, in order"
+    )
+
+
+class StepRecord(Result):
+    """One step a pipeline ran: its result document, its name and its run directory."""
+
+    name: str = Field(description="dev-spec, dev-plan, dev-batches, tasks-repair-N")
+    run_dir: str = Field(description="relative to the pipeline's run directory")
+
+
+Result.model_rebuild()
 
 
 class HookRecord(_Doc):
@@ -113,7 +134,7 @@ class Event(BaseModel):
 def result_document(run_id: str, step: str, outcome: StepOutcome, ledger: Ledger) -> dict[str, Any]:
     """The result document of a step that ended with `outcome`."""
 
-    return {
+    doc = {
         "run_id": run_id,
         "step": step,
         "status": outcome.status,
@@ -124,3 +145,6 @@ def result_document(run_id: str, step: str, outcome: StepOutcome, ledger: Ledger
         "audits": list(outcome.audits),
         "error": outcome.error,
     }
+    if outcome.steps is not None:
+        doc["steps"] = list(outcome.steps)
+    return doc

@@ -8,8 +8,12 @@ RUN_DIR/result.json        written atomically: temp file, fsync, rename
 RUN_DIR/state.json         progress for --resume (atomic too)
 RUN_DIR/lock               held while a run works here (records.RunLock)
 RUN_DIR/transcripts/ROLE.jsonl
+RUN_DIR/steps/STEP/        a pipeline's steps, each a run directory of its own
 
 inputs.json, state.json and result.json are sealed (records.py).
+
+A first run in WORKSPACE/.orkeon/runs/ leaves `.orkeon/.gitignore` (`/runs/`) unless the
+folder has one, so run folders stay out of a commit a later CI step makes.
 """
 
 from __future__ import annotations
@@ -200,3 +204,35 @@ def new_run_dir(
         lock.release()
         raise UsageError(f"--run-dir: already holds a run (use --resume to continue it): {rd}")
     return lock, RunRecords.create(rd, run_id, environ)
+
+
+GITIGNORE = (
+    "# orkeon's run folders (written by the first orkeon run here; edit or delete freely)\n/runs/\n"
+)
+
+
+def leave_gitignore(workspace: Path, rd: Path) -> None:
+    """Write WORKSPACE/.orkeon/.gitignore ignoring `runs/` when the run directory `rd` is in
+    WORKSPACE/.orkeon/runs/ and the file does not exist; a file there, the user's or an
+    earlier run's, is never touched. A failure to write it is a warning: the run goes on."""
+    orkeon_dir = workspace / ".orkeon"
+    try:
+        rd.relative_to(orkeon_dir / "runs")
+    except ValueError:
+        return  # the run is kept elsewhere: nothing of it lands in the workspace's commits
+    target = orkeon_dir / ".gitignore"
+    try:
+        orkeon_dir.mkdir(parents=True, exist_ok=True)
+        # O_EXCL: created only where no file is, even when two runs start at once.
+        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    except FileExistsError:
+        return
+    except OSError as exc:
+        from .. import logs
+
+        logs.warn(
+            f"{target}: could not write it ({exc.strerror or exc}); run folders are not ignored by git"
+        )
+        return
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        f.write(GITIGNORE)

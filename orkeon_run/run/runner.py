@@ -33,6 +33,7 @@ from .result import result_document
 from .rundir import (
     Resumed,
     default_run_dir,
+    leave_gitignore,
     new_run_dir,
     new_run_id,
     resolve,
@@ -61,6 +62,9 @@ class OpenRun:
     records: RunRecords | None = None
     lock: RunLock | None = None
     failure: RecordsError | None = None
+    # The run directory no role may write: this one, or for a pipeline's step (in
+    # PIPELINE_DIR/steps/NAME/) the pipeline's, which holds it.
+    guarded: Path | None = None
 
 
 def open_run(
@@ -73,13 +77,17 @@ def open_run(
     stream: IO[str] | None,
     environ: Mapping[str, str] | None = None,
     progress: str = "none",
+    flags: Mapping[str, str | None] | None = None,
+    nested: bool = False,
 ) -> OpenRun:
     """Prepare the run and open its directory. Input problems raise InputError (exit 2)
     before anything is written; so does a run directory another run holds, or a resumed
     one whose records are not the ones its run wrote (records.py). A run directory the
     disk refuses is no exception: the OpenRun carries the `failure`. `progress` (live,
     plain, none) is shown on stderr; traces are exported when the OTEL_* variables ask for
-    them (run/telemetry.py)."""
+    them (run/telemetry.py). `flags` are the command line's knobs (prepare.py). `nested`:
+    a step of a pipeline, whose knobs, warnings, progress and traces are the pipeline's
+    (steps/pipeline.py)."""
     step_module(step)  # an unknown step is a usage error before anything is read
     resumed: Resumed | None = None
     try:
@@ -92,10 +100,14 @@ def open_run(
             workspace=workspace,
             environ=environ,
             stdin_is_tty=stdin_tty(),
+            flags=flags,
+            knobs=not nested,
+            hook_files="skip" if nested else "warn",
             pinned=resumed.pinned if resumed else None,
         )
-        for line in config.warnings:
-            logs.warn(line)
+        if not nested:
+            for line in config.warnings:
+                logs.warn(line)
         check_seals_dir(config.workspace, environ)
         redactor = Redactor.from_environ(environ, config.key_env)
         logs.redact(redactor.secrets)
@@ -116,6 +128,8 @@ def open_run(
     try:
         if resumed is None:
             lock, records = new_run_dir(rd, run_id, environ)
+            if not nested:
+                leave_gitignore(config.workspace, rd)
         else:
             records = resumed.records
         records.redactor = redactor if redactor else None
@@ -131,7 +145,7 @@ def open_run(
         unrecorded = EventLog(None, stream, redactor)
         resume = resumed is not None
         return OpenRun(config, rd, run_id, resume, state, unrecorded, environ, failure=exc)
-    watchers = _watchers(progress)
+    watchers = [] if nested else _watchers(progress)
     events.listeners.extend(watchers)
     return OpenRun(
         config,
@@ -144,6 +158,7 @@ def open_run(
         watchers,
         records=records,
         lock=lock,
+        guarded=rd.parent.parent if nested else rd,
     )
 
 
@@ -244,7 +259,9 @@ async def execute(
         hooks=step_hooks(config, events),
         resume=opened.resume,
         state=opened.state,
+        environ=opened.environ,
         records=opened.records,
+        guarded_dir=opened.guarded,
     )
     log = logs.get()
     try:
@@ -369,6 +386,8 @@ async def _finish(sr: StepRun, outcome: StepOutcome) -> dict[str, Any]:
 
 def _partial(sr: StepRun, status: StepStatus, error: str) -> StepOutcome:
     """The outcome of a step that did not finish: each role that started, as it stood."""
+    if sr.partial is not None:
+        return sr.partial(status, error)
     roles = [a.result for a in sr.agents.values() if a.turns or a.calls]
     return StepOutcome(status=status, roles=roles, error=error)
 

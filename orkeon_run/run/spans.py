@@ -8,7 +8,9 @@ telemetry.py.
 
 Times come from the events (an event's `ts`, less its `seconds` where the event comes at
 the end of the work), so the spans are what the run did, not when they were heard of.
-Roles of dev-spec, dev-plan and tasks-repair sit directly under the step. A call's hooks
+Roles of dev-spec, dev-plan and tasks-repair sit directly under the step. A pipeline's
+steps (`step.start` … `step.end`) are spans `step NAME` under its own step span, and
+their batches and roles under them. A call's hooks
 are placed by their order and durations: pre-tool hooks from the call's start, post-tool
 hooks back from its end (settings-shape hooks of one event side by side: they run in
 parallel). Attributes are `orkeon.*`, and the GenAI conventions' `gen_ai.*` for tokens
@@ -50,6 +52,7 @@ class SpanTree:
         self._trace = trace
         self._run: Any = None
         self._step: Any = None
+        self._pipeline: Any = None  # a pipeline's own step span, while one of its steps runs
         self._batches: dict[str, Any] = {}
         self._roles: dict[str, Any] = {}
         self._calls: dict[tuple[str, int], float] = {}  # (role, seq) -> tool.start ts
@@ -83,10 +86,29 @@ class SpanTree:
             span.end(end_time=_ns(ts))
         self._roles.clear()
         self._batches.clear()
-        for span in (self._step, self._run):
+        for span in (self._step, self._pipeline, self._run):
             if span is not None:
                 span.end(end_time=_ns(ts))
-        self._step = self._run = None
+        self._step = self._pipeline = self._run = None
+
+    def step_start(self, e: dict[str, Any]) -> None:
+        """A pipeline's step begins: its span under the pipeline's, the parent of what
+        follows until its `step.end`."""
+        if self._pipeline is None:
+            self._pipeline = self._step
+        self._step = self._span(f"step {e['name']}", self._pipeline, e["ts"], step=e.get("step"),
+                                step_name=e["name"], resume=e.get("resume"))  # fmt: skip
+
+    def step_end(self, e: dict[str, Any]) -> None:
+        if self._pipeline is None or self._step is None:
+            return  # no step.start before it
+        span = self._step
+        self._step, self._pipeline = self._pipeline, None
+        span.set_attributes(_attrs(status=e.get("status"), exit_code=e.get("exit_code"),
+                                   error=_value(e.get("error"))))  # fmt: skip
+        if e.get("status") != "succeeded":
+            self._fail(span, _value(e.get("error") or e.get("status")))
+        span.end(end_time=_ns(e["ts"]))
 
     def run_start(self, e: dict[str, Any]) -> None:
         budget = {f"budget__{k}": v for k, v in (e.get("budget") or {}).items()}
@@ -262,4 +284,6 @@ _HANDLERS = {
     "batch.skipped": SpanTree.note,
     "repair.start": SpanTree.note,
     "result": SpanTree.result,
+    "step.start": SpanTree.step_start,
+    "step.end": SpanTree.step_end,
 }

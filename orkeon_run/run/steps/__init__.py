@@ -6,7 +6,9 @@ A step module defines:
 - `check(inputs, workspace, pinned)`: the checks its inputs need before anything runs
   (raises InputError naming the field); returns `(plan, plan_rel)` for a step that runs a
   plan (`pinned`, the plan a resumed run pinned, when given), else None;
-- `async run(sr) -> StepOutcome`.
+- `async run(sr) -> StepOutcome`;
+- optionally `default_budget(workspace) -> BudgetLimits`, for a step with no crew of its
+  own that runs other steps (`pipeline`): its budget when the inputs give none.
 
 Adding a step is one module here, one line in `STEPS`, its name in `vocabulary.StepName`
 and its crew in `crews/` (docs/architecture.md).
@@ -29,6 +31,7 @@ STEPS: dict[str, str] = {
     "dev-plan": "plan",
     "dev-batches": "batches",
     "tasks-repair": "repair",
+    "pipeline": "pipeline",
 }
 
 

@@ -18,6 +18,7 @@ its audit. Resumed roles continue their conversations (from their transcripts).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -77,6 +78,9 @@ async def run_batch(
     limiter = anyio.CapacityLimiter(sr.inputs.concurrency)
     finished: dict[str, Any] = progress["roles"]
     failed_audit: dict[str, Any] | None = progress.pop("audit", None)
+    # A pipeline repaired this batch's roles (mark_repaired): the batch is audited again as
+    # it stands, and no role that ended runs again.
+    repaired = bool(progress.pop("repaired", False))
     results: dict[str, Any] = {}
 
     async def one(role: PlanRole) -> None:
@@ -99,7 +103,10 @@ async def run_batch(
     async with anyio.create_task_group() as tg:
         for role in batch.roles:
             earlier = finished.get(f"{batch.name}/{role.name}")
-            if failed_audit is None and earlier is not None and earlier["status"] == "succeeded":
+            done = repaired or (
+                failed_audit is None and earlier is not None and earlier["status"] == "succeeded"
+            )
+            if earlier is not None and done:
                 results[role.name] = SavedRole(earlier)
             else:
                 tg.start_soon(one, role)
@@ -112,7 +119,7 @@ async def run(sr: StepRun) -> StepOutcome:
     assert plan is not None  # check() loaded it
     variables = {"plan": plan_rel or DEFAULT_PLAN}
     pipeline = sr.pipeline(crew.rule_sets_for("worker", variables))
-    ignore = audit.ignore_list(sr.workspace, sr.run_dir)
+    ignore = audit.ignore_list(sr.workspace, sr.guarded_dir or sr.run_dir)  # a pipeline's too
     build, test = sr.inputs.audit.build, sr.inputs.audit.test
 
     # What an earlier attempt of this run finished (--resume); a fresh run starts clean.
@@ -153,7 +160,7 @@ async def run(sr: StepRun) -> StepOutcome:
                 record = audit.record(batch.name, passed=False, output_tail=str(exc))
                 audits.append(record)
                 sr.events.emit("audit", step=sr.step, **record)
-                return finish(sr, roles, audits=audits, error=step_error(record, []))
+                return finish(sr, roles, audits=audits, error=step_error(record, []), blame=[])
             progress = {"batch": batch.name, "snapshot": before.to_json(), "roles": {}}
         current = None
         git_mode = before.git
@@ -184,7 +191,8 @@ async def run(sr: StepRun) -> StepOutcome:
         if not record["passed"]:
             # A resumed run repeats this batch with the audit's output in each message.
             sr.save_state(current={**progress, "audit": record})
-        return finish(sr, roles, audits=audits, error=step_error(record, failed_roles))
+        error = step_error(record, failed_roles)
+        return finish(sr, roles, audits=audits, error=error, blame=results)
     return finish(sr, roles, audits=audits)
 
 
@@ -204,3 +212,44 @@ def step_error(record: dict[str, Any], failed_roles: list[Any]) -> str | None:
     audit_part = None if record["passed"] else audit_error(record)
     parts = [p for p in (role_failure(failed_roles), audit_part) if p]
     return "; ".join(parts) or None
+
+
+def failed_batch(run_dir: Path, environ: Mapping[str, str] | None = None) -> dict[str, Any] | None:
+    """The batch a failed dev-batches run stopped at, from its state.json (checked against
+    the run's seal, records.py): `{"batch", "roles": {FULL_NAME: role record}, "audit":
+    the failed audit record or None}`; None when it stopped before a batch ran (a pipeline
+    has nothing to repair then)."""
+    from ..records import open_sealed
+
+    _, docs = open_sealed(run_dir, "dev-batches", environ)
+    state = docs["state.json"] if isinstance(docs["state.json"], dict) else {}
+    current = state.get("current")
+    if not isinstance(current, dict) or not isinstance(current.get("batch"), str):
+        return None
+    roles = current.get("roles")
+    return {
+        "batch": current["batch"],
+        "roles": dict(roles) if isinstance(roles, dict) else {},
+        "audit": current.get("audit") if isinstance(current.get("audit"), dict) else None,
+    }
+
+
+def mark_repaired(
+    run_dir: Path, records: dict[str, dict[str, Any]], environ: Mapping[str, str] | None = None
+) -> None:
+    """After a pipeline repaired roles of the batch the run stopped at: each repaired
+    role's record becomes its repair's, and a `--resume` audits the batch again as it
+    stands (against the workspace as it was when the batch first began) without running a
+    role, then goes on with the next batches. state.json is read and written through the
+    run's seal."""
+    from ..records import open_sealed
+
+    sealed, docs = open_sealed(run_dir, "dev-batches", environ)
+    state = docs["state.json"] if isinstance(docs["state.json"], dict) else {}
+    current = state.get("current")
+    if not isinstance(current, dict):
+        raise ValueError(f"{run_dir}: no batch to mark repaired")
+    current["roles"] = {**(current.get("roles") or {}), **records}
+    current["repaired"] = True
+    current.pop("audit", None)
+    sealed.write("state.json", state)

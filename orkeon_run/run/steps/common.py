@@ -173,6 +173,35 @@ def role_failure(results: Sequence[RoleResult]) -> str | None:
     return "; ".join(parts)
 
 
+def refusal_notes(roles: Sequence[Any]) -> list[str]:
+    """`every call of role writer was refused (2 calls; the first by the hook: TEXT)`,
+    for each role whose every call was refused."""
+    notes = []
+    for role in roles:
+        record = role.to_json()
+        first = record.get("all_refused")
+        # A spent budget refuses every call after it, and the error says so already.
+        if isinstance(first, dict) and first.get("stage") != "budget":
+            n = record.get("calls")
+            calls = "1 call" if n == 1 else f"{n} calls"
+            notes.append(
+                f"every call of role {record['name']} was refused ({calls}; the first by "
+                f"{STAGE_WORDS.get(first['stage'], first['stage'])}: {first['text']})"
+            )
+    return notes
+
+
+STAGE_WORDS = {
+    "gate": "the gate",
+    "rules": "the rule set",
+    "roots": "the roots",
+    "workspace": "the workspace check",
+    "hook": "a hook",
+    "budget": "the budget",
+    "invalid": "the call check (an unknown tool or a bad input)",
+}
+
+
 def finish(
     sr: StepRun,
     roles: Sequence[Any],
@@ -180,9 +209,12 @@ def finish(
     artifacts: Mapping[str, str] | None = None,
     audits: Sequence[dict[str, Any]] = (),
     error: str | None = None,
+    blame: Sequence[Any] | None = None,
 ) -> StepOutcome:
     """The step's outcome: budget_exhausted when the ledger is spent, failed when `error`
-    is set or a role did not succeed, else succeeded."""
+    is set or a role did not succeed, else succeeded. The error of a step that did not
+    succeed starts with each role of `blame` (default: `roles`) whose every call was
+    refused."""
     spent = sr.ledger.exhausted
     status: StepStatus
     if spent:
@@ -192,6 +224,11 @@ def finish(
     else:
         error = error or role_failure(roles)
         status = "failed" if error else "succeeded"
+    if status != "succeeded":
+        # Say first what left a role with nothing done, rather than only what came of it
+        # (the writer "did not write the spec" because a hook refused every write).
+        notes = refusal_notes(roles if blame is None else blame)
+        error = "; ".join([*notes, *([error] if error else [])]) or None
     return StepOutcome(
         status=status,
         roles=list(roles),

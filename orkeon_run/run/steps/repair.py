@@ -32,7 +32,7 @@ def check(
 ) -> tuple[Plan, str]:
     """The plan the repair runs: `pinned` (the failed run's, or a resumed repair's own),
     else the one the inputs give."""
-    if inputs.repair is None:
+    if inputs.repair is None or inputs.repair.run is None or inputs.repair.role is None:
         raise InputError('repair: tasks-repair needs {"run": RUN_DIR, "role": "BATCH/ROLE"}')
     plan, rel = pinned if pinned is not None else load_plan(workspace, inputs.plan)
     names = [f"{b.name}/{r.name}" for b in plan.batches for r in b.roles]
@@ -56,7 +56,8 @@ def find_role(plan: Plan, full: str) -> tuple[Any, PlanRole]:
 async def run(sr: StepRun) -> StepOutcome:
     repair, failed = sr.inputs.repair, sr.config.repair
     plan, plan_rel = sr.config.plan, sr.config.plan_rel
-    assert repair is not None and failed is not None and plan is not None  # prepared
+    assert repair is not None and repair.role is not None  # check() made sure
+    assert failed is not None and plan is not None  # prepared
     crew = crew_of(sr)
     try:
         batch, role = find_role(plan, repair.role)
@@ -70,7 +71,7 @@ async def run(sr: StepRun) -> StepOutcome:
     variables["run"] = str(failed.run_dir)
     pipeline = sr.pipeline(crew.rule_sets_for("repairer", {"plan": variables["plan"]}))
     ctx = role_context(sr, repair.role, batch=batch.name, roots=role.roots)
-    ignore = audit.ignore_list(sr.workspace, sr.run_dir)
+    ignore = audit.ignore_list(sr.workspace, sr.guarded_dir or sr.run_dir)  # a pipeline's too
     # The failed run's audit mode, so a role that made the workspace a repository there
     # cannot have this audit read through git.
     git_mode = failed.state.get("audit_git")
