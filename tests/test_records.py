@@ -454,9 +454,8 @@ def test_a_pipeline_keeps_its_plan_and_its_records_from_its_roles(
     ]  # fmt: skip
     assert json.loads((ws / ".orkeon" / "plan.json").read_text()) == wide  # rewritten...
     for step in ("dev-batches", "tasks-repair-1"):  # ...and never used
-        assert state(rd / "steps" / step)["plan"]["content"]["batches"][0]["roles"][0][
-            "roots"
-        ] == ["src/"]
+        pinned = state(rd / "steps" / step)["plan"]["content"]
+        assert pinned["batches"][0]["roles"][0]["roots"] == ["src/"]
         _, outside, own_dir, _ = (c["result"] for c in calls(rd / "steps" / step, "b1/api")[1:])
         assert outside == "[refused: docs/y.md is outside this role's roots (src/)]"
         assert own_dir == "[refused by rule set orkeon: file_write(/records/p1)]"
