@@ -2,9 +2,11 @@
 
 - overhead per call with no hooks: the median of `Pipeline.call` minus the median of calling
   the tool directly (`run_tool` on a call checked once beforehand), for a cheap tool (file_read of a small file); target under
-  100 µs. Measured bare (empty gate, no rule sets, no event file) and as a step runs it
-  (gate and rule-set rules, two of them path patterns the call is matched against, roots,
-  events appended to a real events.jsonl).
+  100 µs. Measured bare (empty gate, no rule sets, no event file), as a step runs it
+  (gate and rule-set rules, two of them path patterns the call is matched against, the
+  built-in rule set `orkeon`, roots, events appended to a real events.jsonl), and the same
+  with the run's secrets redacted (SECRETS values of a CI's environment's size, none of
+  them in the result: the common case, every text searched for each).
 - one native hook `true`: what it adds to a call, against a bare `subprocess.run(["true"])`
   in the same process; target at most 1.5×.
 """
@@ -20,12 +22,14 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from orkeon_run.calls import CallContext, CheckedCall
+from orkeon_run.environ import Redactor
 from orkeon_run.events import EventLog, NullLog
 from orkeon_run.hooks import NO_HOOKS
 from orkeon_run.hooks.native import NativeHook, NativeHooks, run_hook
 from orkeon_run.ledger import BudgetLimits, Ledger
 from orkeon_run.pipeline import Pipeline, check_call
 from orkeon_run.policy.gate import Gate
+from orkeon_run.policy.guards import guard
 from orkeon_run.policy.programs import ShellRules
 from orkeon_run.policy.rules import RuleSet
 from orkeon_run.tools import ToolEnv, run_tool
@@ -52,18 +56,31 @@ async def interleaved(fns: dict[str, Timed], repeat: int) -> dict[str, float]:
     return {name: statistics.median(v) for name, v in samples.items()}
 
 
-def pipeline(ws: Path, *, realistic: bool, hooks: list[NativeHook] | None = None) -> Pipeline:
+SECRETS = 20
+
+
+def pipeline(
+    ws: Path,
+    *,
+    realistic: bool,
+    hooks: list[NativeHook] | None = None,
+    redactor: Redactor | None = None,
+) -> Pipeline:
     rules = ShellRules()
+    events = EventLog(ws.parent / "events.jsonl", redactor=redactor) if realistic else NullLog()
     return Pipeline(
         workspace=ws,
         step="dev-batches",
         ledger=Ledger(BudgetLimits(seconds=None)),
-        events=EventLog(ws.parent / "events.jsonl") if realistic else NullLog(),
+        events=events,
         tool_env=ToolEnv(workspace=ws, shell_rules=rules),
         gate=Gate(deny=["Bash(git push *)", "Write(secrets/**)", "Read(**/.env)"])
         if realistic
         else Gate(),
-        rule_sets=[RuleSet.parse("crew", allow=["Read(src/**)", "Write(src/**)", "Bash(git *)"])]
+        rule_sets=[
+            guard(".orkeon/runs/r1"),
+            RuleSet.parse("crew", allow=["Read(src/**)", "Write(src/**)", "Bash(git *)"]),
+        ]
         if realistic
         else [],
         hooks=NativeHooks(hooks, workspace=ws, program_rules=rules) if hooks else NO_HOOKS,
@@ -76,6 +93,8 @@ async def measure(ws: Path) -> None:
                       roots=("src/api/",))  # fmt: skip
     bare = pipeline(ws, realistic=False)
     real = pipeline(ws, realistic=True)
+    secrets = [f"ghs_{i:02d}{'x' * 36}" for i in range(SECRETS)]
+    redacted = pipeline(ws, realistic=True, redactor=Redactor(secrets))
 
     checked = check_call(ws, "file_read", READ)
     assert isinstance(checked, CheckedCall)
@@ -99,10 +118,12 @@ async def measure(ws: Path) -> None:
             "direct": direct,
             "bare": lambda: bare.call(ctx, "file_read", READ, "id"),
             "real": lambda: real.call(ctx, "file_read", READ, "id"),
+            "redacted": lambda: redacted.call(ctx, "file_read", READ, "id"),
         },
         CALLS,
     )
     t_direct, t_bare, t_real = calls["direct"], calls["bare"], calls["real"]
+    t_redacted = calls["redacted"]
     hooks = await interleaved(
         {
             "true": true,
@@ -118,10 +139,14 @@ async def measure(ws: Path) -> None:
     us = 1e6
     header()
     for name, t in (("pipeline overhead, no hooks (bare)", t_bare),
-                    ("pipeline overhead, no hooks (rules+events)", t_real)):  # fmt: skip
+                    ("pipeline overhead, no hooks (rules+events)", t_real),
+                    (f"pipeline overhead, no hooks (+{SECRETS} secrets)",
+                     t_redacted)):  # fmt: skip
         over = (t - t_direct) * us
         row(name, f"{over:.1f} µs", f"{t_direct * us:.1f} µs", None, "< 100 µs", over < 100)
     added = t_hooked - t_bare2
+    row("redaction's share of a call (20 secrets)", f"{(t_redacted - t_real) * us:.1f} µs",
+        f"{t_real * us:.1f} µs", None, "", None)  # fmt: skip
     row('one native hook "true", added to a call', f"{added * 1000:.3f} ms",
         f"{t_true * 1000:.3f} ms", added / t_true, "≤ 1.5×", added / t_true <= 1.5)  # fmt: skip
     row('run_hook("true") alone', f"{t_run_hook * 1000:.3f} ms", f"{t_true * 1000:.3f} ms",

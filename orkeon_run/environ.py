@@ -1,8 +1,11 @@
-"""The environment orkeon hands to the programs it starts.
+"""The environment orkeon hands to the programs it starts, and the secrets it keeps out of
+the run's records.
 
 The model's key must never reach a program the model can steer: the shell tool, native
 hooks, settings-shape hooks, and the audit's build and tests (whose output a repair role
 reads). Credential-like variables are removed too wherever the model's own commands run.
+What a program prints anyway (a secret kept in a file, a build that echoes a token) is
+redacted where the run writes it and before the model reads it (`Redactor`).
 """
 
 from __future__ import annotations
@@ -11,13 +14,15 @@ import os
 import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
+from typing import Any
 
 # The OrbCode page's rule for what looks like a credential.
 CREDENTIAL_NAME = re.compile(
     r"(?:^|_)(TOKEN|KEY|SECRET|PASSWORD|PASSWD|CREDENTIAL|PRIVATE_KEY)(?:$|_)", re.IGNORECASE
 )
-# orkeon's own variables: where trust is recorded, and the switch that grants it.
-OWN_VARS = ("ORKEON_CONFIG_DIR", "ORKEON_TRUST_PROJECT_HOOKS")
+# orkeon's own variables: where trust and the runs' seals are recorded, and the switch
+# that grants trust.
+OWN_VARS = ("ORKEON_CONFIG_DIR", "ORKEON_TRUST_PROJECT_HOOKS", "ORKEON_SEALS_DIR")
 # GitHub Actions' command files: a program the model steers that appended to one would set
 # the step's outputs and summary, or the environment and PATH of the job's later steps.
 CI_FILE_VARS = ("GITHUB_ENV", "GITHUB_PATH", "GITHUB_OUTPUT", "GITHUB_STATE", "GITHUB_STEP_SUMMARY")
@@ -65,3 +70,94 @@ def config_dir(environ: Mapping[str, str] | None = None) -> Path:
         # internal error, exit 1); the shell's way is to keep the text as it is.
         return Path(os.path.expanduser(given))
     return Path.home() / ".config" / "orkeon"
+
+
+# --- secrets out of the records -----------------------------------------------------------
+
+REDACTED = "[redacted]"
+# Shorter values are not redacted: a 3-character "secret" (`abc`, `true`, `none`) would
+# blank every occurrence of that text in the run's records. A real key or token is longer.
+MIN_SECRET_CHARS = 8
+
+
+class Redactor:
+    """Replaces the values of secrets by `[redacted]`: the model's key and every
+    credential-like variable (CREDENTIAL_NAME) of the environment the run started with,
+    each of at least MIN_SECRET_CHARS characters (and each such line of a value that spans
+    lines, such as a private key). Exact occurrences only: an encoded form (base64, URL
+    quoting) is not found.
+
+    Cheap when there is nothing to replace: a text is searched once per secret (`in`), and
+    nothing is copied or rebuilt unless a secret is found."""
+
+    __slots__ = ("_escaped", "_needles")
+
+    def __init__(self, values: Iterable[str] = ()) -> None:
+        import json
+
+        needles: set[str] = set()
+        for value in values:
+            if len(value) >= MIN_SECRET_CHARS:
+                needles.add(value)
+            if "\n" in value:
+                needles.update(
+                    line.strip()
+                    for line in value.splitlines()
+                    if len(line.strip()) >= MIN_SECRET_CHARS
+                )
+        # Longest first: a secret that holds another is replaced whole.
+        self._needles = tuple(sorted(needles, key=lambda n: (-len(n), n)))
+        # Inside JSON text a secret appears as its string escape (`"` as `\\"`); escaping
+        # is per character, so the escape of a secret is a substring of its container's.
+        escaped = {json.dumps(n, ensure_ascii=False)[1:-1] for n in self._needles}
+        self._escaped = tuple(sorted(escaped, key=lambda n: (-len(n), n)))
+
+    @classmethod
+    def from_environ(
+        cls, environ: Mapping[str, str] | None = None, key_env: str | None = None
+    ) -> Redactor:
+        """The secrets of `environ` (default: orkeon's): the value of `key_env` (the
+        model's key variable) and of every variable whose name looks like a credential."""
+        env = os.environ if environ is None else environ
+        values = [v for k, v in env.items() if CREDENTIAL_NAME.search(k)]
+        if key_env and env.get(key_env):
+            values.append(env[key_env])
+        return cls(values)
+
+    def __bool__(self) -> bool:
+        return bool(self._needles)
+
+    @property
+    def secrets(self) -> tuple[str, ...]:
+        """What is redacted, longest first."""
+        return self._needles
+
+    def text(self, text: str) -> str:
+        """`text` with every secret replaced; the same object when none is in it."""
+        for needle in self._needles:
+            if needle in text:
+                text = text.replace(needle, REDACTED)
+        return text
+
+    def json_text(self, text: str) -> str:
+        """JSON text with every secret in its strings replaced; the same object when none
+        is in it."""
+        for needle in self._escaped:
+            if needle in text:
+                text = text.replace(needle, REDACTED)
+        return text
+
+    def value(self, value: Any) -> Any:
+        """A JSON-like value (str, list, dict, numbers) with every secret in its strings
+        replaced; the same object when none is in it."""
+        if not self._needles:
+            return value
+        if isinstance(value, str):
+            return self.text(value)
+        if isinstance(value, (dict, list)):
+            import json
+
+            text = json.dumps(value, ensure_ascii=False, default=str)
+            redacted = self.json_text(text)
+            return value if redacted is text else json.loads(redacted)
+        return value

@@ -6,7 +6,9 @@
     ├── StepFailed                   exit 1: a role, the audit or a plan check failed
     ├── ProviderError                exit 1: the model provider failed (auth, parse, retries spent)
     ├── BudgetExhausted              exit 3: carries which budget ran out
-    └── Interrupted                  exit 130: SIGINT/SIGTERM
+    ├── Interrupted                  exit 130: SIGINT/SIGTERM
+    └── RecordsError                 exit 1: the run could not write its records (a full
+                                     disk, a read-only folder); the run ends "error"
 
 Control-flow exceptions carry their payload (`BudgetExhausted.which`) and are caught in
 one place: the step runner turns them into a result document, `exit_code_for` into an int.
@@ -60,6 +62,24 @@ class BudgetExhausted(OrkeonError):
 class Interrupted(OrkeonError):
     exit_code = EXIT_INTERRUPTED
     status = "interrupted"
+
+
+class RecordsError(OrkeonError):
+    """A record of the run (events.jsonl, a transcript, state.json, result.json, the
+    run's seal) could not be written: the run cannot go on keeping its records, so it
+    stops with status "error" and this message (`no space left on device while writing
+    PATH`)."""
+
+    @classmethod
+    def writing(cls, path: object, exc: OSError) -> RecordsError:
+        return cls(f"{os_reason(exc)} while writing {path}")
+
+
+def os_reason(exc: OSError) -> str:
+    """`No space left on device` -> `no space left on device`: the OS's words, as a
+    clause."""
+    text = exc.strerror or str(exc) or type(exc).__name__
+    return text[:1].lower() + text[1:]
 
 
 def exit_code_for(exc: BaseException) -> int:

@@ -18,6 +18,9 @@ import sys
 from typing import Any
 
 _configured = False
+# The secrets of the runs in this process (environ.Redactor), redacted from every line.
+_secrets: set[str] = set()
+_redactor: Any = None
 
 
 def _threshold(level: str | None = None) -> int:
@@ -85,6 +88,12 @@ class Logger:
     def _emit(self, level: int, method: str, event: str, fields: dict[str, Any]) -> None:
         if level < _threshold():
             return
+        if _redactor is not None:
+            event = _redactor.text(event)
+            fields = {
+                k: _redactor.value(v) if isinstance(v, (str, list, dict)) else v
+                for k, v in fields.items()
+            }
         import structlog
 
         if not _configured:
@@ -102,6 +111,18 @@ class Logger:
 
     def error(self, event: str, **fields: Any) -> None:
         self._emit(logging.ERROR, "error", event, fields)
+
+
+def redact(secrets: Any) -> None:
+    """From now on, log lines have these values (a run's secrets, environ.Redactor's
+    `secrets`) replaced by `[redacted]`, with those of the runs before in this process."""
+    global _redactor
+    new = set(secrets) - _secrets
+    if new:
+        from .environ import Redactor
+
+        _secrets.update(new)
+        _redactor = Redactor(_secrets)
 
 
 def get(name: str = "orkeon") -> Logger:

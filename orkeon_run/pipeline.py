@@ -28,6 +28,9 @@ refuses ends the call, and what the model reads is fixed (docs/hooks.md, docs/to
                  (`Hooks.session_env`: SessionStart's CLAUDE_ENV_FILE)
  9. post-tool hooks (`hooks.Hooks.post_tool`), on the input that ran.
 
+What the model reads (the result, a refusal's text) has the run's secrets redacted
+(`events.redactor`, environ.Redactor), and so has the call's event.
+
 With any line the hooks add, the result becomes text (`RESULT.rstrip("\\n")` + a newline +
 the lines; a non-text result first as compact one-line JSON); with none it is left exactly
 as the tool returned it.
@@ -192,6 +195,10 @@ class Pipeline:
             target=call_target(tool, input),
         )
         out = await self._call(ctx, tool, input, call_id)
+        if self.events.redactor is not None:
+            # What the model reads: a command that printed a secret, a hook that echoed
+            # one, gets it as `[redacted]` (environ.Redactor).
+            out.result = self.events.redactor.value(out.result)
         self.events.emit(
             "tool.call",
             step=self.step,

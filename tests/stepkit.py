@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from orkeon_run.run import runner
+from orkeon_run.run.records import open_sealed
 
 DATA = Path(__file__).parent / "data" / "steps"
 GIT_ENV = {
@@ -99,6 +100,14 @@ def user_messages(run_dir: Path, role: str) -> list[str]:
 
 def state(run_dir: Path) -> dict[str, Any]:
     return json.loads((run_dir / "state.json").read_text())
+
+
+def rewrite_record(ws: Path, run_dir: Path, name: str, doc: Any) -> None:
+    """Rewrite RUN_DIR/NAME as orkeon itself writes it, sealed (run/records.py): how a test
+    stands for a run killed at the point that record describes. A record changed any other
+    way is refused by --resume and tasks-repair."""
+    records, _ = open_sealed(run_dir, "test", environ(ws.parent))
+    records.write(name, doc)
 
 
 def role_status(result: dict[str, Any]) -> dict[str, str]:

@@ -149,6 +149,7 @@ def test_inputs_from_stdin_and_an_explicit_run_dir(tmp_path):
     assert sorted(p.name for p in rd.iterdir()) == [
         "events.jsonl",
         "inputs.json",
+        "lock",
         "result.json",
         "state.json",
         "transcripts",

@@ -17,6 +17,7 @@ from jobkit import ORKEON, environ, make_list, orkeon, scripted, write
 
 from orkeon_run.cli import run_cli
 from orkeon_run.jobs.shards import shard_of
+from orkeon_run.run.records import RunRecords
 
 SPEC = {"request": "r", **scripted({"writer": [{"tool_calls": [write(".orkeon/spec.md", "s")]}]})}
 
@@ -38,7 +39,7 @@ def folders(root: Path, *ids: str) -> None:
         (root / f"w-{i}").mkdir()
 
 
-def test_validate_names_every_problem_by_line_and_field(tmp_path, capsys):
+def test_validate_names_every_problem_by_line_and_field(tmp_path, capsys, monkeypatch):
     folders(tmp_path, "a", "c", "e", "g", "h", "i")
     (tmp_path / "other.json").write_text(json.dumps({"request": "r", "colour": "red"}))
     git = {"git": "https://example.invalid/r.git", "ref": "--upload-pack=touch /tmp/x"}
@@ -98,7 +99,11 @@ def test_validate_names_every_problem_by_line_and_field(tmp_path, capsys):
     failed = tmp_path / "failed-run"
     failed.mkdir()
     plan = {"batches": [{"name": "b1", "roles": [{"name": "api", "roots": ["src/"], "task": "t"}]}]}
-    (failed / "inputs.json").write_text(json.dumps({"plan": plan}))
+    # Written as a run writes them, sealed (run/records.py): a repair reads nothing else.
+    monkeypatch.setenv("ORKEON_CONFIG_DIR", str(tmp_path / "config"))
+    records = RunRecords.create(failed, "20260101-000000-abcdef")
+    records.write("inputs.json", {"plan": plan})
+    records.write("state.json", {"run_id": "20260101-000000-abcdef", "step": "dev-batches"})
     repair = {"repair": {"run": str(failed), "role": "b1/api"}}
     jobs.write_text(
         lines[0]
@@ -224,8 +229,9 @@ def test_the_kubernetes_manifest_runs_shard_index_plus_one_in_each_pod(tmp_path,
         assert pod_proc.returncode == 0, err
     ids = [json.loads(line)["id"] for line in jobs.read_text().splitlines()]
     for i in range(1, 4):
-        ran = sorted(p.name for p in (tmp_path / "out" / f"shard-{i}").iterdir())
-        assert ran == [j for j in ids if shard_of(j, 3) == i]
+        folders = sorted(p.name for p in (tmp_path / "out" / f"shard-{i}").iterdir())
+        ran = [j for j in ids if shard_of(j, 3) == i]
+        assert folders == (["_seals", *ran] if ran else [])  # the runs' seals beside them
 
 
 def test_merge_renders_markdown_html_and_junit_with_what_runs_wrote_escaped(tmp_path, capsys):

@@ -225,13 +225,15 @@ def test_a_redacted_env_value_must_be_given_again_on_resume(ws: Path, tmp_path: 
 
     env = environ(tmp_path)
     with pytest.raises(InputError) as caught:
-        prepare(resume_document(rd, None), step=None, environ=env)
+        prepare(resume_document(rd, saved, None), step=None, environ=env)
     assert caught.value.problems == [
         "mcp_servers.local.env.DB_URL: the saved inputs hold [redacted] here (the value was "
         "written out, not as ${VAR}); give mcp_servers again in --inputs"
     ]
-    again = prepare(resume_document(rd, {"mcp_servers": {"local": local}}), step=None, environ=env)
+    again = prepare(
+        resume_document(rd, saved, {"mcp_servers": {"local": local}}), step=None, environ=env
+    )
     assert again.mcp_servers["local"].env["DB_URL"] == "postgres://app:hunter2@db/app"
     # A repair takes the failed run's servers unless given again.
-    repair = repair_document({"repair": {"run": str(rd), "role": "b1/x"}})
+    repair = repair_document({"repair": {"run": str(rd), "role": "b1/x"}}, env)
     assert repair["mcp_servers"] == saved["mcp_servers"]

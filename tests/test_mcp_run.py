@@ -300,10 +300,12 @@ def test_an_http_server_and_what_the_run_directory_keeps_of_the_secrets(
         doc = scripted(script, request="r", mcp_servers={"web": web, "local": local})
         result = run_step("dev-spec", doc, ws, run_dir=rd)
     assert result["status"] == "succeeded", result["error"]
+    # The server got the value of ${WEB_TOKEN}; WEB_TOKEN names a credential, so what the
+    # model reads of it (and the records) has it redacted (docs/security.md).
     assert [c["result"] for c in calls(rd, "analyst")] == [
         "over http",
         "'hunter2'",
-        "'s3cret-value'",
+        "'[redacted]'",
         "None",
     ]
     web_events = [e for e in events(rd, "mcp.server") if e["server"] == "web"]

@@ -12,6 +12,7 @@ from stepkit import (
     calls,
     events,
     make_workspace,
+    rewrite_record,
     role_status,
     run_step,
     scripted,
@@ -283,7 +284,7 @@ def test_a_git_step_resumed_without_its_repository_fails_its_audit(tmp_path: Pat
     # Killed between batches: b2 starts afresh and cannot take a git snapshot.
     saved = json.loads((rd / "state.json").read_text())
     del saved["current"]
-    (rd / "state.json").write_text(json.dumps(saved))
+    rewrite_record(ws, rd, "state.json", saved)
     third = run_step("dev-batches", None, ws, resume_dir=rd)
     assert (third["status"], third["exit_code"]) == ("failed", 1)
     assert third["error"] == (

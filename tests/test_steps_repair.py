@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from stepkit import calls, make_workspace, role_status, run_step, scripted, shell, write
+from stepkit import calls, environ, make_workspace, role_status, run_step, scripted, shell, write
 
 from orkeon_run.errors import InputError
 from orkeon_run.run.prepare import repair_document
@@ -123,7 +123,7 @@ def test_shell_settings_come_from_the_failed_run(tmp_path: Path) -> None:
 def test_repair_document_takes_plan_audit_and_shell_from_the_run(tmp_path: Path) -> None:
     _, first = failed_batches_run(tmp_path)
     doc = {"repair": {"run": str(first), "role": "b1/api"}, "audit": {"test": None}}
-    merged = repair_document(doc)
+    merged = repair_document(doc, environ(tmp_path))
     assert merged["plan"] == PLAN
     assert merged["audit"] == {"test": None}  # given again: kept
     assert merged["shell"] == {"allow_interpreters": True}

@@ -88,7 +88,8 @@ class Agent:
         self._tools_chars = sum(
             len(t.name) + len(t.description) + len(json.dumps(t.input_schema)) for t in self.tools
         )
-        self.transcript = TranscriptWriter(transcript_path, spec.name, claude_transcript)
+        redactor = events.redactor  # the run's secrets, out of the transcripts
+        self.transcript = TranscriptWriter(transcript_path, spec.name, claude_transcript, redactor)
         self.messages: list[Message] = []
         self._scanned = compaction.Scanned()
         self._removed = compaction.Removed()
@@ -323,9 +324,10 @@ class Agent:
     # --- conversation ------------------------------------------------------------------
 
     def _add(self, message: Message, direction: str = "sent", **extra: Any) -> None:
+        # As recorded: a user message (a hook's context) with the run's secrets redacted.
+        message = self.transcript.message(direction, message, **extra)  # type: ignore[arg-type]
         self.messages.append(message)
         self._chars += message_chars(message)
-        self.transcript.message(direction, message, **extra)  # type: ignore[arg-type]
 
     def _start_conversation(self) -> None:
         system = Message("system", self.spec.system_prompt)

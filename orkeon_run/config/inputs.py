@@ -1,17 +1,16 @@
 """The `--inputs` document (INTERFACE section 2) as frozen pydantic models.
 
-`load_document` reads SRC (inline JSON, `@PATH`, or `-`); `parse_inputs` validates it and
-turns every problem into one line that names the field path (`hooks[1].command: ...`).
+`load_document` (documents.py) reads SRC (inline JSON, `@PATH`, or `-`) within its limits;
+`parse_inputs` validates it and turns every problem into one line that names the field
+path (`hooks[1].command: ...`).
 Checks that need the file system (settings files, script files, the plan file, key
 variables) live in `prepare.py`, which `orkeon validate` and `orkeon run` both call.
 """
 
 from __future__ import annotations
 
-import os
 import re
-import sys
-from pathlib import Path, PurePosixPath
+from pathlib import PurePosixPath
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -25,9 +24,10 @@ from pydantic import (
 )
 
 from ..errors import InputError
-from ..jsonio import loads_strict
 from ..ledger import BudgetLimits
 from ..policy.words import CommandRefused, split_command
+from .documents import MAX_DOCUMENT_BYTES as MAX_DOCUMENT_BYTES  # re-exported
+from .documents import load_document as load_document  # re-exported
 from .mcp import McpServers
 
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
@@ -86,18 +86,28 @@ class ScriptedModel(_ModelCommon):
     script: Script | str = Field(default_factory=dict)
 
 
+def _env_name(name: str) -> str:
+    # An empty name passed validation and ended `orkeon run` with an internal error.
+    if not name or "=" in name or "\x00" in name:
+        raise ValueError("must name an environment variable (not empty, no '=')")
+    return name
+
+
+EnvName = Annotated[str, AfterValidator(_env_name)]
+
+
 class OpenAIModel(_ModelCommon):
     provider: Literal["openai"]
     model: str
     base_url: str | None = None
-    api_key_env: str = "OPENAI_API_KEY"
+    api_key_env: EnvName = "OPENAI_API_KEY"
 
 
 class AnthropicModel(_ModelCommon):
     provider: Literal["anthropic"]
     model: str
     base_url: str | None = None
-    api_key_env: str = "ANTHROPIC_API_KEY"
+    api_key_env: EnvName = "ANTHROPIC_API_KEY"
 
 
 ModelConfig = Annotated[
@@ -326,31 +336,6 @@ def error_lines(exc: ValidationError, prefix: str = "") -> list[str]:
             continue
         lines.add(f"{path}: {msg}")
     return sorted(lines)
-
-
-def load_document(src: str, what: str = "inputs") -> Any:
-    """Read SRC: inline JSON, `@PATH`, or `-` for standard input."""
-    if src == "-":
-        text = sys.stdin.read()
-        origin = f"{what} (stdin)"
-    elif src.startswith("@"):
-        # os.path.expanduser: Path.expanduser raises RuntimeError for an unknown ~user (an
-        # internal error, exit 1); the shell's way is to keep the text as it is.
-        path = Path(os.path.expanduser(src[1:]))
-        try:
-            text = path.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            raise InputError(f"{what}: no such file: {path}") from None
-        except (OSError, UnicodeDecodeError) as exc:
-            raise InputError(f"{what}: cannot read {path}: {exc}") from None
-        origin = f"{what} ({path})"
-    else:
-        text = src
-        origin = what
-    try:
-        return loads_strict(text)
-    except ValueError as exc:  # JSONDecodeError, or a number JSON does not have
-        raise InputError(f"{origin}: not JSON: {exc}") from None
 
 
 def parse_inputs(doc: Any) -> Inputs:

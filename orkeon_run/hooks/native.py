@@ -10,6 +10,10 @@ gate does not check it. `stop` hooks are stored and listed, never run.
 Only the pipeline runs these (and `orkeon hooks check`, by hand): orkeon's own commands
 (the audit's git, build and tests) and a tool's inner work never reach a hook.
 
+A hook also gets the call in its environment, so a guard can see a path `{path}` cannot
+show: `ORKEON_HOOK_PATH` (the path argument exactly as the model wrote it, also where
+`{path}` is `-`; empty for a call without one), `ORKEON_HOOK_TOOL`, `ORKEON_HOOK_EVENT`.
+
 Where INTERFACE section 4 leaves a choice:
 - LINE is the first non-blank line, error output first, cut to 1000 characters (`…` marks
   a cut); a hook that printed nothing reads `exited CODE: (no output)`.
@@ -21,6 +25,7 @@ Where INTERFACE section 4 leaves a choice:
 
 from __future__ import annotations
 
+import os
 import re
 import time
 from collections.abc import Mapping, Sequence
@@ -108,6 +113,18 @@ def _split_template(command: str) -> tuple[str, ...]:
     return tuple(split_command(command))
 
 
+def hook_environ(
+    env: Mapping[str, str] | None, tool: str, event: str, path: object
+) -> dict[str, str]:
+    """`env` (None: orkeon's own) with the call: ORKEON_HOOK_PATH (the path as written;
+    "" without one), ORKEON_HOOK_TOOL, ORKEON_HOOK_EVENT."""
+    out = dict(os.environ if env is None else env)
+    out["ORKEON_HOOK_PATH"] = path if isinstance(path, str) else ""
+    out["ORKEON_HOOK_TOOL"] = tool
+    out["ORKEON_HOOK_EVENT"] = event
+    return out
+
+
 @dataclass
 class NativeRun:
     """One run of a native hook: its event record and, when it failed, the line the model
@@ -165,7 +182,9 @@ async def run_hook(
     if refused is not None:
         return cannot_run(refused, time.monotonic() - started)
 
-    res = await proc.arun(argv, cwd=workspace, timeout=limit, env=env)
+    res = await proc.arun(
+        argv, cwd=workspace, timeout=limit, env=hook_environ(env, tool, hook.event, path)
+    )
     if res.error is not None:
         return cannot_run(res.error, res.seconds)
     first = _cut(res.first_line())

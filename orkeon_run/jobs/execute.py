@@ -132,6 +132,7 @@ async def _run_job(job: Job, out: Path, shard: str, stop: anyio.Event) -> None:
             run_dir=None if resume else str(jd),
             resume_dir=str(jd) if resume else None,
             stream=None,
+            environ=_with_seals(out),
             watch_signals=False,
             stop=stop,
         )
@@ -155,6 +156,20 @@ async def _run_job(job: Job, out: Path, shard: str, stop: anyio.Event) -> None:
         f"job {job.id}: {row['status']} ({row['calls']} calls, {row['refused']} refused, "
         f"{row['seconds']:.2f} s, {usd}) {jd}{why}"
     )
+
+
+def _with_seals(out: Path) -> dict[str, str]:
+    """orkeon's environment, the runs' seals kept in OUT/_seals (unless ORKEON_SEALS_DIR
+    says where): with the job folders, so a shard run again elsewhere (another pod on the
+    same volume, a CI job that restored OUT) can resume them (docs/security.md). No job id
+    starts with `_`, and the folder is not hidden (upload-artifact skips hidden ones)."""
+    import os
+
+    from ..run.records import SEALS_VAR
+
+    env = dict(os.environ)
+    env.setdefault(SEALS_VAR, str(out.resolve() / "_seals"))
+    return env
 
 
 def _not_started(jd: Path, job: Job, error: str) -> None:

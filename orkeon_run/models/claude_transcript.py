@@ -6,7 +6,9 @@ model going until it prints a promise), `tool_use` blocks for what it ran. orkeo
 transcript (transcript.py) has its own shape, so a role that has settings-shape hooks also
 gets this file, `RUN_DIR/claude-transcripts/ROLE.jsonl`, written as the conversation
 grows: each line is one `os.write` on an `O_APPEND` descriptor, so a hook started after a
-message joined the conversation reads it (nothing is buffered).
+message joined the conversation reads it (nothing is buffered). A line the disk cut short
+is taken back (jsonio.append_line), and the run's secrets are redacted, as in orkeon's
+own transcript.
 
 One JSON object a line, compact (`"role":"assistant"` greps as it does in Claude Code's):
 
@@ -43,7 +45,9 @@ from pathlib import Path
 from typing import Any
 
 from ..catalog import claude_name
-from ..jsonio import utf8_line
+from ..environ import Redactor
+from ..errors import RecordsError
+from ..jsonio import append_line, utf8_line
 from .base import Message
 
 # jsonio.dumps's settings, in one encoder made once (a line's largest cost is encoding).
@@ -78,8 +82,18 @@ class _Ids:
 
 
 class ClaudeTranscript:
-    def __init__(self, path: Path, *, session_id: str, cwd: str, version: str) -> None:
+    def __init__(
+        self,
+        path: Path,
+        *,
+        session_id: str,
+        cwd: str,
+        version: str,
+        redactor: Redactor | None = None,
+    ) -> None:
+        """`redactor`: the run's secrets, redacted from every line (environ.Redactor)."""
         self.path = path
+        self.redactor = redactor if redactor else None
         self._common = {
             "isSidechain": False,
             "userType": "external",
@@ -97,13 +111,17 @@ class ClaudeTranscript:
         """(Re)create the file with `messages` (a resumed conversation; none for a new one),
         so that it exists, empty or not, before the first hook runs."""
         self.close()
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND, 0o644)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND
+            self._fd = os.open(self.path, flags, 0o644)
+        except OSError as exc:
+            raise RecordsError.writing(self.path, exc) from None
         self._last = None
         self._ids = _Ids()
         lines = [line for m in messages if (line := self._line(m)) is not None]
         if lines:
-            os.write(self._fd, b"".join(lines))
+            self._write(b"".join(lines))
 
     def add(self, message: Message, usage: dict[str, int] | None = None, model: str = "") -> None:
         line = self._line(message, usage, model)
@@ -132,10 +150,20 @@ class ClaudeTranscript:
     # --- lines -------------------------------------------------------------------------
 
     def _write(self, line: bytes) -> None:
+        """Whole lines or nothing (jsonio.append_line), secrets redacted; RecordsError when
+        the disk refuses."""
         if self._fd is None:
             self.start([])
         assert self._fd is not None
-        os.write(self._fd, line)
+        if self.redactor is not None:
+            text = line.decode("utf-8")
+            redacted = self.redactor.json_text(text)
+            if redacted is not text:
+                line = redacted.encode("utf-8")
+        try:
+            append_line(self._fd, line)
+        except OSError as exc:
+            raise RecordsError.writing(self.path, exc) from None
 
     def _record(self, record: dict[str, Any]) -> bytes:
         self._last = record["uuid"] = self._ids.next()

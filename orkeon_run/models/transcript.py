@@ -7,7 +7,8 @@ before the request that carries them) or `"received"` (the model's answers, with
 A `"compacted"` line records a compaction (what the model was sent from then on is the
 shortened form, some old exchanges perhaps removed; the transcript keeps every message in
 full, as first sent). Each line is one `write()` on an
-`O_APPEND` descriptor, so a killed run leaves every finished line whole.
+`O_APPEND` descriptor, so a killed run leaves every finished line whole; a line the disk
+cut short is taken back (`jsonio.append_line`). Secrets are redacted from every line.
 
 The agent loop writes transcripts; `load_conversation` reloads one on resume, and
 `replay_script` turns one (or a directory of them) into a scripted-model script.
@@ -18,10 +19,13 @@ from __future__ import annotations
 import json
 import os
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from ..jsonio import utf8_line
+from ..environ import Redactor
+from ..errors import RecordsError
+from ..jsonio import append_line, utf8_line
 from .base import Message
 
 if TYPE_CHECKING:
@@ -35,13 +39,22 @@ def _dumps(obj: Any) -> str:
 
 
 class TranscriptWriter:
-    """`mirror`, when given, gets every message and compaction too, in Claude Code's shape
+    """Appends a role's lines, each whole or not at all (`jsonio.append_line`), secrets
+    redacted (`redactor`); a line the disk cannot take raises RecordsError. `mirror`, when
+    given, gets every message and compaction too, in Claude Code's shape
     (claude_transcript.py: the file settings-shape hooks read)."""
 
-    def __init__(self, path: Path, agent: str, mirror: ClaudeTranscript | None = None) -> None:
+    def __init__(
+        self,
+        path: Path,
+        agent: str,
+        mirror: ClaudeTranscript | None = None,
+        redactor: Redactor | None = None,
+    ) -> None:
         self.path = path
         self.agent = agent
         self.mirror = mirror
+        self.redactor = redactor if redactor else None
         self._fd: int | None = None
 
     def _open(self) -> int:
@@ -50,20 +63,37 @@ class TranscriptWriter:
             self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
         return self._fd
 
+    def _write(self, line: dict[str, Any]) -> None:
+        text = _dumps(line)
+        if self.redactor is not None:
+            text = self.redactor.json_text(text)
+        try:
+            append_line(self._open(), utf8_line(text + "\n"))
+        except OSError as exc:
+            raise RecordsError.writing(self.path, exc) from None
+
     def message(
         self, direction: Direction, message: Message, *, model: str = "", **extra: Any
-    ) -> None:
-        """`model`, the model's name, goes to the mirror only."""
+    ) -> Message:
+        """Record `message`; return it as recorded: a user message (a task, a hook's
+        context, a repair message) with the run's secrets redacted, which is what the model
+        is then sent. `model`, the model's name, goes to the mirror only."""
+        if self.redactor is not None and message.role == "user":
+            content = self.redactor.text(message.content)
+            if content is not message.content:
+                message = replace(message, content=content)
         line = {"ts": round(time.time(), 6), "agent": self.agent, "direction": direction}
         line.update(message.to_json())
         line.update(extra)
-        os.write(self._open(), utf8_line(_dumps(line) + "\n"))
+        self._write(line)
         if self.mirror is not None:
             self.mirror.add(message, extra.get("usage"), model)
+        return message
 
     def note(self, direction: str, **fields: Any) -> None:
-        line = {"ts": round(time.time(), 6), "agent": self.agent, "direction": direction, **fields}
-        os.write(self._open(), utf8_line(_dumps(line) + "\n"))
+        self._write(
+            {"ts": round(time.time(), 6), "agent": self.agent, "direction": direction, **fields}
+        )
         if self.mirror is not None and direction == "compacted":
             self.mirror.compacted(int(fields.get("tokens_before") or 0))
 

@@ -5,19 +5,23 @@
   one), "off" (`"sandbox": "off"`: unconfined, said once on stderr) or "unavailable"
   ("auto" and it cannot: every shell call is refused with the reason, and the audit's
   build and test do not run);
-- the audit's git, found by absolute path outside the workspace before any role runs;
-- once the run directory is known (`with_run_dir`), the step's `SandboxPolicy`, which the
-  shell tool narrows to each calling role's roots.
+- the audit's git, found by absolute path outside the workspace before any role runs.
+
+The step (run/context.py `StepRun`) makes from it, with the run directory (a pipeline's
+own, for its steps) to hide: the role's `SandboxPolicy`, which the shell tool narrows to
+each calling role's roots; the audit's git and its build and test (`audit_git`,
+`audit_commands`).
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal, ParamSpec, TypeVar
 
 if TYPE_CHECKING:
     from ..config.inputs import Inputs
@@ -25,15 +29,16 @@ if TYPE_CHECKING:
     from .audit import AuditGit, Commands
 
 SandboxState = Literal["on", "off", "unavailable"]
+_said: set[str] = set()  # the reasons `announce` gave
+P = ParamSpec("P")
+R = TypeVar("R")
 
 
 @dataclass(frozen=True)
 class Confinement:
     """The run's confinement. `reason` and `fix` say why no sandbox can be made ("unavailable"
     only). `git`: the audit's git program (None: no git outside the workspace). `config_dir`:
-    orkeon's configuration folder, hidden from sandboxed commands. `policy`: the step's
-    sandbox, set by `with_run_dir` unless the state is "off" (where it cannot be made,
-    the shell tool refuses to run under it)."""
+    orkeon's configuration folder, hidden from sandboxed commands."""
 
     state: SandboxState
     network: bool = False
@@ -42,8 +47,6 @@ class Confinement:
     bwrap: Path | None = None
     git: Path | None = None
     config_dir: Path | None = None
-    run_dir: Path | None = None
-    policy: SandboxPolicy | None = None
 
     def refusal(self) -> str:
         """What a shell call answers the model when there is no sandbox here."""
@@ -58,9 +61,46 @@ class Confinement:
         text = self.refusal()
         return lambda name: text if name == "shell" else None
 
-    def audit_git(self) -> AuditGit:
+    def announce(self) -> None:
+        """Say on stderr, when a run starts, that its commands run unconfined (once a
+        process) or that no sandbox can be made here (once a process and reason)."""
+        if self.state == "off":
+            from ..tools.sandbox import warn_unconfined_once
+
+            warn_unconfined_once()
+        elif self.state == "unavailable" and self.reason not in _said:
+            _said.add(self.reason)  # a pipeline runs several steps
+            from .. import logs
+
+            logs.warn(
+                f"the shell sandbox is not available here: {self.reason}; every shell call "
+                "will be refused and the audit's build and test will not run",
+                fix=self.fix,
+            )
+
+    def role_policy(self, workspace: Path, run_dir: Path) -> SandboxPolicy | None:
+        """The step's sandbox for its roles' commands (no roots: the shell tool narrows it
+        to each calling role's), hiding `run_dir`; made now (it finds the workspace's
+        `.git` folders, makes `.orkeon/` when missing). None when the sandbox is off. An
+        unavailable sandbox gets one too: the pipeline refuses shell calls before they
+        reach the tool, and the tool itself refuses to run without a sandbox."""
+        if self.state == "off":
+            return None
+        from ..tools.sandbox import SandboxPolicy
+
+        return SandboxPolicy.for_role(
+            workspace,
+            None,
+            run_dir=run_dir,
+            config_dir=self.config_dir,
+            network=self.network,
+            bwrap=self.bwrap,
+        )
+
+    def audit_git(self, run_dir: Path) -> AuditGit:
         """How the audit runs git: its own program, in a sandbox with nothing writable when
-        the sandbox is on (the fence behind the switches), unconfined otherwise."""
+        the sandbox is on (the fence behind the switches; `run_dir` hidden), unconfined
+        otherwise."""
         from .audit import AuditGit
 
         box = None
@@ -68,11 +108,11 @@ class Confinement:
             from ..tools.sandbox import SandboxPolicy
 
             box = SandboxPolicy.for_git(
-                Path("/"), run_dir=self.run_dir, config_dir=self.config_dir, bwrap=self.bwrap
+                Path("/"), run_dir=run_dir, config_dir=self.config_dir, bwrap=self.bwrap
             )
         return AuditGit(self.git, box)
 
-    def audit_commands(self, workspace: Path, env: Mapping[str, str]) -> Commands:
+    def audit_commands(self, workspace: Path, env: Mapping[str, str], run_dir: Path) -> Commands:
         """How the audit's build and test run: in the audit's sandbox (the workspace
         writable except its `.git` folders, `.orkeon/` and the run directory), refused
         when it cannot be made, unconfined when it is off."""
@@ -90,7 +130,7 @@ class Confinement:
 
             return SandboxPolicy.for_audit(
                 workspace,
-                run_dir=self.run_dir,
+                run_dir=run_dir,
                 config_dir=self.config_dir,
                 network=self.network,
                 bwrap=self.bwrap,
@@ -122,13 +162,32 @@ def _within(base: str, path: str) -> bool:
     return path == base or path.startswith(base.rstrip("/") + "/")
 
 
-def prefetch(inputs: Inputs) -> threading.Thread | None:
-    """Start the probe in a thread when the run will ask for it (see `decide`)."""
-    if inputs.shell.sandbox == "off":
+def prefetch(doc: Any) -> threading.Thread | None:
+    """Start the probe in a thread when the run may ask for it (see `decide`): unless the
+    inputs document `doc`, as given, turns the sandbox off."""
+    shell = doc.get("shell") if isinstance(doc, dict) else None
+    if isinstance(shell, dict) and shell.get("sandbox") == "off":
         return None
     from ..tools.sandbox import prefetch as start
 
     return start()
+
+
+def while_probing(prepare: Callable[P, R]) -> Callable[P, R]:
+    """`prepare(doc, ...)` with the sandbox probed in a thread meanwhile (`prefetch`): the
+    probe makes one sandbox, and the other checks need not wait for it. The thread is
+    joined however `prepare` ends."""
+
+    @functools.wraps(prepare)
+    def wrapper(*args: P.args, **kw: P.kwargs) -> R:
+        probing = prefetch(args[0] if args else kw.get("doc"))
+        try:
+            return prepare(*args, **kw)
+        finally:
+            if probing is not None:
+                probing.join()
+
+    return wrapper
 
 
 def decide(inputs: Inputs, workspace: Path, environ: Mapping[str, str]) -> Confinement:
@@ -150,26 +209,3 @@ def decide(inputs: Inputs, workspace: Path, environ: Mapping[str, str]) -> Confi
     if not avail.ok:
         return Confinement("unavailable", network, avail.reason, avail.fix, avail.bwrap, git, cfg)
     return Confinement("on", network, bwrap=avail.bwrap, git=git, config_dir=cfg)
-
-
-def with_run_dir(confinement: Confinement, workspace: Path, run_dir: Path) -> Confinement:
-    """The confinement once the run directory is known: hidden from every sandboxed
-    command and, unless the sandbox is off, the step's policy (made now: it finds the
-    workspace's `.git` folders and makes `.orkeon/` when missing)."""
-    import dataclasses
-
-    from ..tools.sandbox import SandboxPolicy
-
-    policy = None
-    # "unavailable" gets a policy too: the pipeline refuses shell calls before they reach
-    # the tool, and the tool itself refuses to run without a sandbox (never unconfined).
-    if confinement.state != "off":
-        policy = SandboxPolicy.for_role(
-            workspace,
-            None,
-            run_dir=run_dir,
-            config_dir=confinement.config_dir,
-            network=confinement.network,
-            bwrap=confinement.bwrap,
-        )
-    return dataclasses.replace(confinement, run_dir=run_dir, policy=policy)

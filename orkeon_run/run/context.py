@@ -27,7 +27,9 @@ if TYPE_CHECKING:
     from ..models.base import Provider
     from ..pipeline import Pipeline
     from ..policy.rules import RuleSet
+    from ..tools.sandbox import SandboxPolicy
     from .audit import AuditGit, Commands
+    from .records import RunRecords
 
 
 @dataclass
@@ -54,6 +56,16 @@ class StepRun:
     # A step that runs other steps (pipeline) says here what it has when it is cut short;
     # the runner asks it instead of reading `agents`.
     partial: Callable[[StepStatus, str], StepOutcome] | None = None
+    # The run directory's sealed records (records.py); None: written unsealed (tests).
+    records: RunRecords | None = None
+    # The run directory the rule set `orkeon` guards (a pipeline's, for its steps); None:
+    # `run_dir`.
+    guarded_dir: Path | None = None
+    # The roles' shell sandbox, made on the first `pipeline()` (run/confine.py).
+    _shell_policy: SandboxPolicy | None = field(default=None, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self.config.confinement.announce()  # stderr, as the run starts: unconfined, or none
 
     @property
     def step(self) -> str:
@@ -91,14 +103,20 @@ class StepRun:
         when the step has such hooks)."""
         return self.run_dir / "claude-transcripts" / f"{role}.jsonl"
 
-    def pipeline(self, rule_sets: Sequence[RuleSet]) -> Pipeline:
-        """The step's pipeline: the shell tool in the step's sandbox (each call narrowed to
-        the calling role's roots); where no sandbox can be made, the roles' catalogs refuse
-        it in stage 2 (`role_tools`)."""
+    def pipeline(self, rule_sets: Sequence[RuleSet], own_output: str | None = None) -> Pipeline:
+        """The step's pipeline with `rule_sets` (the crew's) after the built-in `orkeon`
+        set (policy/guards.py), which keeps every role off orkeon's own files; `own_output`
+        (workspace-relative) is the one file under `.orkeon/` the role may write: the
+        writer's spec, the planner's plan. The shell tool runs in the step's sandbox (each
+        call narrowed to the calling role's roots); where no sandbox can be made, the
+        roles' catalogs refuse it in stage 2 (`role_tools`)."""
         from ..pipeline import Pipeline
         from ..tools import ToolEnv
 
-        confinement = self.config.confinement
+        if self._shell_policy is None and self.config.confinement.state != "off":
+            self._shell_policy = self.config.confinement.role_policy(
+                self.workspace, self.hidden_run_dir
+            )
         return Pipeline(
             workspace=self.workspace,
             step=self.step,
@@ -108,31 +126,69 @@ class StepRun:
                 workspace=self.workspace,
                 shell_rules=self.config.shell_rules,
                 environ=child_environ(self.config, credentials=True),
-                sandbox=confinement.policy,
+                sandbox=self._shell_policy,
                 mcp=self.mcp,
             ),
             gate=self.config.gate,
-            rule_sets=rule_sets,
+            rule_sets=[self.guard(own_output), *rule_sets],
             hooks=self.hooks,
         )
+
+    @property
+    def sandbox(self) -> str:
+        """The run's shell sandbox, for its result: "on", "off" or "unavailable"."""
+        return self.config.confinement.state
+
+    @property
+    def hidden_run_dir(self) -> Path:
+        """The run directory the sandboxed commands may not see (a pipeline's own, for one
+        of its steps)."""
+        return (self.guarded_dir or self.run_dir).resolve()
 
     def audit_git(self) -> AuditGit:
         """The audit's git: the program found before any role ran, its switches, and the
         sandbox it runs in when the sandbox is on."""
-        return self.config.confinement.audit_git()
+        return self.config.confinement.audit_git(self.hidden_run_dir)
 
     def audit_commands(self) -> Commands:
         """How the audit's build and test run (run/confine.py): with orkeon's environment
         less the model's key (a build may need a registry token)."""
         env = child_environ(self.config, credentials=False)
-        return self.config.confinement.audit_commands(self.workspace, env)
+        return self.config.confinement.audit_commands(self.workspace, env, self.hidden_run_dir)
+
+    def guard(self, own_output: str | None = None) -> RuleSet:
+        from ..policy.guards import guard
+        from ..policy.paths import PathOutside, contains, relative, resolve_in_workspace
+
+        ws = self.workspace
+        run_dir = (self.guarded_dir or self.run_dir).resolve()
+        rel_run = relative(ws, run_dir) if contains(str(ws), str(run_dir)) else None
+        own = None
+        if own_output is not None:
+            try:
+                own = relative(ws, resolve_in_workspace(ws, own_output))
+            except PathOutside:
+                own = None
+        return guard(rel_run, own)
 
     def save_state(self, **changes: Any) -> None:
-        """Record progress (e.g. batches that passed) so --resume can continue."""
+        """Record progress (e.g. batches that passed) so --resume can continue. Raises
+        RecordsError when the disk refuses."""
+        self.state.update(changes)
+        self.write_record("state.json", self.state)
+
+    def write_record(self, name: str, obj: Any) -> None:
+        """RUN_DIR/NAME (state.json, result.json), whole, redacted and sealed."""
+        if self.records is not None:
+            self.records.write(name, obj)
+            return
+        from ..errors import RecordsError
         from ..jsonio import atomic_write_json
 
-        self.state.update(changes)
-        atomic_write_json(self.run_dir / "state.json", self.state)
+        try:
+            atomic_write_json(self.run_dir / name, obj)
+        except OSError as exc:
+            raise RecordsError.writing(self.run_dir / name, exc) from None
 
 
 def child_environ(config: RunConfig, *, credentials: bool) -> dict[str, str]:

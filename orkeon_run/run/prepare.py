@@ -8,7 +8,9 @@ together as one line each (exit 2).
 
 A tasks-repair run takes what it does not give again from the failed run's saved inputs
 (`INHERITED`), merged into the document here, once, so the run directory records the
-inputs the repair really ran with.
+inputs the repair really ran with. The failed run's records are read only once checked
+against its seal (records.py), and its plan is the one it pinned in its state, never the
+file in the workspace a role could have rewritten; so is a resumed run's (`pinned`).
 """
 
 from __future__ import annotations
@@ -22,9 +24,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from ..config.inputs import Inputs, MatcherGroup, Plan, load_document, parse_inputs, parse_plan
 from ..errors import InputError
-from ..jsonio import read_json
 from ..ledger import BudgetLimits
-from .confine import Confinement
+from .confine import Confinement, decide, while_probing
 
 if TYPE_CHECKING:
     from ..config.crews import Crew
@@ -51,11 +52,13 @@ DEFAULT_PLAN = ".orkeon/plan.json"
 
 @dataclass(frozen=True)
 class FailedRun:
-    """The run a tasks-repair starts from: its directory and what it recorded."""
+    """The run a tasks-repair starts from: its directory and what it recorded (each
+    record checked against the run's seal)."""
 
     run_dir: Path
     result: dict[str, Any]  # {} when it was killed before its result
     state: dict[str, Any]
+    inputs: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -78,8 +81,7 @@ class RunConfig:
     plan_rel: str = ""  # the plan's path in the workspace; "" for a plan given inline
     repair: FailedRun | None = None
     warnings: tuple[str, ...] = ()
-    # The shell sandbox's state, the audit's git; the step's sandbox policy once the run
-    # directory is known (run/confine.py).
+    # The sandbox's state, the audit's git, the step's sandbox policy (run/confine.py).
     confinement: Confinement = field(default_factory=lambda: Confinement("off"))
 
     @property
@@ -99,6 +101,7 @@ class RunConfig:
         return getattr(self.inputs.model, "api_key_env", None)
 
 
+@while_probing  # the shell sandbox is probed in a thread while the rest is checked
 def prepare(
     doc: Any,
     *,
@@ -109,6 +112,7 @@ def prepare(
     flags: Mapping[str, str | None] | None = None,
     knobs: bool = True,
     hook_files: Literal["error", "warn", "skip"] = "skip",
+    pinned: tuple[Plan, str] | None = None,
 ) -> RunConfig:
     """The checked configuration of a run of `step` (None: no step) from the inputs `doc`.
 
@@ -118,36 +122,9 @@ def prepare(
     prepared with `knobs=False`: the pipeline folded them once, and each step runs on what
     is left of its budget. `hook_files`: a native hook whose program or script is missing
     is a problem (`"error"`, `orkeon validate`), a warning (`"warn"`, `orkeon run`), or not
-    looked for (`"skip"`)."""
+    looked for (`"skip"`). `pinned` is the plan a resumed run pinned in its state (and its
+    path): the step runs it, whatever the plan file now holds."""
     env = os.environ if environ is None else environ
-    if step == "tasks-repair" and isinstance(doc, dict):
-        doc = repair_document(doc)
-    inputs = parse_inputs(doc)
-    from .confine import prefetch
-
-    probing = prefetch(inputs)  # the sandbox is being made while the rest is checked
-    try:
-        return _prepare(doc, inputs, step, workspace, env, stdin_is_tty, flags, knobs, hook_files)
-    finally:
-        if probing is not None:
-            probing.join()
-
-
-def _prepare(
-    doc: Any,
-    inputs: Inputs,
-    step: str | None,
-    workspace: str | None,
-    env: Mapping[str, str],
-    stdin_is_tty: bool | None,
-    flags: Mapping[str, str | None] | None,
-    knobs: bool,
-    hook_files: Literal["error", "warn", "skip"],
-) -> RunConfig:
-    from .confine import decide
-
-    warnings: list[str] = []
-    ws = resolve_workspace(inputs, workspace)
     problems: list[str] = []
 
     def collect(fn: Callable[[], Any]) -> Any:
@@ -156,6 +133,20 @@ def _prepare(
         except InputError as exc:
             problems.extend(exc.problems)
             return None
+
+    repair: FailedRun | None = None
+    if step == "tasks-repair" and isinstance(doc, dict) and isinstance(doc.get("repair"), dict):
+        raw = doc["repair"].get("run")
+        if isinstance(raw, str):
+            repair = collect(lambda: failed_run(raw, env))
+            if repair is None:  # what else the document lacks would come from that run
+                raise InputError(problems)
+            failed = repair
+            pinned = collect(lambda: failed_plan(doc, failed))
+            doc = inherit(doc, failed.inputs)
+    warnings: list[str] = []
+    inputs = parse_inputs(doc)
+    ws = resolve_workspace(inputs, workspace)
 
     from ..config.trust import is_trusted
 
@@ -194,19 +185,15 @@ def _prepare(
         collect(lambda: mcp.check_entries(crew, servers))
     plan = None
     plan_rel = ""
-    repair = None
     if module is not None:
-        checked = collect(lambda: module.check(inputs, ws))
+        checked = collect(lambda: module.check(inputs, ws, pinned))
         if isinstance(checked, tuple):
             plan, plan_rel = checked
-        if step == "tasks-repair" and inputs.repair is not None and inputs.repair.run:
-            repair = collect(lambda: failed_run(inputs.repair.run))  # type: ignore[union-attr,arg-type]
     budget = budget_limits(inputs, default_budget)
     if budget.usd is not None:  # a cost budget needs the model's price
         collect(lambda: _check_price(inputs))
     if problems:
         raise InputError(sorted(set(problems)))
-    confinement = decide(inputs, ws, env)
     return RunConfig(
         step=step,
         inputs=inputs,
@@ -224,7 +211,7 @@ def _prepare(
         repair=repair,
         mcp_servers=servers or {},
         warnings=tuple(warnings + mcp.rule_warnings(inputs, crew, servers or {})),
-        confinement=confinement,
+        confinement=decide(inputs, ws, env),
     )
 
 
@@ -340,18 +327,23 @@ def run_dir_path(raw: str) -> Path:
     return Path(os.path.expanduser(raw)).resolve()
 
 
-def repair_document(doc: dict[str, Any]) -> dict[str, Any]:
-    """The tasks-repair inputs document with the INHERITED keys taken from the failed
-    run's saved inputs where `doc` does not give them."""
-    repair = doc.get("repair")
+def repair_document(doc: Any, environ: Mapping[str, str] | None = None) -> Any:
+    """`doc` with the INHERITED keys the failed run's saved inputs give (as `prepare`
+    merges them for a tasks-repair), or `doc` as it is when the failed run cannot be read
+    (its problems are reported when the repair runs)."""
+    repair = doc.get("repair") if isinstance(doc, dict) else None
     if not isinstance(repair, dict) or not isinstance(repair.get("run"), str):
         return doc
     try:
-        saved = read_json(run_dir_path(repair["run"]) / "inputs.json")
-    except (OSError, ValueError):
-        return doc  # failed_run reports the missing or broken run directory
-    if not isinstance(saved, dict):
+        failed = failed_run(repair["run"], environ)
+    except InputError:
         return doc
+    return inherit(doc, failed.inputs)
+
+
+def inherit(doc: dict[str, Any], saved: dict[str, Any]) -> dict[str, Any]:
+    """The tasks-repair inputs document with the INHERITED keys taken from the failed
+    run's saved inputs where `doc` does not give them."""
     merged = dict(doc)
     for key in INHERITED:
         if key not in merged and key in saved:
@@ -359,27 +351,39 @@ def repair_document(doc: dict[str, Any]) -> dict[str, Any]:
     return merged
 
 
-def failed_run(raw: str) -> FailedRun:
-    """The records of the run a repair starts from. Its result and state may be missing
-    (a run killed before them): the repair then works from the task alone."""
+def failed_run(raw: str, environ: Mapping[str, str] | None = None) -> FailedRun:
+    """The records of the run a repair starts from, each checked against the run's seal
+    (records.open_sealed). Its result may be missing (a run killed before it): the repair
+    then works from the task alone. A run still running is refused."""
+    from .records import in_use, open_sealed
+
     rd = run_dir_path(raw)
-    saved = rd / "inputs.json"
-    if not saved.is_file():
+    if not (rd / "inputs.json").is_file():
         raise InputError(f"repair.run: not a run directory (no inputs.json): {rd}")
-    try:
-        if not isinstance(read_json(saved), dict):
-            raise ValueError("not a JSON object")
-    except (OSError, ValueError) as exc:
-        raise InputError(f"repair.run: cannot read {saved}: {exc}") from None
-    return FailedRun(rd, _optional_record(rd / "result.json"), _optional_record(rd / "state.json"))
+    holder = in_use(rd)
+    if holder is not None:
+        raise InputError(f"repair.run: {rd} is still running{holder}: repair it once it ended")
+    _, docs = open_sealed(rd, "repair.run", environ)
+    inputs = docs["inputs.json"]
+    if not isinstance(inputs, dict):
+        raise InputError(f"repair.run: {rd / 'inputs.json'} is not an inputs document")
+    return FailedRun(rd, _record(docs["result.json"]), _record(docs["state.json"]), inputs)
 
 
-def _optional_record(path: Path) -> dict[str, Any]:
-    try:
-        value = read_json(path)
-    except (OSError, ValueError):
-        return {}
+def _record(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
+
+
+def failed_plan(doc: dict[str, Any], failed: FailedRun) -> tuple[Plan, str] | None:
+    """The plan a repair of `failed` runs: the one that run pinned when the repair's
+    inputs give no plan, or give the one it was given (a pipeline's repairs do); None (the
+    inputs' plan, read as given) for another."""
+    from .records import pinned_plan
+    from .rundir import redact
+
+    if "plan" in doc and redact(doc["plan"]) != failed.inputs.get("plan"):
+        return None
+    return pinned_plan(failed.state, failed.run_dir)
 
 
 def stdin_tty() -> bool:

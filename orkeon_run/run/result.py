@@ -136,7 +136,7 @@ class Event(BaseModel):
 
 
 def result_document(
-    run_id: str, step: str, outcome: StepOutcome, ledger: Ledger, *, sandbox: str
+    run_id: str, step: str, outcome: StepOutcome, ledger: Ledger, sandbox: str
 ) -> dict[str, Any]:
     """The result document of a step that ended with `outcome`; `sandbox` is the run's
     shell sandbox state."""

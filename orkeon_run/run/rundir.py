@@ -1,12 +1,16 @@
-"""The run directory (docs/output.md, "The run directory"): ids, redacted inputs, state.
+"""The run directory (docs/output.md, "The run directory"): ids, redacted inputs, a new
+run's directory made and locked, a resumed one locked and checked against its seal.
 
 RUN_DIR/inputs.json        the inputs as given, secrets redacted
 RUN_DIR/mcp/SERVER.stderr.log  what each stdio MCP server wrote on stderr
 RUN_DIR/events.jsonl       appended and flushed line by line (events.EventLog)
 RUN_DIR/result.json        written atomically: temp file, fsync, rename
 RUN_DIR/state.json         progress for --resume (atomic too)
+RUN_DIR/lock               held while a run works here (records.RunLock)
 RUN_DIR/transcripts/ROLE.jsonl
 RUN_DIR/steps/STEP/        a pipeline's steps, each a run directory of its own
+
+inputs.json, state.json and result.json are sealed (records.py).
 
 A first run in WORKSPACE/.orkeon/runs/ leaves `.orkeon/.gitignore` (`/runs/`) unless the
 folder has one, so run folders stay out of a commit a later CI step makes.
@@ -18,12 +22,14 @@ import os
 import re
 import secrets
 import time
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ..config.mcp import REDACTED, has_variable
-from ..errors import InputError, UsageError
-from ..jsonio import atomic_write_json, read_json
+from ..errors import InputError, RecordsError, UsageError
+from .records import RunLock, RunRecords, open_sealed, pinned_plan
 
 # Key names that hold credentials. `*_env` keys name a variable, they hold no secret.
 _SECRET_KEY = re.compile(
@@ -96,18 +102,26 @@ def resolve(raw: str) -> Path:
     return Path(os.path.expanduser(raw)).resolve()
 
 
-def resume_document(rd: Path, overrides: Any | None) -> dict[str, Any]:
-    """The saved inputs of run directory `rd`, with top-level keys of `overrides` replacing
-    theirs."""
-    saved = rd / "inputs.json"
-    if not saved.is_file():
-        raise InputError(f"--resume: not a run directory (no inputs.json): {rd}")
-    try:
-        doc = read_json(saved)
-    except (OSError, ValueError) as exc:
-        raise InputError(f"--resume: cannot read {saved}: {exc}") from None
-    if not isinstance(doc, dict):
-        raise InputError(f"--resume: {saved} is not an inputs document")
+def default_run_dir(workspace: Path, run_id: str) -> Path:
+    """WORKSPACE/.orkeon/runs/RUN_ID. A `.orkeon` or `.orkeon/runs` that is a symlink is
+    refused (InputError): a repository that ships one would have the run written wherever
+    it points, outside the workspace."""
+    for rel in (".orkeon", ".orkeon/runs"):
+        path = workspace / rel
+        if path.is_symlink():
+            raise InputError(
+                f"{rel}: {path} is a symlink (to {os.readlink(path)}): orkeon does not write "
+                "a run through a link the workspace holds (remove it, or give --run-dir)"
+            )
+    return workspace / ".orkeon" / "runs" / run_id
+
+
+def resume_document(rd: Path, saved: Any, overrides: Any | None) -> dict[str, Any]:
+    """The saved inputs of run directory `rd` (read and checked against the run's seal),
+    with top-level keys of `overrides` replacing theirs."""
+    if not isinstance(saved, dict):
+        raise InputError(f"--resume: {rd / 'inputs.json'} is not an inputs document")
+    doc = dict(saved)
     if overrides is not None:
         if not isinstance(overrides, dict):
             raise InputError("inputs: must be a JSON object")
@@ -115,30 +129,81 @@ def resume_document(rd: Path, overrides: Any | None) -> dict[str, Any]:
     return doc
 
 
-def read_state(rd: Path) -> dict[str, Any]:
-    path = rd / "state.json"
-    if not path.is_file():
-        return {}
-    try:
-        state = read_json(path)
-    except (OSError, ValueError) as exc:
-        raise UsageError(f"--resume: cannot read {path}: {exc}") from None
-    return state if isinstance(state, dict) else {}
-
-
-def save_inputs(rd: Path, doc: dict[str, Any], resume: bool) -> None:
+def save_inputs(
+    records: RunRecords, doc: dict[str, Any], resume: bool, saved: Any | None = None
+) -> None:
     """RUN_DIR/inputs.json, secrets redacted. A resumed run given other inputs keeps the
     earlier ones beside (`inputs.1.json`, ...): nothing a user wrote is lost."""
-    target = rd / "inputs.json"
-    saved = redact_inputs(doc)
-    if resume and target.exists():
-        if read_json(target) == saved:
+    rd = records.run_dir
+    redacted = redact_inputs(doc)
+    if resume and saved is not None:
+        written = records.redactor.value(redacted) if records.redactor else redacted
+        if written == saved:
             return
         n = 1
         while (rd / f"inputs.{n}.json").exists():
             n += 1
-        target.rename(rd / f"inputs.{n}.json")
-    atomic_write_json(target, saved)
+        records.copy("inputs.json", f"inputs.{n}.json")
+    records.write("inputs.json", redacted)
+
+
+@dataclass
+class Resumed:
+    """A run directory to resume, locked, its records checked against its seal."""
+
+    lock: RunLock
+    records: RunRecords
+    doc: dict[str, Any]  # the saved inputs, with the keys given again
+    saved_inputs: Any
+    state: dict[str, Any]
+    pinned: tuple[Any, str] | None
+
+
+def resumed_run(rd: Path, step: str, overrides: Any, environ: Mapping[str, str] | None) -> Resumed:
+    """The run in `rd` to resume: locked (UsageError when a run is working in it), its
+    records checked against its seal (InputError naming a record that does not match),
+    the saved inputs with `overrides`' keys, its state and pinned plan."""
+    if not (rd / "inputs.json").is_file():
+        raise InputError(f"--resume: not a run directory (no inputs.json): {rd}")
+    lock = RunLock.take(rd, "--resume")
+    try:
+        records, docs = open_sealed(rd, "--resume", environ)
+        doc = resume_document(rd, docs["inputs.json"], overrides)
+        state = docs["state.json"] if isinstance(docs["state.json"], dict) else {}
+        if state.get("step", step) != step:
+            raise UsageError(f"--resume: {rd} is a {state['step']} run, not {step}")
+        pinned = pinned_plan(state, rd)
+        saved = docs["inputs.json"]
+        if (
+            pinned is not None
+            and isinstance(overrides, dict)
+            and "plan" in overrides
+            and redact(overrides["plan"]) != saved.get("plan")  # given again as it was: fine
+        ):
+            raise InputError(
+                "plan: a resumed run keeps the plan it started with (pinned in its "
+                "state.json); start a new run to run another plan"
+            )
+    except BaseException:
+        lock.release()
+        raise
+    return Resumed(lock, records, doc, docs["inputs.json"], state, pinned)
+
+
+def new_run_dir(
+    rd: Path, run_id: str, environ: Mapping[str, str] | None
+) -> tuple[RunLock, RunRecords]:
+    """Make and lock a new run's directory; UsageError when it holds a run already or
+    another run is working in it, RecordsError when the disk refuses."""
+    try:
+        rd.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise RecordsError.writing(rd, exc) from None
+    lock = RunLock.take(rd, "--run-dir")
+    if (rd / "inputs.json").exists():
+        lock.release()
+        raise UsageError(f"--run-dir: already holds a run (use --resume to continue it): {rd}")
+    return lock, RunRecords.create(rd, run_id, environ)
 
 
 GITIGNORE = (

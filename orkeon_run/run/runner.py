@@ -18,8 +18,9 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from .. import logs
+from ..environ import Redactor
+from ..errors import RecordsError
 from ..events import EventLog
-from ..jsonio import atomic_write_json
 from ..ledger import Ledger
 from ..vocabulary import StepStatus
 
@@ -27,13 +28,16 @@ if TYPE_CHECKING:
     import anyio
 from .context import StepOutcome, StepRun, step_hooks
 from .prepare import RunConfig, prepare, stdin_tty
+from .records import RunLock, RunRecords, check_seals_dir, pin
 from .result import result_document
 from .rundir import (
+    Resumed,
+    default_run_dir,
     leave_gitignore,
+    new_run_dir,
     new_run_id,
-    read_state,
     resolve,
-    resume_document,
+    resumed_run,
     save_inputs,
 )
 from .steps import step_module
@@ -41,7 +45,9 @@ from .steps import step_module
 
 @dataclass
 class OpenRun:
-    """A prepared run with its directory: what `execute` needs."""
+    """A prepared run with its directory: what `execute` needs. `failure` is set when the
+    run directory could not be written (a full disk, a read-only workspace): `execute`
+    then only reports it, as the result of status "error"."""
 
     config: RunConfig
     run_dir: Path
@@ -53,6 +59,12 @@ class OpenRun:
     # What watches the run's events: its progress view and its trace exporter, each with a
     # `close()` (the final summary; the traces flushed, bounded in time).
     watchers: list[Any] = field(default_factory=list)
+    records: RunRecords | None = None
+    lock: RunLock | None = None
+    failure: RecordsError | None = None
+    # The run directory no role may write: this one, or for a pipeline's step (in
+    # PIPELINE_DIR/steps/NAME/) the pipeline's, which holds it.
+    guarded: Path | None = None
 
 
 def open_run(
@@ -69,79 +81,85 @@ def open_run(
     nested: bool = False,
 ) -> OpenRun:
     """Prepare the run and open its directory. Input problems raise InputError (exit 2)
-    before anything is written. `progress` (live, plain, none) is shown on stderr; traces
-    are exported when the OTEL_* variables ask for them (run/telemetry.py). `flags` are
-    the command line's knobs (prepare.py). `nested`: a step of a pipeline, whose knobs,
-    warnings, progress and traces are the pipeline's (steps/pipeline.py)."""
+    before anything is written; so does a run directory another run holds, or a resumed
+    one whose records are not the ones its run wrote (records.py). A run directory the
+    disk refuses is no exception: the OpenRun carries the `failure`. `progress` (live,
+    plain, none) is shown on stderr; traces are exported when the OTEL_* variables ask for
+    them (run/telemetry.py). `flags` are the command line's knobs (prepare.py). `nested`:
+    a step of a pipeline, whose knobs, warnings, progress and traces are the pipeline's
+    (steps/pipeline.py)."""
     step_module(step)  # an unknown step is a usage error before anything is read
-    resume = resume_dir is not None
-    state: dict[str, Any] = {}
-    if resume_dir is not None:
-        rd = resolve(resume_dir)
-        doc = resume_document(rd, doc)
-        state = read_state(rd)
-        if state.get("step", step) != step:
-            from ..errors import UsageError
-
-            raise UsageError(f"--resume: {rd} is a {state['step']} run, not {step}")
-    config = prepare(
-        doc,
-        step=step,
-        workspace=workspace,
-        environ=environ,
-        stdin_is_tty=stdin_tty(),
-        flags=flags,
-        knobs=not nested,
-        hook_files="skip" if nested else "warn",
-    )
-    if not nested:
-        for line in config.warnings:
-            logs.warn(line)
-    if resume_dir is None:
-        run_id = new_run_id()
-        rd = resolve(run_dir) if run_dir else config.workspace / ".orkeon" / "runs" / run_id
-        if (rd / "inputs.json").exists():
-            from ..errors import UsageError
-
-            raise UsageError(f"--run-dir: already holds a run (use --resume to continue it): {rd}")
-        state = {"run_id": run_id, "step": step}
+    resumed: Resumed | None = None
+    try:
+        if resume_dir is not None:
+            resumed = resumed_run(resolve(resume_dir), step, doc, environ)
+            doc = resumed.doc
+        config = prepare(
+            doc,
+            step=step,
+            workspace=workspace,
+            environ=environ,
+            stdin_is_tty=stdin_tty(),
+            flags=flags,
+            knobs=not nested,
+            hook_files="skip" if nested else "warn",
+            pinned=resumed.pinned if resumed else None,
+        )
         if not nested:
-            leave_gitignore(config.workspace, rd)
-    else:
-        run_id = state.get("run_id") or rd.name
-    rd.mkdir(parents=True, exist_ok=True)
-    config = _confined(config, rd)
-    save_inputs(rd, config.doc, resume)
-    atomic_write_json(rd / "state.json", state)
-    events = EventLog(rd / "events.jsonl", stream)
+            for line in config.warnings:
+                logs.warn(line)
+        check_seals_dir(config.workspace, environ)
+        redactor = Redactor.from_environ(environ, config.key_env)
+        logs.redact(redactor.secrets)
+        if resumed is None:
+            run_id = new_run_id()
+            rd = resolve(run_dir) if run_dir else default_run_dir(config.workspace, run_id)
+            state: dict[str, Any] = {"run_id": run_id, "step": step}
+            if config.plan is not None:  # the plan as it is now: --resume and repairs run it
+                state["plan"] = pin(config.plan, config.plan_rel)
+        else:
+            rd, state = resumed.records.run_dir, resumed.state
+            run_id = state.get("run_id") or rd.name
+    except BaseException:
+        if resumed is not None:
+            resumed.lock.release()
+        raise
+    lock = resumed.lock if resumed else None
+    try:
+        if resumed is None:
+            lock, records = new_run_dir(rd, run_id, environ)
+            if not nested:
+                leave_gitignore(config.workspace, rd)
+        else:
+            records = resumed.records
+        records.redactor = redactor if redactor else None
+        saved = resumed.saved_inputs if resumed else None
+        save_inputs(records, config.doc, resumed is not None, saved)
+        records.write("state.json", state)
+        events = EventLog(rd / "events.jsonl", stream, redactor)
+    except BaseException as exc:
+        if lock is not None:
+            lock.release()
+        if not isinstance(exc, RecordsError):
+            raise
+        unrecorded = EventLog(None, stream, redactor)
+        resume = resumed is not None
+        return OpenRun(config, rd, run_id, resume, state, unrecorded, environ, failure=exc)
     watchers = [] if nested else _watchers(progress)
     events.listeners.extend(watchers)
-    return OpenRun(config, rd, run_id, resume, state, events, environ, watchers)
-
-
-_said: set[str] = set()
-
-
-def _confined(config: RunConfig, run_dir: Path) -> RunConfig:
-    """The configuration with the step's sandbox policy, now that the run directory is
-    known. Said on stderr when the sandbox is off (once a process) or cannot be made."""
-    import dataclasses
-
-    from .confine import with_run_dir
-
-    if config.confinement.state == "off":
-        from ..tools.sandbox import warn_unconfined_once
-
-        warn_unconfined_once()
-    elif config.confinement.state == "unavailable" and config.confinement.reason not in _said:
-        _said.add(config.confinement.reason)  # once a process: a pipeline runs several steps
-        logs.warn(
-            f"the shell sandbox is not available here: {config.confinement.reason}; every "
-            "shell call will be refused and the audit's build and test will not run",
-            fix=config.confinement.fix,
-        )
-    confinement = with_run_dir(config.confinement, config.workspace, run_dir.resolve())
-    return dataclasses.replace(config, confinement=confinement)
+    return OpenRun(
+        config,
+        rd,
+        run_id,
+        resumed is not None,
+        state,
+        events,
+        environ,
+        watchers,
+        records=records,
+        lock=lock,
+        guarded=rd.parent.parent if nested else rd,
+    )
 
 
 def _watchers(progress: str) -> list[Any]:
@@ -221,6 +239,16 @@ async def execute(
     assert step is not None
     events = opened.events
     ledger = Ledger(config.budget)
+    if opened.failure is not None:
+        # The run directory could not be written: nothing ran; say why, on stdout too.
+        try:
+            outcome = StepOutcome(status="error", error=str(opened.failure))
+            result = result_document(opened.run_id, step, outcome, ledger, config.confinement.state)
+            events.emit_final("result", **result)
+            return result
+        finally:
+            for watcher in opened.watchers:
+                watcher.close()
     sr = StepRun(
         config=config,
         run_dir=opened.run_dir,
@@ -232,30 +260,36 @@ async def execute(
         resume=opened.resume,
         state=opened.state,
         environ=opened.environ,
-    )
-    events.emit(
-        "run.start",
-        run_id=sr.run_id,
-        step=step,
-        workspace=str(config.workspace),
-        run_dir=str(sr.run_dir),
-        resume=sr.resume,
-        budget=ledger.limits.model_dump(),
+        records=opened.records,
+        guarded_dir=opened.guarded,
     )
     log = logs.get()
-    log.info("step started", step=step, run_id=sr.run_id, run_dir=str(sr.run_dir))
     try:
         try:
+            events.emit(
+                "run.start",
+                run_id=sr.run_id,
+                step=step,
+                workspace=str(config.workspace),
+                run_dir=str(sr.run_dir),
+                resume=sr.resume,
+                budget=ledger.limits.model_dump(),
+            )
+            log.info("step started", step=step, run_id=sr.run_id, run_dir=str(sr.run_dir))
             outcome = await _outcome(sr, watch_signals, stop, opened.environ)
         except anyio.get_cancelled_exc_class():
             with anyio.CancelScope(shield=True):
                 await _finish(sr, _partial(sr, "interrupted", "interrupted"))
             raise
+        except RecordsError as exc:  # run.start could not be written
+            outcome = _partial(sr, "error", str(exc))
         return await _finish(sr, outcome)
     finally:
         events.close()
         for watcher in opened.watchers:
             watcher.close()
+        if opened.lock is not None:
+            opened.lock.release()
 
 
 async def _outcome(
@@ -309,23 +343,41 @@ async def _outcome(
             tg.start_soon(body)
     except Exception as exc:  # a bug, or a failure no step handled: still leave a result
         cause = _first_cause(exc)
-        log.error("step crashed", exc_info=cause)
-        outcome = _partial(sr, "error", f"{type(cause).__name__}: {cause}")
+        if isinstance(cause, RecordsError):  # a full disk: said in words, no traceback
+            log.error("the run cannot write its records", error=str(cause))
+            outcome = _partial(sr, "error", str(cause))
+        else:
+            log.error("step crashed", exc_info=cause)
+            outcome = _partial(sr, "error", f"{type(cause).__name__}: {cause}")
     finally:
         # The provider's HTTP client is closed inside the loop that opened it.
         with anyio.move_on_after(5, shield=True):
             await sr.provider.aclose()
     if outcome is None or interrupted:
         return _partial(sr, "interrupted", "interrupted by a signal")
+    failure = sr.events.failure
+    if failure is not None and outcome.status != "error":
+        # An event that could not be written, the step going on past it: not a run whose
+        # records can be trusted.
+        return _partial(sr, "error", str(failure))
     return outcome
 
 
 async def _finish(sr: StepRun, outcome: StepOutcome) -> dict[str, Any]:
-    result = result_document(
-        sr.run_id, sr.step, outcome, sr.ledger, sandbox=sr.config.confinement.state
-    )
-    atomic_write_json(sr.run_dir / "result.json", result)
-    sr.events.emit("result", **result)
+    """Write the result (result.json, the `result` event) and return it. A result.json the
+    disk refuses makes the run's status "error" with that cause; the document is returned
+    (and printed) all the same."""
+    result = result_document(sr.run_id, sr.step, outcome, sr.ledger, sr.sandbox)
+    try:
+        sr.write_record("result.json", result)
+    except RecordsError as exc:
+        if result["status"] != "error":
+            failed = StepOutcome(status="error", roles=outcome.roles, error=str(exc))
+            result = result_document(sr.run_id, sr.step, failed, sr.ledger, sr.sandbox)
+        logs.get().error("the run cannot write its records", error=str(exc))
+    if sr.events.redactor is not None:
+        result = sr.events.redactor.value(result)
+    sr.events.emit_final("result", **result)
     logs.get().info(
         "step ended", step=sr.step, status=result["status"], exit_code=result["exit_code"]
     )

@@ -3,9 +3,9 @@
 A step module defines:
 
 - `ROLES`: the roles its crew must have (`crews/STEP.toml`);
-- `check(inputs, workspace)`: the checks its inputs need before anything runs (raises
-  InputError naming the field); returns `(plan, plan_rel)` for a step that runs a plan,
-  else None;
+- `check(inputs, workspace, pinned)`: the checks its inputs need before anything runs
+  (raises InputError naming the field); returns `(plan, plan_rel)` for a step that runs a
+  plan (`pinned`, the plan a resumed run pinned, when given), else None;
 - `async run(sr) -> StepOutcome`;
 - optionally `default_budget(workspace) -> BudgetLimits`, for a step with no crew of its
   own that runs other steps (`pipeline`): its budget when the inputs give none.
@@ -38,7 +38,9 @@ STEPS: dict[str, str] = {
 class StepModule(Protocol):
     ROLES: tuple[str, ...]
 
-    def check(self, inputs: Inputs, workspace: Path) -> tuple[Plan, str] | None: ...
+    def check(
+        self, inputs: Inputs, workspace: Path, pinned: tuple[Plan, str] | None = None
+    ) -> tuple[Plan, str] | None: ...
 
     async def run(self, sr: StepRun) -> StepOutcome: ...
 

@@ -18,6 +18,7 @@ its audit. Resumed roles continue their conversations (from their transcripts).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -35,8 +36,11 @@ from .common import SavedRole, crew_of, finish, role_agent, role_context, role_f
 ROLES = ("worker",)
 
 
-def check(inputs: Inputs, workspace: Path) -> tuple[Plan, str]:
-    return load_plan(workspace, inputs.plan)
+def check(
+    inputs: Inputs, workspace: Path, pinned: tuple[Plan, str] | None = None
+) -> tuple[Plan, str]:
+    """The plan to run: the one the run pinned (a resumed run), else the inputs'."""
+    return pinned if pinned is not None else load_plan(workspace, inputs.plan)
 
 
 def batch_roots(batch: Batch) -> list[str]:
@@ -116,7 +120,7 @@ async def run(sr: StepRun) -> StepOutcome:
     assert plan is not None  # check() loaded it
     variables = {"plan": plan_rel or DEFAULT_PLAN}
     pipeline = sr.pipeline(crew.rule_sets_for("worker", variables))
-    ignore = audit.ignore_list(sr.workspace, sr.run_dir)
+    ignore = audit.ignore_list(sr.workspace, sr.guarded_dir or sr.run_dir)  # a pipeline's too
     patterns = tuple(sr.inputs.audit.ignore)
     audit_git = sr.audit_git()
     build, test = sr.inputs.audit.build, sr.inputs.audit.test
@@ -221,13 +225,16 @@ def step_error(record: dict[str, Any], failed_roles: list[Any]) -> str | None:
     return "; ".join(parts) or None
 
 
-def failed_batch(run_dir: Path) -> dict[str, Any] | None:
-    """The batch a failed dev-batches run stopped at, from its state.json: `{"batch",
-    "roles": {FULL_NAME: role record}, "audit": the failed audit record or None}`; None
-    when it stopped before a batch ran (a pipeline has nothing to repair then)."""
-    from ..rundir import read_state
+def failed_batch(run_dir: Path, environ: Mapping[str, str] | None = None) -> dict[str, Any] | None:
+    """The batch a failed dev-batches run stopped at, from its state.json (checked against
+    the run's seal, records.py): `{"batch", "roles": {FULL_NAME: role record}, "audit":
+    the failed audit record or None}`; None when it stopped before a batch ran (a pipeline
+    has nothing to repair then)."""
+    from ..records import open_sealed
 
-    current = read_state(run_dir).get("current")
+    _, docs = open_sealed(run_dir, "dev-batches", environ)
+    state = docs["state.json"] if isinstance(docs["state.json"], dict) else {}
+    current = state.get("current")
     if not isinstance(current, dict) or not isinstance(current.get("batch"), str):
         return None
     roles = current.get("roles")
@@ -238,19 +245,22 @@ def failed_batch(run_dir: Path) -> dict[str, Any] | None:
     }
 
 
-def mark_repaired(run_dir: Path, records: dict[str, dict[str, Any]]) -> None:
+def mark_repaired(
+    run_dir: Path, records: dict[str, dict[str, Any]], environ: Mapping[str, str] | None = None
+) -> None:
     """After a pipeline repaired roles of the batch the run stopped at: each repaired
     role's record becomes its repair's, and a `--resume` audits the batch again as it
     stands (against the workspace as it was when the batch first began) without running a
-    role, then goes on with the next batches."""
-    from ...jsonio import atomic_write_json
-    from ..rundir import read_state
+    role, then goes on with the next batches. state.json is read and written through the
+    run's seal."""
+    from ..records import open_sealed
 
-    state = read_state(run_dir)
+    sealed, docs = open_sealed(run_dir, "dev-batches", environ)
+    state = docs["state.json"] if isinstance(docs["state.json"], dict) else {}
     current = state.get("current")
     if not isinstance(current, dict):
         raise ValueError(f"{run_dir}: no batch to mark repaired")
     current["roles"] = {**(current.get("roles") or {}), **records}
     current["repaired"] = True
     current.pop("audit", None)
-    atomic_write_json(run_dir / "state.json", state)
+    sealed.write("state.json", state)

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...calls import CallContext
 from ...config.crews import Crew
-from ...errors import Interrupted
+from ...errors import Interrupted, RecordsError
 from ...vocabulary import spent_text
 from ..context import StepOutcome, StepRun, StepStatus
 
@@ -96,6 +96,7 @@ async def role_agent(
             session_id=ctx.session_id,
             cwd=str(sr.workspace),
             version=__version__,
+            redactor=sr.events.redactor,
         )
     crew_role = crew.role(template)
     tools, catalog = sr.role_tools(crew_role.tools)
@@ -125,6 +126,8 @@ async def role_agent(
         yield agent
     except BaseException as exc:
         reason, raised = "interrupted", exc
+        if isinstance(exc, RecordsError):  # the run stops: its records cannot be kept
+            agent.status, agent.error = "failed", str(exc)
         raise
     finally:
         with anyio.move_on_after(CLOSE_GRACE, shield=True):
@@ -137,7 +140,9 @@ def _role_end(sr: StepRun, agent: Agent, raised: BaseException | None) -> None:
     role cut off by an exception is `interrupted` (cancelled) or `failed` (a bug)."""
     r = agent.result
     status, error = r.status, r.error
-    if isinstance(raised, Exception) and not isinstance(raised, Interrupted):
+    if isinstance(raised, RecordsError):
+        status, error = "failed", str(raised)
+    elif isinstance(raised, Exception) and not isinstance(raised, Interrupted):
         status, error = "failed", f"{type(raised).__name__}: {raised}"
     elif raised is not None:
         status = "interrupted"

@@ -45,7 +45,7 @@ STAGES = ("dev-spec", "dev-plan", "dev-batches")
 STEPS_DIR = "steps"
 
 
-def check(inputs: Inputs, workspace: Path) -> None:
+def check(inputs: Inputs, workspace: Path, pinned: object = None) -> None:
     spec.check(inputs, workspace)
     if isinstance(inputs.plan, Plan):
         raise InputError(
@@ -190,7 +190,7 @@ class Pipeline:
         from .batches import failed_batch
 
         sr = self.sr
-        stopped = failed_batch(sr.run_dir / STEPS_DIR / "dev-batches")
+        stopped = failed_batch(sr.run_dir / STEPS_DIR / "dev-batches", sr.environ)
         attempts = sr.inputs.repair.attempts if sr.inputs.repair is not None else 1
         if stopped is None:
             return False
@@ -257,7 +257,7 @@ class Pipeline:
             if rp["until_passed"] and audit_passed and result["status"] == "succeeded":
                 rp["next"] = len(rp["roles"])  # the build and tests pass again: enough
             self.save(repair=rp)
-        mark_repaired(batches_dir, rp["records"])
+        mark_repaired(batches_dir, rp["records"], self.sr.environ)
         self.save(phase="dev-batches", repair=None)
         return None
 
@@ -301,7 +301,7 @@ class Pipeline:
             return ""
         from .batches import failed_batch
 
-        stopped = failed_batch(self.sr.run_dir / STEPS_DIR / "dev-batches")
+        stopped = failed_batch(self.sr.run_dir / STEPS_DIR / "dev-batches", self.sr.environ)
         rounds = self.state["rounds"].get(stopped["batch"], 0) if stopped else 0
         if not rounds:
             return ""

@@ -30,7 +30,7 @@ MAX_RETRIES = 2
 ROLES = ("planner",)
 
 
-def check(inputs: Inputs, workspace: Path) -> None:
+def check(inputs: Inputs, workspace: Path, pinned: object = None) -> None:
     if not (workspace / inputs.spec).is_file():
         raise InputError(f"spec: no such file in the workspace: {inputs.spec} (run dev-spec first)")
 
@@ -77,7 +77,7 @@ async def run(sr: StepRun) -> StepOutcome:
         before = None if key is None else list(key)
         sr.save_state(plan_before=before)
     ctx = role_context(sr, "planner")
-    pipeline = sr.pipeline(crew.rule_sets_for("planner", variables))
+    pipeline = sr.pipeline(crew.rule_sets_for("planner", variables), own_output=plan_rel)
     problems: list[str] = []
     async with role_agent(sr, crew, "planner", ctx, pipeline, variables, resume=sr.resume) as agent:
         result = await agent.run(messages.planner(spec_rel, spec_text, plan_rel))

@@ -28,10 +28,14 @@ from .common import StepError, crew_of, error_outcome, finish, role_agent, role_
 ROLES = ("repairer",)
 
 
-def check(inputs: Inputs, workspace: Path) -> tuple[Plan, str]:
+def check(
+    inputs: Inputs, workspace: Path, pinned: tuple[Plan, str] | None = None
+) -> tuple[Plan, str]:
+    """The plan the repair runs: `pinned` (the failed run's, or a resumed repair's own),
+    else the one the inputs give."""
     if inputs.repair is None or inputs.repair.run is None or inputs.repair.role is None:
         raise InputError('repair: tasks-repair needs {"run": RUN_DIR, "role": "BATCH/ROLE"}')
-    plan, rel = load_plan(workspace, inputs.plan)
+    plan, rel = pinned if pinned is not None else load_plan(workspace, inputs.plan)
     names = [f"{b.name}/{r.name}" for b in plan.batches for r in b.roles]
     if inputs.repair.role not in names:
         raise InputError(
@@ -68,7 +72,7 @@ async def run(sr: StepRun) -> StepOutcome:
     variables["run"] = str(failed.run_dir)
     pipeline = sr.pipeline(crew.rule_sets_for("repairer", {"plan": variables["plan"]}))
     ctx = role_context(sr, repair.role, batch=batch.name, roots=role.roots)
-    ignore = audit.ignore_list(sr.workspace, sr.run_dir)
+    ignore = audit.ignore_list(sr.workspace, sr.guarded_dir or sr.run_dir)  # a pipeline's too
     audit_git = sr.audit_git()
     # The failed run's audit mode, so a role that made the workspace a repository there
     # cannot have this audit read through git.

@@ -32,7 +32,7 @@ from .common import (
 ROLES = ("analyst", "writer")
 
 
-def check(inputs: Inputs, workspace: Path) -> None:
+def check(inputs: Inputs, workspace: Path, pinned: object = None) -> None:
     if not (inputs.request or "").strip():
         raise InputError("request: dev-spec needs a request (what to build, as text)")
 
@@ -76,7 +76,7 @@ async def run(sr: StepRun) -> StepOutcome:
         before = None if key is None else list(key)
         sr.save_state(spec_before=before)
     writer_ctx = role_context(sr, "writer")
-    pipeline = sr.pipeline(crew.rule_sets_for("writer", variables))
+    pipeline = sr.pipeline(crew.rule_sets_for("writer", variables), own_output=spec_rel)
     async with role_agent(
         sr, crew, "writer", writer_ctx, pipeline, variables, resume=sr.resume
     ) as agent:

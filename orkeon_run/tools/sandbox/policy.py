@@ -219,7 +219,9 @@ def find_git_dirs(workspace: Path, limit: int = GIT_WALK_LIMIT) -> tuple[list[Pa
 
 def _make_orkeon(workspace: Path) -> None:
     """Make `.orkeon/` when missing: an empty one is protected like any other."""
-    with contextlib.suppress(FileExistsError):  # a file or a link there is protected as is
+    # A file or a link there is protected as is; a workspace no one may write (read-only)
+    # needs no protecting.
+    with contextlib.suppress(OSError):
         os.mkdir(workspace / ".orkeon")
 
 
