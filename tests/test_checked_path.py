@@ -69,3 +69,32 @@ def test_a_symlink_swapped_in_during_a_hook_redirects_nothing(tmp_path: Path, wh
         # The write replaces the symlink with a file of its own, in the checked folder.
         assert overwritten == "updated src/data.txt (12 bytes)"
         assert created == "created src/new.txt (4 bytes)"
+
+
+def test_a_folder_swapped_in_during_a_hook_is_not_listed_or_searched(tmp_path: Path) -> None:
+    """list_files and search_files walk the checked folder through descriptors: a folder
+    turned into a symlink out after the check is not followed."""
+    ws = make_workspace(tmp_path, {"src/data.txt": "inside\n"})
+    out = tmp_path / "outside"
+    out.mkdir()
+    (out / "data.txt").write_text("SECRET outside\n")
+    swap, restore = (s.replace("{out}", str(out)) for s in SWAP["folder"])
+    pre = script(tmp_path / "swap.sh", swap)
+    post = script(tmp_path / "restore.sh", restore)
+    calls_made = [
+        {"tool": "list_files", "input": {"path": "src"}},
+        {"tool": "search_files", "input": {"pattern": "SECRET", "path": "src"}},
+        {"tool": "search_files", "input": {"pattern": "SECRET", "path": "src/data.txt"}},
+    ]
+    doc = scripted(
+        {"b1/a": [{"tool_calls": calls_made}, {"text": "done"}]},
+        plan=PLAN,
+        hooks=[{"event": "pre-tool", "command": pre}, {"event": "post-tool", "command": post}],
+        shell={"extra_allowed_commands": [pre, post]},
+    )
+    rd = tmp_path / "run"
+    run_step("dev-batches", doc, ws, run_dir=rd)
+    listed, searched, searched_file = (c["result"] for c in calls(rd, "b1/a"))
+    assert listed == "error: src changed after the call was checked (it is a symlink now)"
+    assert searched == "error: src changed after the call was checked (it is a symlink now)"
+    assert searched_file == f"error: src/data.txt {MOVED['folder']}"

@@ -218,10 +218,10 @@ async def test_past_the_limit_is_killed_and_named(
     the budget cut shorter names that limit."""
     assert native._limit_text(native.HOOK_LIMIT) == "60"
     started = time.monotonic()
-    r = await run(hook_cmd("sleep.sh", "30"), workspace, hook_rules, limit=0.3)
-    assert time.monotonic() - started < 2.0
+    r = await run(hook_cmd("sleep.sh", "60"), workspace, hook_rules, limit=0.3)
+    assert time.monotonic() - started < 20  # killed at 0.3 s, not after 60
     assert r.run.timed_out and r.run.exit_code is None
-    assert r.line == f"[pre-tool hook #1 ({hook_cmd('sleep.sh', '30')}) ran longer than 0.3 s]"
+    assert r.line == f"[pre-tool hook #1 ({hook_cmd('sleep.sh', '60')}) ran longer than 0.3 s]"
 
 
 async def test_a_hook_that_ignores_sigterm_is_killed(
@@ -240,7 +240,7 @@ async def test_a_child_that_holds_the_pipe_does_not_hang_orkeon(
 ) -> None:
     started = time.monotonic()
     r = await run(hook_cmd("fork_child.sh"), workspace, hook_rules)
-    assert time.monotonic() - started < 2.0
+    assert time.monotonic() - started < 15  # not the 30 s its child holds the pipes
     assert r.ok and r.run.first_line == "left a child behind"
 
 

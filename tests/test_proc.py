@@ -92,22 +92,22 @@ def test_cap_is_the_callers(tmp_path: Path) -> None:
 @pytest.mark.timeout(20)
 def test_time_out_sends_sigterm_first(tmp_path: Path) -> None:
     started = time.monotonic()
-    res = run([script("term_reporter.sh")], cwd=tmp_path, timeout=0.5, kill_grace=5)
+    res = run([script("term_reporter.sh")], cwd=tmp_path, timeout=0.5, kill_grace=60)
     took = time.monotonic() - started
     assert res.timed_out
     assert res.exit_code is None
     assert res.stdout == "ready\n"
     assert "got SIGTERM" in res.stderr
-    assert took < 3, "SIGTERM ended it: no need to wait for SIGKILL"
+    assert took < 20, "SIGTERM ended it: no need to wait 60 s for SIGKILL"
 
 
 @pytest.mark.timeout(20)
 def test_plain_process_dies_of_sigterm_on_time_out(tmp_path: Path) -> None:
     started = time.monotonic()
-    res = run([script("sleeper.sh")], cwd=tmp_path, timeout=0.3, kill_grace=5)
+    res = run([script("sleeper.sh")], cwd=tmp_path, timeout=0.3, kill_grace=60)
     assert res.timed_out and res.exit_code is None
     assert res.stdout == "started\n"
-    assert time.monotonic() - started < 3
+    assert time.monotonic() - started < 20  # SIGTERM ended it, not SIGKILL 60 s later
 
 
 @pytest.mark.timeout(20)

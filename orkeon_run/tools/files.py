@@ -55,7 +55,7 @@ class _Moved(OSError):
 
 
 @contextlib.contextmanager
-def _folder(target: Target, create: bool = False) -> Iterator[int]:
+def folder_of(target: Target, create: bool = False) -> Iterator[int]:
     """A descriptor of the target's folder, walked to from the workspace without following
     a symlink; with `create`, missing folders are made on the way."""
     fd = os.open(target.workspace, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
@@ -81,7 +81,7 @@ def _folder(target: Target, create: bool = False) -> Iterator[int]:
         os.close(fd)
 
 
-def _os_error(raw: str, exc: OSError) -> str:
+def os_error(raw: str, exc: OSError) -> str:
     if isinstance(exc, _Moved):
         return f"error: {raw} changed after the call was checked (a folder on its path is no folder any more)"
     if isinstance(exc, FileNotFoundError):
@@ -108,7 +108,7 @@ class _NotRegular(Exception):
 def _open(target: Target, flags: int) -> tuple[int, int]:
     """Open the file without ever blocking (a FIFO would) or following a symlink, and
     insist on a regular file. Returns (fd, size); raises OSError or _NotRegular(message)."""
-    with _folder(target) as folder:
+    with folder_of(target) as folder:
         fd = os.open(
             target.rel[-1],
             flags | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOFOLLOW,
@@ -127,7 +127,7 @@ def _read_all(target: Target, most: int | None) -> bytes | str | None:
     try:
         fd, size = _open(target, os.O_RDONLY)
     except OSError as exc:
-        return _os_error(target.raw, exc)
+        return os_error(target.raw, exc)
     except _NotRegular as exc:
         return f"error: {target.raw} {exc}"
     try:
@@ -136,7 +136,7 @@ def _read_all(target: Target, most: int | None) -> bytes | str | None:
                 return None
             return f.read() if most is None else f.read(most + 1)
     except OSError as exc:
-        return _os_error(target.raw, exc)
+        return os_error(target.raw, exc)
 
 
 def read_bytes(workspace: Path, path: Path, most: int) -> bytes | None:
@@ -192,7 +192,7 @@ def read_range(target: Target, offset: int | None, limit: int | None) -> str:
                 room -= len(line)
             more = more_after_cut or (not cut and limit is None and f.readline(1) != "")
     except OSError as exc:
-        return _os_error(raw, exc)
+        return os_error(raw, exc)
     except _NotRegular as exc:
         return f"error: {raw} {exc}"
     except UnicodeDecodeError:
@@ -228,10 +228,10 @@ def _skip_line(f: Any) -> bool:
 def write(target: Target, content: str) -> str:
     data = content.encode("utf-8", errors="replace")  # a lone surrogate becomes "?"
     try:
-        with _folder(target, create=True) as folder:
+        with folder_of(target, create=True) as folder:
             existed = _replace(folder, target.rel[-1], data)
     except OSError as exc:
-        return _os_error(target.raw, exc)
+        return os_error(target.raw, exc)
     except _NotRegular as exc:
         return f"error: {target.raw} {exc}"
     return f"{'updated' if existed else 'created'} {target.raw} ({len(data)} bytes)"
@@ -306,10 +306,10 @@ def edit(target: Target, old: str, new: str, replace_all: bool) -> str:
         )
     text = text.replace(old, new) if replace_all else text.replace(old, new, 1)
     try:
-        with _folder(target) as folder:
+        with folder_of(target) as folder:
             _replace(folder, target.rel[-1], text.encode("utf-8", errors="replace"))
     except OSError as exc:
-        return _os_error(raw, exc)
+        return os_error(raw, exc)
     except _NotRegular as exc:
         return f"error: {raw} {exc}"
     return f"edited {raw}: replaced {found} occurrence{'s' if found != 1 else ''}"

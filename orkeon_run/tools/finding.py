@@ -1,6 +1,11 @@
 """list_files and search_files: walk a folder of the workspace (never into `.git`, never
 through a symlinked folder, so the walk stays inside the tree) and stop at a deadline, so
-neither tool can hang a role. Both run in a worker thread."""
+neither tool can hang a role. Both run in a worker thread.
+
+The folder (or file) is the one the pipeline checked: it is reached from the workspace one
+folder at a time without following a symlink, and walked through folder descriptors
+(`os.fwalk`), so a folder swapped for a symlink after the check is not followed.
+"""
 
 from __future__ import annotations
 
@@ -17,6 +22,7 @@ if TYPE_CHECKING:
 from ..calls import CheckedCall
 from ..catalog import LIST_CAP, SEARCH_CAP, SEARCH_TEXT_CHARS, ListFilesInput, SearchFilesInput
 from ..policy.paths import contains
+from .files import Target, folder_of, os_error
 from .globs import BadGlob, compile_glob
 
 SKIP_DIRS = frozenset({".git"})
@@ -28,35 +34,52 @@ class _Late(Exception):
     pass
 
 
-def _walk(base: str, deadline: float) -> Iterator[tuple[str, str, bool]]:
-    """(absolute path, path relative to base, is a symlink) of every file under base (and
-    of every symlink, which is never followed), each folder's entries in name order.
-    Raises _Late past the deadline."""
-    stack = [(base, "")]
+def _open_base(workspace: Path, base: Path) -> int:
+    """A descriptor of `base` (the checked folder or file), reached without following a
+    symlink. OSError when it is gone or became something else since the check."""
+    if base == workspace:
+        return os.open(workspace, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    target = Target.of(workspace, base, base.name)
+    with folder_of(target) as parent:
+        return os.open(
+            base.name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=parent
+        )
+
+
+def _walk(base_fd: int, deadline: float) -> Iterator[tuple[int, str, str, bool]]:
+    """(its folder's descriptor, name, path relative to base, is a symlink) of every file
+    under the folder `base_fd` (and of every symlink, which is never followed), each
+    folder's files in name order before its subfolders'. Raises _Late past the deadline."""
     seen = 0
-    while stack:
-        folder, rel = stack.pop()
-        try:
-            with os.scandir(folder) as it:
-                entries = sorted(it, key=lambda e: e.name)
-        except OSError:
-            continue
-        subdirs = []
-        for entry in entries:
+    for top, dirs, files, top_fd in os.fwalk(".", dir_fd=base_fd, follow_symlinks=False):
+        rel_dir = "" if top == "." else top[2:] + "/"
+        entries: list[tuple[str, bool]] = [(f, False) for f in files if f not in SKIP_DIRS]
+        keep = []
+        for d in dirs:
+            if d in SKIP_DIRS:
+                continue
+            try:
+                link = stat.S_ISLNK(os.stat(d, dir_fd=top_fd, follow_symlinks=False).st_mode)
+            except OSError:
+                continue
+            if link:  # listed as a file, never walked into
+                entries.append((d, True))
+            else:
+                keep.append(d)
+        dirs[:] = sorted(keep)
+        for name, dir_link in sorted(entries):
             seen += 1
             if seen % 512 == 0 and time.monotonic() > deadline:
                 raise _Late
-            name_rel = f"{rel}{entry.name}"
-            try:
-                is_dir = entry.is_dir(follow_symlinks=False)
-            except OSError:
-                continue
-            if is_dir:
-                if entry.name not in SKIP_DIRS:
-                    subdirs.append((entry.path, name_rel + "/"))
-            elif entry.name not in SKIP_DIRS:  # a worktree's `.git` is a file
-                yield entry.path, name_rel, entry.is_symlink()
-        stack.extend(reversed(subdirs))
+            is_link = dir_link or _is_link(top_fd, name)
+            yield top_fd, name, rel_dir + name, is_link
+
+
+def _is_link(folder: int, name: str) -> bool:
+    try:
+        return stat.S_ISLNK(os.stat(name, dir_fd=folder, follow_symlinks=False).st_mode)
+    except OSError:
+        return False
 
 
 def _prefix(workspace: Path, base: Path) -> str:
@@ -74,22 +97,21 @@ def list_files(
     except BadGlob as exc:
         return f"error: bad glob {pattern!r}: {exc}"
     late = f"error: listing {raw} took too long; list a smaller folder or use a pattern"
-    if base.is_file():
-        rel = base.relative_to(workspace).as_posix()
-        try:
-            return [rel] if rx is None or _match(rx, base.name, deadline) else []
-        except TimeoutError:
-            return late
-    if not base.is_dir():
-        return f"error: {raw} does not exist"
-    prefix = _prefix(workspace, base)
-    found: list[str] = []
     try:
-        for _, rel, _ in _walk(os.fspath(base), deadline):
-            if rx is None or _match(rx, rel, deadline):
-                found.append(prefix + rel)
+        fd = _open_base(workspace, base)
+    except OSError as exc:
+        return os_error(raw, exc)
+    try:
+        if not stat.S_ISDIR(os.fstat(fd).st_mode):
+            rel = base.relative_to(workspace).as_posix()
+            return [rel] if rx is None or _match(rx, base.name, deadline) else []
+        prefix = _prefix(workspace, base)
+        found = [prefix + rel for _, _, rel, _ in _walk(fd, deadline)
+                 if rx is None or _match(rx, rel, deadline)]  # fmt: skip
     except (_Late, TimeoutError):
         return late
+    finally:
+        os.close(fd)
     found.sort()
     return found[:LIST_CAP]
 
@@ -131,25 +153,40 @@ def search_files(
     except BadGlob as exc:
         return f"error: bad glob {glob!r}: {exc}"
 
-    if base.is_file():
-        files: Any = [(os.fspath(base), base.name, False)]
-        prefix = _prefix(workspace, base.parent)
-    elif base.is_dir():
-        files = _walk(os.fspath(base), deadline)
+    try:
+        fd = _open_base(workspace, base)
+    except OSError as exc:
+        return os_error(raw, exc)
+    try:
+        return _search(workspace, base, fd, raw, rx, keep, deadline)
+    finally:
+        os.close(fd)
+
+
+def _search(
+    workspace: Path, base: Path, fd: int, raw: str, rx: Any, keep: Any, deadline: float
+) -> list[dict[str, Any]] | str:
+    if stat.S_ISDIR(os.fstat(fd).st_mode):
+        files: Any = _walk(fd, deadline)
         prefix = _prefix(workspace, base)
     else:
-        return f"error: {raw} does not exist"
-
+        files = [(fd, None, base.name, False)]
+        prefix = _prefix(workspace, base.parent)
     ws = os.fspath(workspace)
     matches: list[dict[str, Any]] = []
     late = f"error: searching {raw} took too long; search a smaller folder or use a glob"
     try:
-        for path, rel, is_link in files:
+        for folder, name, rel, is_link in files:
             if keep is not None and not keep(rel, rel.rpartition("/")[2]):
                 continue
-            if is_link and not contains(ws, os.path.realpath(path)):
-                continue  # a symlink out of the workspace is not read through
-            text = _text_of(path)
+            if is_link:
+                # Read through a symlink only when it leads inside the workspace.
+                real = os.path.realpath(os.path.join(base, rel))
+                if not contains(ws, real):
+                    continue
+                text = _text_of(None, real)
+            else:
+                text = _text_of(folder, name)
             if text is None:
                 continue
             budget = deadline - time.monotonic()
@@ -170,9 +207,19 @@ def search_files(
     return matches
 
 
-def _text_of(path: str) -> str | None:
+def _text_of(folder: int | None, name: str | None) -> str | None:
+    """The text of file `name` in `folder` (not following a symlink); `folder` alone: that
+    open file itself; `folder` None: `name` is a path, followed."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        if name is None:
+            assert folder is not None
+            fd = os.dup(folder)
+            os.lseek(fd, 0, os.SEEK_SET)
+        elif folder is None:
+            fd = os.open(name, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        else:
+            flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOFOLLOW
+            fd = os.open(name, flags, dir_fd=folder)
     except OSError:
         return None
     try:
