@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-# The OrbCode page's rule for what looks like a credential.
+# The rule Claude Code's hook environment uses for what looks like a credential.
 CREDENTIAL_NAME = re.compile(
     r"(?:^|_)(TOKEN|KEY|SECRET|PASSWORD|PASSWD|CREDENTIAL|PRIVATE_KEY)(?:$|_)", re.IGNORECASE
 )

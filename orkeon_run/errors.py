@@ -83,7 +83,7 @@ def os_reason(exc: OSError) -> str:
 
 
 def exit_code_for(exc: BaseException) -> int:
-    """The exit-code contract of INTERFACE section 1, in one place."""
+    """The exit-code contract (docs/output.md, "Exit codes"), in one place."""
     if isinstance(exc, OrkeonError):
         return exc.exit_code
     if isinstance(exc, KeyboardInterrupt):

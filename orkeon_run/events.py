@@ -1,4 +1,4 @@
-"""Events (INTERFACE section 7): one JSON object per line, each with `type` and `ts`.
+"""Events (docs/output.md, "Events"): one JSON object per line, each with `type` and `ts`.
 
 `EventLog` appends each event to `events.jsonl` and flushes it before returning, so a run
 killed at any point leaves every finished line whole. With `--output stream-json` the

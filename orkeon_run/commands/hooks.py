@@ -1,6 +1,6 @@
 """`orkeon hooks list`, `orkeon hooks check` and `orkeon hooks trust` (docs/hooks.md).
 
-The seed's advice, "run it once by hand first", as a command: `check` runs each native
+The advice "run it once by hand first" (docs/hooks.md), as a command: `check` runs each native
 pre-tool and post-tool hook once on a sample call, exactly as the pipeline would (same
 replacement, same program rules, same runner, 60 s limit), and shows what the model would
 read. Settings-shape PreToolUse and PostToolUse hooks run too, through the same
@@ -82,7 +82,7 @@ async def check(
         raise ValueError(f"unknown tool {tool!r}")
     if TOOLS[name].path_field is None:
         # A call of a tool with no path argument (shell) has none, so `{path}` reads `-`
-        # there (INTERFACE 4); the sample must not show a path the real call never has.
+        # there (docs/hooks.md); the sample must not show a path the real call never has.
         path = None
     lines: list[str] = []
     code = 0

@@ -1,4 +1,4 @@
-"""The `--inputs` document (INTERFACE section 2) as frozen pydantic models.
+"""The `--inputs` document (docs/inputs.md) as frozen pydantic models.
 
 `load_document` (documents.py) reads SRC (inline JSON, `@PATH`, or `-`) within its limits;
 `parse_inputs` validates it and turns every problem into one line that names the field

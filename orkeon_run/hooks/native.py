@@ -1,4 +1,4 @@
-"""Native hooks (INTERFACE section 4, `seeds/orkeon-code-hooks.txt`).
+"""Native hooks (docs/hooks.md, "Native hooks").
 
 `{"event": "pre-tool" | "post-tool" | "stop", "command": "PROGRAM ARG…"}`, numbered from 1 in
 the order given, across all events. Before a hook runs, `{tool}`, `{event}` and `{path}` are
@@ -14,7 +14,7 @@ A hook also gets the call in its environment, so a guard can see a path `{path}`
 show: `ORKEON_HOOK_PATH` (the path argument exactly as the model wrote it, also where
 `{path}` is `-`; empty for a call without one), `ORKEON_HOOK_TOOL`, `ORKEON_HOOK_EVENT`.
 
-Where INTERFACE section 4 leaves a choice:
+Where the native contract leaves a choice (docs/hooks.md says what was chosen):
 - LINE is the first non-blank line, error output first, cut to 1000 characters (`…` marks
   a cut); a hook that printed nothing reads `exited CODE: (no output)`.
 - The time-out text names the limit that applied: `ran longer than 60 s`, or less when the

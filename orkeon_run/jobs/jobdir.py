@@ -60,7 +60,7 @@ def read_doc(path: Path) -> dict[str, Any] | None:
 
 def provider_failed(result: dict[str, Any]) -> bool:
     """The step failed because its model provider did: exit 4 or `error.kind` "provider"
-    (results from INTERFACE's second round on), or a role "failed" (the one role status
+    (results of orkeon 0.2 and later), or a role "failed" (the one role status
     only a provider failure gives, docs/output.md)."""
     if result.get("exit_code") == EXIT_PROVIDER:
         return True

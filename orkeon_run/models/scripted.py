@@ -1,4 +1,4 @@
-"""The scripted model provider (INTERFACE section 2): deterministic, no network, no SDK.
+"""The scripted model provider (docs/inputs.md, "model"): deterministic, no network, no SDK.
 
 The script maps role full names to entries; each entry is one model turn. A role's n-th
 answer is its n-th entry, where n is the number of answers already in the conversation

@@ -1,5 +1,5 @@
 """Transcripts: `transcripts/ROLE.jsonl`, one line per message a role's model was sent or
-answered (INTERFACE section 7).
+answered (docs/output.md, "transcripts/ROLE.jsonl").
 
 A line is `Message.to_json()` plus `ts`, `agent` (the role's full name) and `direction`:
 `"sent"` (system, user and tool messages, written when they join the conversation, so
@@ -133,7 +133,7 @@ def load_conversation(path: Path) -> list[Message]:
 
 
 def replay_script(path: Path) -> dict[str, list[dict[str, Any]]]:
-    """A script (INTERFACE section 2) that replays the model answers recorded in `path`.
+    """A script (docs/inputs.md) that replays the model answers recorded in `path`.
 
     A file replays the role it recorded (its lines' `agent`; the file name without
     `.jsonl` when the lines carry none). A directory (a run's `transcripts/`) replays every

@@ -1,4 +1,4 @@
-"""The host gate: the session's allow/deny rules (`--inputs` `gate`, INTERFACE section 2).
+"""The host gate: the session's allow/deny rules (`--inputs` `gate`, docs/inputs.md).
 
 The first stage a call passes after its input is checked. It uses the rules of `rules.py`:
 with no allow rules every call no deny rule matches passes; with allow rules a call must

@@ -1,4 +1,4 @@
-"""The shell tool: one program and its arguments (INTERFACE section 6), run in the workspace
+"""The shell tool: one program and its arguments (docs/tools.md, "shell"), run in the workspace
 through `proc`, with no shell and stdin from /dev/null; with a `SandboxPolicy`, inside the
 OS sandbox it describes (tools/sandbox), or refused when no sandbox can be made here."""
 

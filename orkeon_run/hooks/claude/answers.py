@@ -1,4 +1,4 @@
-"""What one settings-shape hook answered (seed page "How a hook controls OrbCode").
+"""What one settings-shape hook answered (docs/hooks.md, "Output: exit code and JSON").
 
 Read from its exit code and its stdout:
 

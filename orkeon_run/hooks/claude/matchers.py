@@ -1,4 +1,4 @@
-"""Matchers of settings-shape hooks (seed page "Configuration shape", INTERFACE section 5).
+"""Matchers of settings-shape hooks (docs/hooks.md, "Matchers").
 
 A matcher is a JavaScript-style regular expression tested against one field of the event
 (the tool name for PreToolUse/PostToolUse, `source` for SessionStart, `trigger` for

@@ -1,4 +1,4 @@
-"""The JSON line a settings-shape hook reads on stdin (seed page "How a hook receives input").
+"""The JSON line a settings-shape hook reads on stdin (docs/hooks.md, "Input on stdin").
 
 Base fields `session_id, transcript_path, cwd, hook_event_name`, then the event's own, in
 Claude Code's key order. Tool events speak Claude Code:

@@ -1,4 +1,4 @@
-"""Running settings-shape hook commands (seed page "Execution model", "Environment variables").
+"""Running settings-shape hook commands (docs/hooks.md, "Execution and environment").
 
 Each command runs as `[$SHELL or /bin/sh, "-c", COMMAND]` through `proc.arun`: cwd the
 workspace, the event's JSON line on stdin, its own time limit (default 10 s, capped by what

@@ -1,7 +1,7 @@
-"""Settings-shape hooks: the Claude Code contract (`seeds/orbcode-cli-hooks.md`, INTERFACE
-section 5), so hook scripts written for Claude Code run unchanged.
+"""Settings-shape hooks: the Claude Code contract (docs/hooks.md, "Settings-shape hooks"),
+so hook scripts written for Claude Code run unchanged.
 
-`SettingsHooks` implements `ToolHooks` for the pipeline (PreToolUse, PostToolUse, and
+`SettingsHooks` implements the `Hooks` protocol for the pipeline (PreToolUse, PostToolUse, and
 Notification when a hook asks for an approval a headless run cannot give) and the
 lifecycle events for the agent loop (SessionStart, UserPromptSubmit, Stop, PreCompact,
 SessionEnd). SubagentStop is accepted in the configuration and never fired.

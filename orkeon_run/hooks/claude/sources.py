@@ -1,4 +1,4 @@
-"""Where settings-shape hooks come from, and how they merge (INTERFACE sections 2 and 5).
+"""Where settings-shape hooks come from, and how they merge (docs/hooks.md, "Sources").
 
 Sources, merged per event and never overwritten, in this order:
 

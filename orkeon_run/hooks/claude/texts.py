@@ -1,4 +1,4 @@
-"""The texts a model reads from settings-shape hooks (INTERFACE section 5), fixed to the
+"""The texts a model reads from settings-shape hooks (docs/hooks.md), fixed to the
 character. `CMD` is the command as written; `REASON` the stderr of an exit 2 or the JSON
 reason, trimmed, `no reason given` when there is none (capped at 8192 bytes)."""
 
