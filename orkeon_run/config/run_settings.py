@@ -26,7 +26,6 @@ wins again).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from contextvars import ContextVar
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -265,22 +264,13 @@ _MISSING = _Missing()
 
 @cache
 def _settings_class() -> Any:
-    """Built on first use so that importing this module does not import pydantic-settings."""
-    from pydantic.fields import FieldInfo
-    from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+    """Built on first use so that importing this module does not import pydantic-settings.
+    Its loaders, highest precedence first: flags, environment, --inputs, settings files."""
+    from pydantic_settings import SettingsConfigDict
 
-    class Source(PydanticBaseSettingsSource):
-        def __init__(self, settings_cls: type[BaseSettings], load: Any) -> None:
-            super().__init__(settings_cls)
-            self._load = load
+    from .layered import layered_base
 
-        def get_field_value(self, field: FieldInfo, field_name: str) -> tuple[Any, str, bool]:
-            return None, field_name, False
-
-        def __call__(self) -> dict[str, Any]:
-            return self._load()
-
-    class Knobs(BaseSettings):
+    class Knobs(layered_base()):  # type: ignore[misc]
         # Values arrive checked, each wrapped with its origin (`Given`).
         model_config = SettingsConfigDict(arbitrary_types_allowed=True, frozen=True, extra="ignore")
         model: Given | None = None
@@ -290,33 +280,7 @@ def _settings_class() -> Any:
         seconds: Given | None = None
         concurrency: Given | None = None
 
-        def __init__(self, *, _loaders: list[Any]) -> None:
-            # The sources depend on this call's arguments; settings_customise_sources is a
-            # classmethod, so they travel through a context the class reads while building.
-            token = _pending.set(_loaders)
-            try:
-                super().__init__()
-            finally:
-                _pending.reset(token)
-
-        @classmethod
-        def settings_customise_sources(
-            cls,
-            settings_cls: type[BaseSettings],
-            init_settings: PydanticBaseSettingsSource,
-            env_settings: PydanticBaseSettingsSource,
-            dotenv_settings: PydanticBaseSettingsSource,
-            file_secret_settings: PydanticBaseSettingsSource,
-        ) -> tuple[PydanticBaseSettingsSource, ...]:
-            # Highest precedence first: flags, environment, --inputs, the settings files.
-            return tuple(Source(settings_cls, load) for load in _pending.get())
-
     return Knobs
-
-
-# Per-call sources for Knobs (see Knobs.__init__); a context variable, so calls in
-# different threads or tasks never see each other's sources.
-_pending: ContextVar[list[Any]] = ContextVar("orkeon_run_knob_sources")
 
 
 def settings_files(

@@ -21,7 +21,6 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Mapping
-from contextvars import ContextVar
 from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -158,8 +157,9 @@ def _env_values(environ: Mapping[str, str]) -> tuple[dict[str, Any], dict[str, s
 def _settings_class() -> Any:
     """Built on first use so that importing this module does not import pydantic-settings."""
     from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
-    from pydantic.fields import FieldInfo
-    from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+    from pydantic_settings import SettingsConfigDict
+
+    from .layered import layered_base
 
     class ShellSection(BaseModel):
         model_config = ConfigDict(extra="ignore", frozen=True)
@@ -191,17 +191,6 @@ def _settings_class() -> Any:
                 raise InputError(f"{where[key]}: {msg}") from None
         return {"Orkeon": {"Tools": {"Shell": values}}} if values else {}
 
-    class Source(PydanticBaseSettingsSource):
-        def __init__(self, settings_cls: type[BaseSettings], load: Any) -> None:
-            super().__init__(settings_cls)
-            self._load = load
-
-        def get_field_value(self, field: FieldInfo, field_name: str) -> tuple[Any, str, bool]:
-            return None, field_name, False
-
-        def __call__(self) -> dict[str, Any]:
-            return self._load()
-
     def file_source(path: Path | None) -> Any:
         def load() -> dict[str, Any]:
             if path is None:
@@ -218,46 +207,16 @@ def _settings_class() -> Any:
 
         return load
 
-    class Settings(BaseSettings):
+    class Settings(layered_base()):  # type: ignore[misc]
         model_config = SettingsConfigDict(extra="ignore", frozen=True)
         Orkeon: OrkeonSection = Field(default_factory=OrkeonSection)
 
-        def __init__(
-            self,
-            *,
-            _env: Mapping[str, str],
-            _user_file: Path | None,
-            _ws_file: Path | None,
-            **given: Any,
-        ) -> None:
-            # The sources depend on this call's arguments; settings_customise_sources is a
-            # classmethod, so they travel through a context the class reads while building.
-            token = _pending.set((env_source(_env), file_source(_ws_file), file_source(_user_file)))
-            try:
-                super().__init__(**given)
-            finally:
-                _pending.reset(token)
+    def build(
+        *, _env: Mapping[str, str], _user_file: Path | None, _ws_file: Path | None, **given: Any
+    ) -> Any:
+        # Highest precedence first: `given` (--inputs), the environment, the workspace's
+        # file, the user's.
+        loaders = (env_source(_env), file_source(_ws_file), file_source(_user_file))
+        return Settings(_loaders=loaders, **given)
 
-        @classmethod
-        def settings_customise_sources(
-            cls,
-            settings_cls: type[BaseSettings],
-            init_settings: PydanticBaseSettingsSource,
-            env_settings: PydanticBaseSettingsSource,
-            dotenv_settings: PydanticBaseSettingsSource,
-            file_secret_settings: PydanticBaseSettingsSource,
-        ) -> tuple[PydanticBaseSettingsSource, ...]:
-            env_load, ws_load, user_load = _pending.get()
-            return (
-                init_settings,
-                Source(settings_cls, env_load),
-                Source(settings_cls, ws_load),
-                Source(settings_cls, user_load),
-            )
-
-    return Settings
-
-
-# Per-call sources for Settings (see Settings.__init__); a context variable, so calls in
-# different threads or tasks never see each other's sources.
-_pending: ContextVar[tuple[Any, Any, Any]] = ContextVar("orkeon_shell_sources")
+    return build
