@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from .catalog import TOOLS, Tool, ToolInput, ToolSpec, canonical
-from .vocabulary import RefusedBy, spent_text
+from .vocabulary import RefusedBy
 
 if TYPE_CHECKING:
     from .ledger import Ledger
@@ -109,8 +109,10 @@ class Refusal:
 
 def budget_refusal(ledger: Ledger) -> Refusal:
     """The budget stops this call: recorded in the ledger as the exhausted budget;
-    `[refused: the step's time budget is spent]` (turn, token, cost likewise)."""
-    return Refusal("budget", f"[refused: {spent_text(ledger.refuse() or 'seconds')}]")
+    `[refused: the step's time budget is spent]` (turn, token, cost likewise; `the
+    role's …` for a role's own limit, `budget.per_role`)."""
+    ledger.refuse()
+    return Refusal("budget", f"[refused: {ledger.refusal_text()}]")
 
 
 @dataclass(frozen=True, slots=True)

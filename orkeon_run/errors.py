@@ -4,7 +4,9 @@
     ├── UsageError                   exit 2: bad command line or --inputs; nothing ran
     │   └── InputError               carries one line per problem, each naming the field
     ├── StepFailed                   exit 1: a role, the audit or a plan check failed
-    ├── ProviderError                exit 1: the model provider failed (auth, parse, retries spent)
+    ├── ProviderError                exit 4: the model provider failed (auth, unreachable,
+    │                                rate limits or server errors past the retries, a reply
+    │                                that is no answer): try again later
     ├── BudgetExhausted              exit 3: carries which budget ran out
     ├── Interrupted                  exit 130: SIGINT/SIGTERM
     └── RecordsError                 exit 1: the run could not write its records (a full
@@ -20,6 +22,7 @@ EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_USAGE = 2
 EXIT_BUDGET = 3
+EXIT_PROVIDER = 4
 EXIT_INTERRUPTED = 130
 
 
@@ -45,6 +48,10 @@ class StepFailed(OrkeonError):
 
 
 class ProviderError(OrkeonError):
+    """Caught by the agent loop: the role ends "failed", and the step's exit is 4 when
+    nothing else went wrong (`exit_code_of`)."""
+
+    exit_code = EXIT_PROVIDER
     status = "failed"
 
 
@@ -52,11 +59,12 @@ class BudgetExhausted(OrkeonError):
     exit_code = EXIT_BUDGET
     status = "budget_exhausted"
 
-    def __init__(self, which: str) -> None:
+    def __init__(self, which: str, whose: str = "step") -> None:
         from .vocabulary import spent_text
 
         self.which = which
-        super().__init__(spent_text(which))
+        self.whose = whose  # "step", or "role": the role's own limit (budget.per_role)
+        super().__init__(spent_text(which, whose))
 
 
 class Interrupted(OrkeonError):
@@ -99,6 +107,14 @@ STATUS_EXIT = {
     "budget_exhausted": EXIT_BUDGET,
     "interrupted": EXIT_INTERRUPTED,
 }
+
+
+def exit_code_of(status: str, kind: str | None) -> int:
+    """The exit code of a result: its status's, except a step that failed because its
+    model provider did (`error.kind` "provider"), which exits 4: the work did not fail."""
+    if status == "failed" and kind == "provider":
+        return EXIT_PROVIDER
+    return STATUS_EXIT[status]
 
 
 def one_line(text: str) -> str:

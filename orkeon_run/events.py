@@ -1,4 +1,5 @@
-"""Events (docs/output.md, "Events"): one JSON object per line, each with `type` and `ts`.
+"""Events (docs/output.md, "Events"): one JSON object per line, each with `type`, `ts` and
+`schema_version` (vocabulary.SCHEMA_VERSION).
 
 `EventLog` appends each event to `events.jsonl` and flushes it before returning, so a run
 killed at any point leaves every finished line whole. With `--output stream-json` the
@@ -26,6 +27,11 @@ from typing import IO, Any
 from .environ import Redactor
 from .errors import RecordsError
 from .jsonio import append_line, dumps, utf8_line
+from .vocabulary import SCHEMA_VERSION
+
+
+def _event(type: str, fields: dict[str, Any]) -> dict[str, Any]:
+    return {"type": type, "ts": round(time.time(), 6), "schema_version": SCHEMA_VERSION, **fields}
 
 
 class EventLog:
@@ -61,7 +67,7 @@ class EventLog:
 
     def emit(self, type: str, **fields: Any) -> dict[str, Any]:
         """Write one event; raises RecordsError when it cannot be written (see above)."""
-        return self.write({"type": type, "ts": round(time.time(), 6), **fields})
+        return self.write(_event(type, fields))
 
     def write(self, event: dict[str, Any]) -> dict[str, Any]:
         """Log an event made elsewhere, its `ts` kept (a pipeline's log takes each of its
@@ -87,7 +93,7 @@ class EventLog:
     def emit_final(self, type: str, **fields: Any) -> dict[str, Any]:
         """The run's last event: written to the file when it still can be, always to the
         stream and the listeners. Never raises for the file."""
-        event, data = self._line({"type": type, "ts": round(time.time(), 6), **fields})
+        event, data = self._line(_event(type, fields))
         with self._lock:
             if self._fd is not None and self.failure is None:
                 try:

@@ -9,6 +9,11 @@ summed, not wall-clock time.
 A budget is `exhausted` (the result's `budget.exhausted`, exit 3) only when it stopped
 work that wanted to start: a step whose last turn lands exactly on its turn limit and
 needs no other has finished within its budget.
+
+`budget.per_role` gives each role limits of its own, on the same keys: the role's agent
+and its calls charge a `RoleLedger`, which charges the step's ledger as well and stops
+its role alone when the role's limit is reached (its siblings go on); the step's limits
+still hold over all of them.
 """
 
 from __future__ import annotations
@@ -20,9 +25,24 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from .errors import BudgetExhausted
-from .vocabulary import BudgetName
+from .vocabulary import BudgetName, spent_text
 
 Kind = Literal["model", "tool", "hook"]
+
+
+class RoleLimits(BaseModel):
+    """`budget.per_role`: what each role of the step may spend; `null` (the default) = no
+    limit of the role's own."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    seconds: float | None = Field(default=None, gt=0)
+    turns: int | None = Field(default=None, ge=1)
+    tokens: int | None = Field(default=None, ge=1)
+    usd: float | None = Field(default=None, gt=0)
+
+    def any(self) -> bool:
+        return any(v is not None for v in (self.seconds, self.turns, self.tokens, self.usd))
 
 
 class BudgetLimits(BaseModel):
@@ -34,6 +54,25 @@ class BudgetLimits(BaseModel):
     turns: int | None = Field(default=None, ge=1)
     tokens: int | None = Field(default=None, ge=1)
     usd: float | None = Field(default=None, gt=0)
+    per_role: RoleLimits | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """The limits as the `run.start` event gives them: `per_role` only when set."""
+        return self.model_dump(exclude=None if self.per_role else {"per_role"})
+
+    def per_role_warnings(self) -> list[str]:
+        """A per-role limit no smaller than the step's own never stops a role first."""
+        if self.per_role is None:
+            return []
+        out = []
+        for key in ("seconds", "turns", "tokens", "usd"):
+            mine, step = getattr(self.per_role, key), getattr(self, key)
+            if mine is not None and step is not None and mine >= step:
+                out.append(
+                    f"budget.per_role.{key}: {mine:g} is not below the step's {step:g}: "
+                    "the step's limit is reached first"
+                )
+        return out
 
 
 class Ledger:
@@ -155,6 +194,16 @@ class Ledger:
         if which:
             raise BudgetExhausted(which)
 
+    def refusal_text(self) -> str:
+        """What a call the budget stops reads (after `refuse()`): whose budget, which."""
+        return spent_text(self.reached or "seconds")
+
+    def role(self) -> Ledger:
+        """The ledger one role charges: this one, or with `per_role` limits a RoleLedger
+        of its own over it."""
+        per = self.limits.per_role
+        return RoleLedger(self, per) if per is not None and per.any() else self
+
     def exhaust(self, which: BudgetName) -> None:
         """Work was cut at a limit (a model turn stopped at the time budget): record it
         and raise BudgetExhausted."""
@@ -186,6 +235,79 @@ class Ledger:
             "tokens_out": self.tokens_out,
             "cache_read_tokens": self.cache_read_tokens,
             "cache_write_tokens": self.cache_write_tokens,
+            "usd": round(self.usd, 6) if self.usd_known else None,
+            "exhausted": self.exhausted,
+        }
+
+
+class RoleLedger(Ledger):
+    """One role's ledger (`budget.per_role`): every charge goes to it and to the step's
+    ledger (`parent`). Work stops when either has reached a limit; the step's is asked
+    first, so a step whose budget is spent says so rather than the role's."""
+
+    def __init__(self, parent: Ledger, limits: RoleLimits) -> None:
+        own = BudgetLimits(**{k: getattr(limits, k) for k in ("seconds", "turns", "tokens", "usd")})
+        super().__init__(own)
+        self.parent = parent
+
+    def charge(self, kind: Kind, seconds: float) -> None:
+        super().charge(kind, seconds)
+        self.parent.charge(kind, seconds)
+
+    def add_turn(
+        self,
+        tokens_in: int = 0,
+        tokens_out: int = 0,
+        usd: float | None = 0.0,
+        cache_read: int = 0,
+        cache_write: int = 0,
+    ) -> None:
+        super().add_turn(tokens_in, tokens_out, usd, cache_read, cache_write)
+        self.parent.add_turn(tokens_in, tokens_out, usd, cache_read, cache_write)
+
+    def spent(self) -> BudgetName | None:
+        return self.parent.spent() or self.reached
+
+    def refuse(self) -> BudgetName | None:
+        return self.parent.refuse() or super().refuse()
+
+    def check(self) -> None:
+        which = self.parent.refuse()
+        if which:
+            raise BudgetExhausted(which)
+        which = super().refuse()
+        if which:
+            raise BudgetExhausted(which, "role")
+
+    def refusal_text(self) -> str:
+        if self.parent.spent():
+            return self.parent.refusal_text()
+        return spent_text(self.reached or "seconds", "role")
+
+    def exhaust(self, which: BudgetName) -> None:
+        # Cut at the smaller of the two time limits: the step's when it has none left.
+        if self.parent.spent() or self.parent.remaining_seconds() == 0:
+            self.parent.exhaust(which)
+        with self._lock:
+            self.reached = self.reached or which
+            self.exhausted = self.exhausted or which
+        raise BudgetExhausted(which, "role")
+
+    def remaining_seconds(self) -> float | None:
+        mine, step = super().remaining_seconds(), self.parent.remaining_seconds()
+        if mine is None or step is None:
+            return step if mine is None else mine
+        return min(mine, step)
+
+    def role(self) -> Ledger:
+        return self
+
+    def use(self) -> dict[str, object]:
+        """The role's record's `budget`: what it spent, and its own limit that stopped it."""
+        return {
+            "used_seconds": round(self.used_seconds, 6),
+            "turns": self.turns,
+            "tokens": self.tokens_in + self.tokens_out,
             "usd": round(self.usd, 6) if self.usd_known else None,
             "exhausted": self.exhausted,
         }

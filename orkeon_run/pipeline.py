@@ -177,10 +177,16 @@ class Pipeline:
         self._seq: dict[str, Iterator[int]] = {}
 
     async def call(
-        self, ctx: CallContext, tool: str, input: dict[str, Any], call_id: str
+        self,
+        ctx: CallContext,
+        tool: str,
+        input: dict[str, Any],
+        call_id: str,
+        ledger: Ledger | None = None,
     ) -> CallOutcome:
         """Run one tool call through every stage; never raises for anything a tool or a
-        hook does. Emits the call's `tool.call` event."""
+        hook does. Emits the call's `tool.call` event. `ledger`: the calling role's, when
+        it has limits of its own (ledger.RoleLedger); else the step's."""
         counter = self._seq.get(ctx.role)
         if counter is None:
             counter = self._seq[ctx.role] = itertools.count(1)
@@ -194,7 +200,7 @@ class Pipeline:
             tool=tool,
             target=call_target(tool, input),
         )
-        out = await self._call(ctx, tool, input, call_id)
+        out = await self._call(ctx, tool, input, call_id, ledger or self.ledger)
         if self.events.redactor is not None:
             # What the model reads: a command that printed a secret, a hook that echoed
             # one, gets it as `[redacted]` (environ.Redactor).
@@ -217,7 +223,7 @@ class Pipeline:
         return out
 
     async def _call(
-        self, ctx: CallContext, tool: str, input: dict[str, Any], call_id: str
+        self, ctx: CallContext, tool: str, input: dict[str, Any], call_id: str, ledger: Ledger
     ) -> CallOutcome:
         runs: list[HookRun] = []
 
@@ -227,13 +233,13 @@ class Pipeline:
                 tool, input, "refused", r.by, r.text, runs, hook_seconds=hook_seconds, **extra
             )
 
-        if self.ledger.spent():
-            return refused(budget_refusal(self.ledger))
+        if ledger.spent():
+            return refused(budget_refusal(ledger))
         call = self._check(ctx, tool, input)
         if isinstance(call, Refusal):
             return refused(call)
 
-        pre = await self.hooks.pre_tool(ctx, call, call_id, self.ledger)
+        pre = await self.hooks.pre_tool(ctx, call, call_id, ledger)
         runs.extend(pre.runs)
         if pre.refusal is not None:
             return refused(pre.refusal, stop_role=pre.stop, stop_reason=pre.stop_reason)
@@ -247,9 +253,9 @@ class Pipeline:
                 return refused(rewritten)
             call = rewritten
 
-        timeout = self.ledger.cap(self.tool_timeout)
+        timeout = ledger.cap(self.tool_timeout)
         if timeout <= 0:
-            return refused(budget_refusal(self.ledger))
+            return refused(budget_refusal(ledger))
         started = time.monotonic()
         try:
             env = self.tool_env if ctx.roots is None else replace(self.tool_env, roots=ctx.roots)
@@ -260,9 +266,9 @@ class Pipeline:
         except Exception as exc:  # a tool's bug must not end the step
             result = f"error: {tool} failed: {type(exc).__name__}: {exc}"
         tool_seconds = time.monotonic() - started
-        self.ledger.charge("tool", tool_seconds)
+        ledger.charge("tool", tool_seconds)
 
-        post = await self.hooks.post_tool(ctx, call, result, call_id, self.ledger, pre)
+        post = await self.hooks.post_tool(ctx, call, result, call_id, ledger, pre)
         runs.extend(post.runs)
         if post.lines:
             result = result_text(result).rstrip("\n") + "\n" + "\n".join(post.lines)

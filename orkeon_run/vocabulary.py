@@ -4,7 +4,13 @@ the schemas all take them from here (docs/output.md lists them for users)."""
 
 from __future__ import annotations
 
-from typing import Literal, get_args
+from typing import Any, Literal, get_args
+
+# The version of the result document's and the events' shape, in each of them. It goes up
+# when a reader written for the old shape would misread the new one (a field removed,
+# renamed, or given another type or meaning); a new field does not move it (docs/output.md).
+# 1: the results and events before the field (`error` a string); 2: `error` an object.
+SCHEMA_VERSION = 2
 
 StepName = Literal["dev-spec", "dev-plan", "dev-batches", "tasks-repair", "pipeline"]
 STEPS: tuple[StepName, ...] = get_args(StepName)
@@ -13,6 +19,8 @@ CrewStep = Literal["dev-spec", "dev-plan", "dev-batches", "tasks-repair"]
 
 # A step's status in the result document; each maps to one exit code (errors.py).
 StepStatus = Literal["succeeded", "failed", "budget_exhausted", "interrupted", "error"]
+# Why a step did not succeed: the result's `error.kind` (docs/output.md, "Exit codes").
+ErrorKind = Literal["provider", "audit", "role", "budget", "input", "interrupted", "internal"]
 # A role's status in the result document's `roles`.
 RoleStatus = Literal["succeeded", "failed", "stopped", "budget_exhausted", "interrupted"]
 
@@ -30,6 +38,20 @@ BUDGET_WORDS: dict[str, str] = {
 }
 
 
-def spent_text(which: str) -> str:
-    """`the step's time budget is spent` (for `seconds`)."""
-    return f"the step's {BUDGET_WORDS.get(which, which)} budget is spent"
+def spent_text(which: str, whose: str = "step") -> str:
+    """`the step's time budget is spent` (for `seconds`); `whose` "role": a role's own
+    limit (`budget.per_role`)."""
+    return f"the {whose}'s {BUDGET_WORDS.get(which, which)} budget is spent"
+
+
+def error_message(error: Any) -> str | None:
+    """A result's `error` as text: its `message` (an object, schema_version 2), or the
+    line itself (the results before); None for none."""
+    if isinstance(error, dict):
+        return str(error.get("message") or error.get("kind") or "") or None
+    return str(error) if error else None
+
+
+def error_kind(error: Any) -> str | None:
+    """A result's `error.kind`, or None (none, or a result from before it)."""
+    return str(error.get("kind")) if isinstance(error, dict) and error.get("kind") else None

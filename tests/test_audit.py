@@ -144,6 +144,7 @@ def test_change_outside_the_roots_fails_the_audit(
     assert rec == {
         "batch": "b1",
         "passed": False,
+        "changed": 2,
         "outside_roots": ["src/web/w.py"],
         "failed_command": None,
         "output_tail": "changed outside the roots of batch b1 (src/api/):\n  src/web/w.py",

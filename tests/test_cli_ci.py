@@ -232,7 +232,8 @@ def test_a_role_whose_every_call_was_refused_is_named_with_the_first_refusal(ws,
         f"[pre-tool hook #1 ({deny} file_write .orkeon/spec.md) exited 2: writes are frozen today]"
     )
     assert code == 1
-    assert result["error"] == (
+    assert result["error"]["kind"] == "role"
+    assert result["error"]["message"] == (
         f"every call of role writer was refused (2 calls; the first by a hook: {refusal}); "
         "the writer did not write the spec (.orkeon/spec.md)"
     )
@@ -257,5 +258,8 @@ def test_a_role_with_some_calls_through_is_not_all_refused(ws, tmp_path, capsys)
            "shell": {"extra_allowed_commands": [str(deny)]}}  # fmt: skip
     code, result, _ = run_json(capsys, "dev-spec", ws, doc=doc)
     assert code == 1
-    assert result["error"] == "the writer did not write the spec (.orkeon/spec.md)"
+    assert result["error"] == {
+        "kind": "role",
+        "message": "the writer did not write the spec (.orkeon/spec.md)",
+    }
     assert "all_refused" not in {r["name"]: r for r in result["roles"]}["writer"]

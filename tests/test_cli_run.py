@@ -126,7 +126,8 @@ def test_a_spent_budget_exits_3_and_says_which(tmp_path):
     assert result["status"] == "budget_exhausted"
     assert result["budget"]["exhausted"] == "turns"
     assert result["budget"]["turns"] == 1
-    assert result["error"].startswith("the step's turn budget is spent")
+    assert result["error"]["kind"] == "budget"
+    assert result["error"]["message"].startswith("the step's turn budget is spent")
 
 
 def test_bad_inputs_exit_2_and_write_nothing(tmp_path):
@@ -278,7 +279,7 @@ def test_a_crash_inside_a_step_still_leaves_a_result_naming_its_cause(
     assert code == 1
     result = json.loads(out)
     assert result["status"] == "error"
-    assert result["error"] == "KeyError: 'no such thing'"
+    assert result["error"] == {"kind": "internal", "message": "KeyError: 'no such thing'"}
     run_dir = ws / ".orkeon" / "runs" / result["run_id"]
     assert json.loads((run_dir / "result.json").read_text()) == result
     crash = [json.loads(x) for x in err.splitlines() if "step crashed" in x]

@@ -641,17 +641,17 @@ def run_http(
 def test_model_server_that_hangs(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, ws: Path, raw_server: Any, provider: str
 ) -> None:
-    """INTERFACE section 1: exit 1, "the model provider failed". Each attempt is cut at
+    """INTERFACE section 1: exit 4, "the model provider failed". Each attempt is cut at
     `timeout_seconds`; with `max_retries` 1 there are two."""
     server = raw_server(hang)
     d = http_doc(provider, server.url, timeout_seconds=0.4, max_retries=1)
     rd, result, took = run_http(monkeypatch, tmp_path, ws, d)
-    check_run(rd, result, status="failed", exit_code=1)
+    check_run(rd, result, status="failed", exit_code=4)
     (role,) = result["roles"]
-    assert role["status"] == "failed"
+    assert role["status"] == "failed" and role["error_kind"] == "provider"
     label = "anthropic claude-x" if provider == "anthropic" else "openai gpt-x"
     assert role["error"] == f"{label}: no reply within 0.4 s (2 attempts)"
-    assert result["error"] == f"role b1/a failed: {role['error']}"
+    assert result["error"] == {"kind": "provider", "message": f"role b1/a failed: {role['error']}"}
     assert server.connections == 2
     assert took < 5
 
@@ -666,7 +666,7 @@ def test_model_server_that_drops_the_connection(
     server = raw_server(handle)
     d = http_doc("anthropic", server.url, timeout_seconds=2, max_retries=1)
     rd, result, took = run_http(monkeypatch, tmp_path, ws, d)
-    check_run(rd, result, status="failed", exit_code=1)
+    check_run(rd, result, status="failed", exit_code=4)
     (role,) = result["roles"]
     assert role["status"] == "failed"
     assert role["error"].startswith(f"anthropic claude-x: cannot connect to {server.url}: ")
@@ -684,7 +684,7 @@ def test_model_server_that_answers_garbage(
     server = raw_server(garbage)
     d = http_doc(provider, server.url, timeout_seconds=2, max_retries=3)
     rd, result, took = run_http(monkeypatch, tmp_path, ws, d)
-    check_run(rd, result, status="failed", exit_code=1)
+    check_run(rd, result, status="failed", exit_code=4)
     (role,) = result["roles"]
     label = "anthropic claude-x" if provider == "anthropic" else "openai gpt-x"
     assert role["error"].startswith(f"{label}: the reply is not JSON: ")
@@ -701,7 +701,7 @@ def test_model_server_answering_json_of_the_wrong_shape(
         server.push(anthropic_api.Reply(200, {"type": "message", "content": {"oops": 1}}))
         d = http_doc("anthropic", server.url, timeout_seconds=2, max_retries=0)
         rd, result, _ = run_http(monkeypatch, tmp_path, ws, d)
-    check_run(rd, result, status="failed", exit_code=1)
+    check_run(rd, result, status="failed", exit_code=4)
     (role,) = result["roles"]
     assert role["error"].startswith("anthropic claude-x: cannot read the reply (")
 

@@ -164,21 +164,22 @@ def test_step_checks_dev_spec_needs_a_request(tmp_path, capsys):
 
 
 def test_step_checks_dev_batches_reads_the_plan_file(tmp_path, capsys):
+    doc = json.dumps({"model": {"provider": "scripted"}})
     code = main(
-        ["validate", "--inputs", "{}", "--step", "dev-batches", "--workspace", str(tmp_path)]
+        ["validate", "--inputs", doc, "--step", "dev-batches", "--workspace", str(tmp_path)]
     )
     assert code == 2
     assert "plan: no such file in the workspace: .orkeon/plan.json" in capsys.readouterr().err
     (tmp_path / ".orkeon").mkdir()
     (tmp_path / ".orkeon/plan.json").write_text(json.dumps({"batches": []}))
     code = main(
-        ["validate", "--inputs", "{}", "--step", "dev-batches", "--workspace", str(tmp_path)]
+        ["validate", "--inputs", doc, "--step", "dev-batches", "--workspace", str(tmp_path)]
     )
     assert code == 2
     assert "plan.batches:" in capsys.readouterr().err
     (tmp_path / ".orkeon/plan.json").write_text(json.dumps(PLAN_OK))
     code = main(
-        ["validate", "--inputs", "{}", "--step", "dev-batches", "--workspace", str(tmp_path)]
+        ["validate", "--inputs", doc, "--step", "dev-batches", "--workspace", str(tmp_path)]
     )
     assert code == 0
 

@@ -89,7 +89,7 @@ def test_a_document_nested_too_deep_is_an_input_error(tmp_path: Path) -> None:
 def test_a_plan_file_nested_too_deep_names_the_plan(tmp_path: Path) -> None:
     (tmp_path / "plan.json").write_text("[" * 5000 + "]" * 5000)
     proc = orkeon(tmp_path, "validate", "--step", "dev-batches", "--workspace", str(tmp_path),
-                  "--inputs", json.dumps({"plan": "plan.json"}))  # fmt: skip
+                  "--inputs", json.dumps({"plan": "plan.json", "model": {"provider": "scripted"}}))  # fmt: skip
     assert proc.returncode == 2
     assert proc.stderr == f"orkeon: plan ({tmp_path / 'plan.json'}): nested deeper than 64 levels\n"
 

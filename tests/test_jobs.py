@@ -218,7 +218,12 @@ def test_git_workspaces_are_cloned_shallow_from_a_branch_a_tag_or_a_commit(tmp_p
         )
         # Checked only once cloned: the repository has no plan file.
         + json.dumps(
-            {"id": "no-plan", "step": "dev-batches", "workspace": {"git": url}, "inputs": {}}
+            {
+                "id": "no-plan",
+                "step": "dev-batches",
+                "workspace": {"git": url},
+                "inputs": scripted({}),
+            }
         )
         + "\n"
     )

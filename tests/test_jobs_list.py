@@ -91,6 +91,7 @@ def test_validate_names_every_problem_by_line_and_field(tmp_path, capsys, monkey
         f"orkeon: {j}:2: inputs.budget.seconds: Input should be greater than 0",
         f"orkeon: {j}:2: inputs.colour: unknown key",
         f"orkeon: {j}:3: inputs.request: dev-spec needs a request (what to build, as text)",
+        f'orkeon: {j}:4: inputs.model: required; "provider": "scripted" runs a script with no network',
         f"orkeon: {j}:4: inputs.request: dev-spec needs a request (what to build, as text)",
         f"orkeon: {j}:5: inputs.colour: unknown key",
     ]
@@ -102,7 +103,7 @@ def test_validate_names_every_problem_by_line_and_field(tmp_path, capsys, monkey
     # Written as a run writes them, sealed (run/records.py): a repair reads nothing else.
     monkeypatch.setenv("ORKEON_CONFIG_DIR", str(tmp_path / "config"))
     records = RunRecords.create(failed, "20260101-000000-abcdef")
-    records.write("inputs.json", {"plan": plan})
+    records.write("inputs.json", {"plan": plan, "model": {"provider": "scripted"}})
     records.write("state.json", {"run_id": "20260101-000000-abcdef", "step": "dev-batches"})
     repair = {"repair": {"run": str(failed), "role": "b1/api"}}
     jobs.write_text(

@@ -33,11 +33,19 @@ def settings(path: Path, **run: Any) -> None:
     path.write_text(json.dumps({"Orkeon": {"Run": run}}))
 
 
-def limits_used(capsys, ws: Path, doc: dict[str, Any], *flags: str) -> dict[str, Any]:
+EMPTY_SCRIPT = {"provider": "scripted", "script": {}}
+
+
+def limits_used(
+    capsys, ws: Path, doc: dict[str, Any], *flags: str, model: bool = True
+) -> dict[str, Any]:
     """The limits `orkeon run dev-spec` ran under (its run.start event), and its saved
-    inputs' model and concurrency."""
-    code, result, err = run_json(capsys, "dev-spec", ws, *flags, doc={"request": "x", **doc})
-    assert code in (0, 1), err  # an empty script writes no spec: failed, after running
+    inputs' model and concurrency. `model`: the inputs name an empty script unless they
+    name a model (else a flag, a variable or a settings file must)."""
+    doc = {"request": "x", **({"model": EMPTY_SCRIPT} if model else {}), **doc}
+    code, result, err = run_json(capsys, "dev-spec", ws, *flags, doc=doc)
+    # An empty script writes no spec: failed, after running; an unreachable provider: 4.
+    assert code in (0, 1, 4), err
     rd = run_dir(ws, result)
     (start,) = [e for e in events(rd) if e["type"] == "run.start"]
     saved = json.loads((rd / "inputs.json").read_text())
@@ -100,7 +108,8 @@ def test_precedence(given, expected, ws, config, tmp_path, capsys, monkeypatch):
         settings(config / "settings.json", **given["user"])
     for name, value in given.get("env", {}).items():
         monkeypatch.setenv(name, value)
-    used = limits_used(capsys, ws, given.get("inputs", {}), *given.get("flags", []))
+    inputs = given.get("inputs", {})
+    used = limits_used(capsys, ws, inputs, *given.get("flags", []), model="model" not in expected)
     assert {k: used[k] for k in expected} == expected
 
 
@@ -108,7 +117,8 @@ def test_flags_win_on_resume_and_the_run_keeps_what_it_used(ws, capsys, monkeypa
     """What a flag or variable gave is written into the run's inputs.json, so a --resume
     runs with it; given again, it wins again."""
     monkeypatch.setenv("ORKEON_MAX_TURNS", "6")
-    code, result, _ = run_json(capsys, "dev-spec", ws, "--max-usd", "2", doc={"request": "x"})
+    doc = {"request": "x", "model": EMPTY_SCRIPT}
+    code, result, _ = run_json(capsys, "dev-spec", ws, "--max-usd", "2", doc=doc)
     assert code == 1  # the empty script writes no spec
     rd = run_dir(ws, result)
     saved = json.loads((rd / "inputs.json").read_text())

@@ -142,7 +142,7 @@ def test_validate_with_a_server_that_cannot_start_is_exit_2(ws: Path, capsys) ->
 
 def test_validate_step_checks_the_crews_entries_against_the_servers(ws: Path, capsys) -> None:
     use_crew(ws, "dev-spec", spec_crew(["mcp__fake__echo", "mcp__nope__*"], allow=[]))
-    inputs = {"request": "r", "mcp_servers": {"fake": FAKE}}
+    inputs = {"request": "r", "model": {"provider": "scripted"}, "mcp_servers": {"fake": FAKE}}
     assert validate(ws, inputs, "--step", "dev-spec") == 2
     crew = ws / ".orkeon" / "crews" / "dev-spec.toml"
     assert capsys.readouterr().err == (

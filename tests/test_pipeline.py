@@ -28,7 +28,7 @@ pytestmark = pytest.mark.anyio
 
 HookCmd = Callable[..., str]
 EVENT_KEYS = {
-    "type", "ts", "step", "batch", "role", "seq", "tool", "input", "outcome", "refused_by",
+    "type", "ts", "schema_version", "step", "batch", "role", "seq", "tool", "input", "outcome", "refused_by",
     "result", "hooks", "tool_seconds", "hook_seconds",
 }  # fmt: skip
 HOOK_KEYS = {"n", "event", "command", "exit_code", "seconds", "timed_out", "first_line"}

@@ -134,7 +134,12 @@ def test_under_github_actions_each_batch_is_a_group(tmp_path: Path) -> None:
     first = lines[opened[0] + 1 : closed[0]]
     assert first and all(line.startswith(("b1/api: ", "b1/tests: ", "budget: ")) for line in first)
     # The audit and the batch's outcome follow its block: seen when it is folded.
-    assert lines[closed[0] + 1 : closed[0] + 3] == ["b1: audit passed", "b1: batch passed"]
+    # b1's roles changed no file: a warning (docs/output.md, "Audits").
+    assert lines[closed[0] + 1 : closed[0] + 4] == [
+        "b1: audit passed",
+        "b1: warning: no role changed any file",
+        "b1: batch passed",
+    ]
     assert lines[closed[1] + 1] == "b2: audit FAILED: [test ! -e docs/y.md exited 1]"
 
 

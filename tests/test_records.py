@@ -409,7 +409,7 @@ def test_a_shard_run_again_elsewhere_resumes_its_jobs_from_out(tmp_path: Path) -
 def test_seals_are_never_kept_inside_the_workspace(tmp_path: Path) -> None:
     ws = make_workspace(tmp_path, FILES)
     env = {**environ(tmp_path), "ORKEON_SEALS_DIR": str(ws / "_seals")}
-    doc = {"request": "r"}
+    doc = {"request": "r", "model": {"provider": "scripted"}}
     proc = orkeon(tmp_path, "run", "dev-spec", "--workspace", str(ws), "--inputs",
                   json.dumps(doc), env=env)  # fmt: skip
     assert proc.returncode == 2

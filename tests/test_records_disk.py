@@ -82,7 +82,8 @@ def check_error_result(
     assert proc.returncode == 1, proc.stderr
     result = json.loads(proc.stdout)
     assert (result["status"], result["exit_code"]) == ("error", 1)
-    assert result["error"].startswith(cause), result["error"]
+    assert result["error"]["kind"] == "internal", result["error"]
+    assert result["error"]["message"].startswith(cause), result["error"]
     if (rd / "result.json").exists():  # written when the space a torn line freed allowed it
         assert json.loads((rd / "result.json").read_text()) == result
     return result
@@ -104,14 +105,15 @@ def test_a_full_disk_ends_with_a_result_and_whole_lines(tmp_path: Path) -> None:
     body = f"{shlex.join(argv)}; code=$?; cp -a {shlex.quote(str(rd))} {shlex.quote(str(kept))}"
     proc = run(tmp_path, ["sh", "-c", f"{body}; exit $code"], setup=setup)
     result = check_error_result(proc, kept, "no space left on device while writing ")
-    written = result["error"].removeprefix("no space left on device while writing ")
+    written = result["error"]["message"].removeprefix("no space left on device while writing ")
     assert written in (str(rd / "events.jsonl"), str(rd / "transcripts" / "b1" / "api.jsonl"))
     events = whole_lines(kept / "events.jsonl")
     assert events[0]["type"] == "run.start"
     assert 0 < [e["type"] for e in events].count("tool.call") < 40  # stopped at the full disk
     assert whole_lines(kept / "transcripts" / "b1" / "api.jsonl")[0]["role"] == "system"
     (role,) = result["roles"]
-    assert (role["name"], role["status"], role["error"]) == ("b1/api", "failed", result["error"])
+    assert (role["name"], role["status"]) == ("b1/api", "failed")
+    assert role["error"] == result["error"]["message"]
 
 
 @needs_unshare
@@ -133,9 +135,10 @@ def test_a_read_only_workspace_ends_with_a_result(tmp_path: Path, output: str) -
         assert result.pop("type") == "result" and result.pop("ts") > 0
         assert len(proc.stdout.splitlines()) == 1
     assert (result["status"], result["exit_code"], result["roles"]) == ("error", 1, [])
-    assert result["error"] == (
-        f"read-only file system while writing {ws / '.orkeon' / 'runs' / result['run_id']}"
-    )
+    assert result["error"] == {
+        "kind": "internal",
+        "message": f"read-only file system while writing {ws / '.orkeon' / 'runs' / result['run_id']}",
+    }
     assert not (ws / ".orkeon").exists()
 
 
@@ -159,5 +162,5 @@ def test_a_file_size_limit_ends_with_a_result_and_whole_lines(tmp_path: Path) ->
     assert events[0]["type"] == "run.start"
     assert (rd / "events.jsonl").stat().st_size <= limit
     # events.jsonl grows fastest: its line past the limit was cut short, and taken back.
-    assert result["error"] == f"file too large while writing {rd / 'events.jsonl'}"
+    assert result["error"]["message"] == f"file too large while writing {rd / 'events.jsonl'}"
     assert events[-1]["type"] != "result"  # nothing was written after the line that failed

@@ -24,7 +24,8 @@ def test_a_finished_run_is_read_as_its_result_says(runs: Runs) -> None:
     v = load(runs.mixed)
     r = runs.mixed_result
     assert (v.status, v.exit_code, v.finished, v.attempts) == ("failed", 1, True, 1)
-    assert v.error == r["error"] and v.run_id == r["run_id"] and v.step == "dev-batches"
+    assert (v.error, v.error_kind) == (r["error"]["message"], "audit")
+    assert v.run_id == r["run_id"] and v.step == "dev-batches"
     assert [(x.name, x.status, x.turns, x.calls, x.refused) for x in v.roles] == [
         (x["name"], x["status"], x["turns"], x["calls"], x["refused"]) for x in r["roles"]
     ]

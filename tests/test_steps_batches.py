@@ -72,8 +72,8 @@ def test_two_roles_run_concurrently_with_disjoint_roots(tmp_path: Path) -> None:
     )
     assert (ws / "src/a/x.py").read_text() == "a" and (ws / "src/b/y.py").read_text() == "b"
     assert result["audits"] == [
-        {"batch": "b1", "passed": True, "outside_roots": [], "failed_command": None,
-         "output_tail": ""}
+        {"batch": "b1", "passed": True, "changed": 2, "outside_roots": [],
+         "failed_command": None, "output_tail": ""}
     ]  # fmt: skip
     assert state(rd)["batches_passed"] == ["b1"]
     assert (rd / "transcripts" / "b1" / "a.jsonl").is_file()
@@ -134,9 +134,10 @@ def test_a_shell_write_outside_the_roots_is_caught_by_the_audit(tmp_path: Path, 
     assert rec["outside_roots"] == ["notes.md", "src/b/sneaky.txt"]
     assert rec["failed_command"] is None
     assert "src/b/sneaky.txt" in rec["output_tail"]
-    assert result["error"] == (
-        "the audit of batch b1 failed: changed outside the roots: notes.md, src/b/sneaky.txt"
-    )
+    assert result["error"] == {
+        "kind": "audit",
+        "message": "the audit of batch b1 failed: changed outside the roots: notes.md, src/b/sneaky.txt",
+    }
     assert [r["name"] for r in result["roles"]] == ["b1/a"]  # b2 never ran
     assert not (ws / "src/b/late.py").exists()
     assert not (ws / "build-ran").exists()  # the paths check failed first
@@ -220,7 +221,10 @@ def test_a_shell_copy_into_git_config_fails_the_step(tmp_path: Path) -> None:
     assert (result["status"], result["exit_code"]) == ("failed", 1)
     (rec,) = result["audits"]
     assert rec["outside_roots"] == [".git/config"]
-    assert result["error"] == "the audit of batch b1 failed: changed outside the roots: .git/config"
+    assert result["error"] == {
+        "kind": "audit",
+        "message": "the audit of batch b1 failed: changed outside the roots: .git/config",
+    }
 
 
 @pytest.mark.parametrize("first_root", ["src/a/", "."])
@@ -287,9 +291,10 @@ def test_a_git_step_resumed_without_its_repository_fails_its_audit(tmp_path: Pat
     rewrite_record(ws, rd, "state.json", saved)
     third = run_step("dev-batches", None, ws, resume_dir=rd)
     assert (third["status"], third["exit_code"]) == ("failed", 1)
-    assert third["error"] == (
-        "the audit of batch b2 failed: the workspace is no longer a git repository"
-    )
+    assert third["error"] == {
+        "kind": "audit",
+        "message": "the audit of batch b2 failed: the workspace is no longer a git repository",
+    }
 
 
 def test_a_role_that_does_not_succeed_fails_the_step_after_the_audit(tmp_path: Path) -> None:
@@ -311,7 +316,7 @@ def test_a_role_that_does_not_succeed_fails_the_step_after_the_audit(tmp_path: P
     result = run_step("dev-batches", doc, ws)
     assert result["status"] == "failed"
     assert role_status(result) == {"b1/a": "stopped", "b1/b": "succeeded"}
-    assert result["error"] == "role b1/a stopped: enough for today"
+    assert result["error"] == {"kind": "role", "message": "role b1/a stopped: enough for today"}
     assert [(a["batch"], a["passed"]) for a in result["audits"]] == [("b1", True)]
 
 

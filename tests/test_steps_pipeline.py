@@ -117,10 +117,13 @@ def test_a_failed_batch_is_repaired_then_the_batches_resume(ws, tmp_path, capsys
         ("dev-batches", "succeeded"),
     ]
     failed = result["steps"][2]
-    assert failed["error"].startswith(
+    assert failed["error"]["kind"] == "audit"
+    assert failed["error"]["message"].startswith(
         "every call of role b1/api was refused (1 call; the first by a hook: [pre-tool hook #1 ("
     )
-    assert failed["error"].endswith("the audit of batch b1 failed: test -f src/hello.txt")
+    assert failed["error"]["message"].endswith(
+        "the audit of batch b1 failed: test -f src/hello.txt"
+    )
     assert (ws / "src/hello.txt").read_text() == "hello\n"
     assert {r["name"]: r["status"] for r in result["roles"]}["b1/api"] == "succeeded"
 
@@ -151,10 +154,14 @@ def test_a_batch_that_still_fails_after_its_repairs_fails_the_pipeline(
     for n in range(attempts):  # each repair's write is refused too: its audit fails
         expected += [(f"tasks-repair-{n + 1}", "failed"), ("dev-batches", "failed")]
     assert names(result) == expected
-    assert result["error"].startswith("dev-batches: every call of role b1/api was refused")
+    assert result["error"]["message"].startswith(
+        "dev-batches: every call of role b1/api was refused"
+    )
     if attempts:
         word = "round" if attempts == 1 else "rounds"
-        assert result["error"].endswith(f"(after {attempts} {word} of repairs of batch b1)")
+        assert result["error"]["message"].endswith(
+            f"(after {attempts} {word} of repairs of batch b1)"
+        )
     assert not (ws / "docs").exists()  # b2 never ran
     assert "b2/docs" not in {r["name"] for r in result["roles"]}
 
@@ -169,7 +176,7 @@ def test_resume_continues_a_pipeline_where_it_stopped(ws, capsys):
     assert names(first) == [
         ("dev-spec", "succeeded"), ("dev-plan", "succeeded"), ("dev-batches", "budget_exhausted")
     ]  # fmt: skip
-    assert first["error"].startswith("dev-batches: the step's turn budget is spent")
+    assert first["error"]["message"].startswith("dev-batches: the step's turn budget is spent")
     rd = run_dir(ws, first)
     assert json.loads((rd / "inputs.json").read_text())["budget"]["turns"] == 7  # the flag, kept
     assert json.loads((rd / "steps/dev-batches/inputs.json").read_text())["budget"]["turns"] == 2
@@ -199,7 +206,10 @@ def test_a_step_the_spent_budget_does_not_let_start(ws, capsys):
     code, result, _ = run_json(capsys, "pipeline", ws, "--max-turns", "5", doc=pipeline_doc())
     assert code == 3 and result["budget"]["exhausted"] == "turns"
     assert names(result) == [("dev-spec", "succeeded"), ("dev-plan", "succeeded")]
-    assert result["error"] == "the step's turn budget is spent: dev-batches did not start"
+    assert result["error"] == {
+        "kind": "budget",
+        "message": "the step's turn budget is spent: dev-batches did not start",
+    }
     assert result["artifacts"] == {"spec": ".orkeon/spec.md", "plan": ".orkeon/plan.json"}
     assert not (run_dir(ws, result) / "steps" / "dev-batches").exists()
 
@@ -210,7 +220,10 @@ def test_the_pipeline_stops_at_the_first_step_that_fails(ws, capsys):
     doc = pipeline_doc(model={"provider": "scripted", "script": script})
     code, result, _ = run_json(capsys, "pipeline", ws, doc=doc)
     assert code == 1 and names(result) == [("dev-spec", "failed")]
-    assert result["error"] == "dev-spec: the writer did not write the spec (.orkeon/spec.md)"
+    assert result["error"] == {
+        "kind": "role",
+        "message": "dev-spec: the writer did not write the spec (.orkeon/spec.md)",
+    }
     assert result["artifacts"] == {} and "steps" in result
 
 

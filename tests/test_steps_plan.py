@@ -73,8 +73,9 @@ def test_still_invalid_after_two_retries_fails_with_the_problems(tmp_path: Path)
     assert result["status"] == "failed"
     assert result["exit_code"] == 1
     assert result["artifacts"] == {}
-    assert result["error"].startswith("the plan in .orkeon/plan.json is not valid:\n")
-    assert "plan.batches[0].name: String should match pattern" in result["error"]
+    assert result["error"]["kind"] == "role"
+    assert result["error"]["message"].startswith("the plan in .orkeon/plan.json is not valid:\n")
+    assert "plan.batches[0].name: String should match pattern" in result["error"]["message"]
     assert len(user_messages(rd, "planner")) == 3  # the task and two retries, no more
     assert len(events(rd, "plan.invalid")) == 3
 

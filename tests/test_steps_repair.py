@@ -52,8 +52,8 @@ def test_repair_fixes_a_failed_role(tmp_path: Path) -> None:
     assert result["step"] == "tasks-repair"
     assert role_status(result) == {"b1/api": "succeeded"}
     assert result["audits"] == [
-        {"batch": "b1", "passed": True, "outside_roots": [], "failed_command": None,
-         "output_tail": ""}
+        {"batch": "b1", "passed": True, "changed": 1, "outside_roots": [],
+         "failed_command": None, "output_tail": ""}
     ]  # fmt: skip
     assert (ws / "src/api/value.txt").read_text() == "42"
     assert log.exists()  # the hooks reached the repaired role's calls
@@ -84,7 +84,10 @@ def test_repair_keeps_the_roles_roots_and_audits_again(tmp_path: Path) -> None:
     assert result["status"] == "failed"
     (rec,) = result["audits"]
     assert rec["outside_roots"] == ["stray.txt"]
-    assert result["error"] == "the audit of batch b1 failed: changed outside the roots: stray.txt"
+    assert result["error"] == {
+        "kind": "audit",
+        "message": "the audit of batch b1 failed: changed outside the roots: stray.txt",
+    }
 
 
 def test_repair_still_failing_tests(tmp_path: Path) -> None:

@@ -83,7 +83,10 @@ def test_fails_when_the_spec_was_not_written(tmp_path: Path) -> None:
     result = run_step("dev-spec", scripted(script, request=REQUEST), ws)
     assert result["status"] == "failed"
     assert result["exit_code"] == 1
-    assert result["error"] == "the writer did not write the spec (.orkeon/spec.md)"
+    assert result["error"] == {
+        "kind": "role",
+        "message": "the writer did not write the spec (.orkeon/spec.md)",
+    }
     assert result["artifacts"] == {}
 
 

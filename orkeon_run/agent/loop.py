@@ -22,8 +22,10 @@ without a result get `UNFINISHED` as their result so every call stays paired.
 
 Budget: `ledger.check()` before each turn; each turn charges its model time and adds
 its tokens and cost (models/pricing.py; unknown price -> usd not counted). A turn is also cut
-when it would run past the time budget. A ProviderError ends the role "failed" with its
-one-line message. An answer cut at the output limit, or a call whose arguments cannot be
+when it would run past the time budget. With `budget.per_role` the role charges a ledger of
+its own over the step's (ledger.RoleLedger), and its calls go through the pipeline with it.
+A ProviderError ends the role "failed" with its one-line message and `error_kind`
+"provider" (the step may then exit 4, run/steps/common.py). An answer cut at the output limit, or a call whose arguments cannot be
 read, is answered with what went wrong instead of being run (models/answers.py).
 """
 
@@ -40,7 +42,7 @@ import anyio
 from ..errors import BudgetExhausted, Interrupted, ProviderError
 from ..events import EventLog
 from ..hooks import NO_HOOKS, Hooks
-from ..ledger import Ledger
+from ..ledger import Ledger, RoleLedger
 from ..models import answers
 from ..models.base import Message, Provider, ToolSpec, Turn
 from ..models.claude_transcript import ClaudeTranscript
@@ -77,7 +79,7 @@ class Agent:
         self.ctx = spec.ctx
         self.pipeline = pipeline
         self.hooks = hooks
-        self.ledger = ledger
+        self.ledger = ledger.role()  # the step's, or the role's own over it (per_role)
         self.events = events
         self.model = provider.for_role(spec.name)
         self.price = provider.price()
@@ -100,6 +102,7 @@ class Agent:
         self.final_text = ""
         self.status: Status = "succeeded"
         self.error: str | None = None
+        self.error_kind: str | None = None
         self.first_refusal: tuple[str, str] | None = None
         self.resumed = resume and transcript_path.is_file() and transcript_path.stat().st_size > 0
         self._started = False
@@ -125,23 +128,28 @@ class Agent:
             self.final_text,
             self.error,
             self.first_refusal,
+            self.error_kind,
+            self.ledger.use() if isinstance(self.ledger, RoleLedger) else None,
         )
 
     async def run(self, prompt: str) -> RoleResult:
         status: Status
         error: str | None = None
+        kind: str | None = None
         try:
             status, error = await self._run(prompt)
-        except BudgetExhausted:
+        except BudgetExhausted as exc:
             status = "budget_exhausted"
+            if exc.whose == "role":  # the step's own budget is said by the step
+                error = str(exc)
         except ProviderError as exc:
-            status, error = "failed", str(exc)
+            status, error, kind = "failed", str(exc), "provider"
         except Interrupted:
             status = "interrupted"
         except anyio.get_cancelled_exc_class():
-            self.status, self.error = "interrupted", None
+            self.status, self.error, self.error_kind = "interrupted", None, None
             raise
-        self.status, self.error = status, error
+        self.status, self.error, self.error_kind = status, error, kind
         return self.result
 
     async def close(self, reason: str = "other") -> None:
@@ -201,7 +209,9 @@ class Agent:
                 if call.error is not None:  # unreadable arguments: the model is told
                     self._add(answers.unreadable(call))
                     continue
-                outcome = await self.pipeline.call(self.ctx, call.name, call.input, call.id)
+                outcome = await self.pipeline.call(
+                    self.ctx, call.name, call.input, call.id, ledger=self.ledger
+                )
                 self.calls += 1
                 refused = outcome.outcome == "refused"
                 self.refused += refused

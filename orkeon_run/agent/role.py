@@ -33,6 +33,10 @@ class RoleResult:
     # The stage that refused the role's first refused call and the first line of what the
     # model read: said in the result when every call was refused.
     first_refusal: tuple[str, str] | None = None
+    # "provider": the role failed because its model provider did (the step may exit 4).
+    error_kind: str | None = None
+    # What the role spent, when the budget has per-role limits (ledger.RoleLedger).
+    budget: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
         """The result document's `roles[]` entry; `all_refused` when the role made calls
@@ -46,9 +50,13 @@ class RoleResult:
         }
         if self.error is not None:
             d["error"] = self.error
+        if self.error_kind is not None:
+            d["error_kind"] = self.error_kind
         if self.calls and self.refused == self.calls and self.first_refusal is not None:
             stage, text = self.first_refusal
             d["all_refused"] = {"stage": stage, "text": text}
+        if self.budget is not None:
+            d["budget"] = self.budget
         return d
 
 

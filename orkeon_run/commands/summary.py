@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..vocabulary import error_message
+
 
 def summary(result: dict[str, Any]) -> str:
     b = result["budget"]
@@ -29,6 +31,8 @@ def summary(result: dict[str, Any]) -> str:
             )
     for audit in result["audits"]:
         verdict = "passed" if audit["passed"] else "FAILED"
+        if audit.get("changed") == 0:
+            verdict += " (no file changed)"
         lines.append(f"  audit {audit['batch']}: {verdict}")
         if audit["outside_roots"]:
             lines.append(f"    changed outside the roots: {', '.join(audit['outside_roots'])}")
@@ -43,13 +47,15 @@ def summary(result: dict[str, Any]) -> str:
         f"{b['turns']} turns, {b['tokens_in'] + b['tokens_out']} tokens, {usd}"
         + (f"; {b['exhausted']} budget spent" if b["exhausted"] else "")
     )
-    if result.get("error"):
-        lines.append(f"  error: {result['error']}")
+    error = result.get("error")
+    if error:
+        if isinstance(error, dict):  # {"kind", "message"}
+            lines.append(f"  error ({error.get('kind')}): {error.get('message')}")
+        else:
+            lines.append(f"  error: {error}")
     return "\n".join(lines) + "\n"
 
 
 def _line(error: Any) -> str:
     """A step's error in one line (an object: its message)."""
-    if isinstance(error, dict):
-        error = error.get("message") or error.get("kind") or ""
-    return " ".join(str(error).split())
+    return " ".join((error_message(error) or "").split())

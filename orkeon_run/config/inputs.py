@@ -198,6 +198,8 @@ class Audit(Frozen):
     test: list[str] | None = None
     # Gitignore-style patterns of paths the audit does not count (hook logs, caches).
     ignore: list[Annotated[str, AfterValidator(_ignore_pattern)]] = Field(default_factory=list)
+    # A batch whose roles changed no file fails its audit (else: a warning).
+    require_changes: bool = Field(default=False, strict=True)
 
     @field_validator("build", "test")
     @classmethod

@@ -29,6 +29,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+from ..vocabulary import error_message
 from .jobdir import FINISHED, JOB_FILE, OUTCOMES, outcome, read_doc
 
 STAGES = ("gate", "workspace", "rules", "roots", "hook", "budget", "invalid")
@@ -68,10 +69,7 @@ def read_job(jd: Path, job_id: str | None = None) -> dict[str, Any]:
 def _error_text(result: dict[str, Any] | None, record: dict[str, Any]) -> str | None:
     if result is None:
         return record.get("error")
-    error = result.get("error")
-    if isinstance(error, dict):  # results that give `error.kind` keep the text beside it
-        return str(error.get("message") or error.get("kind") or "") or None
-    return error if isinstance(error, str) else None
+    return error_message(result.get("error"))
 
 
 def _events(path: Path) -> Iterator[dict[str, Any]]:

@@ -11,7 +11,7 @@ A job's outcome, from those files:
 
     result.json      status         outcome            finished
     present          succeeded      succeeded          yes
-    present          failed         provider_failed    no   (exit 4, or a role whose model provider failed)
+    present          failed         provider_failed    no   (exit 4: its model provider failed)
     present          failed         failed             yes
     present          budget_...     budget_exhausted   yes
     present          error          error              yes
@@ -30,6 +30,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from ..errors import EXIT_PROVIDER
 from ..jsonio import atomic_write_json, read_json
 
 JOB_FILE = "job.json"
@@ -46,7 +47,6 @@ OUTCOMES = (
     "unfinished",
 )
 FINISHED = frozenset({"succeeded", "failed", "budget_exhausted", "error"})
-EXIT_PROVIDER = 4
 
 
 def read_doc(path: Path) -> dict[str, Any] | None:
@@ -59,14 +59,14 @@ def read_doc(path: Path) -> dict[str, Any] | None:
 
 
 def provider_failed(result: dict[str, Any]) -> bool:
-    """The step failed because its model provider did: exit 4 or `error.kind` "provider"
-    (results of orkeon 0.2 and later), or a role "failed" (the one role status
-    only a provider failure gives, docs/output.md)."""
+    """The step failed because its model provider did: exit 4 or `error.kind` "provider".
+    A result from before `schema_version` (its `error` a string, every exit 1) is read
+    the old way: a role "failed", which then only a provider failure gave."""
     if result.get("exit_code") == EXIT_PROVIDER:
         return True
     error = result.get("error")
-    if isinstance(error, dict) and error.get("kind") == "provider":
-        return True
+    if isinstance(error, dict) or "schema_version" in result:
+        return isinstance(error, dict) and error.get("kind") == "provider"
     return result.get("status") == "failed" and any(
         isinstance(r, dict) and r.get("status") == "failed" for r in result.get("roles") or ()
     )

@@ -134,6 +134,7 @@ def check_inputs(
                     step=None if git else job.step,
                     workspace=empty if git else str(job.workspace),
                     stdin_is_tty=tty,
+                    need_model=True,
                 )
                 for line in config.warnings:
                     note(line)

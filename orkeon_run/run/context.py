@@ -18,7 +18,7 @@ from ..catalog import TOOLS
 from ..config.inputs import Inputs
 from ..events import EventLog
 from ..ledger import Ledger
-from ..vocabulary import StepStatus
+from ..vocabulary import ErrorKind, StepStatus
 from .prepare import RunConfig
 
 if TYPE_CHECKING:
@@ -226,6 +226,15 @@ def step_hooks(config: RunConfig, events: EventLog) -> Hooks:
     return chain([native, settings])
 
 
+# The kind of error a step that did not succeed has when its outcome names none.
+STATUS_KIND: dict[str, ErrorKind] = {
+    "failed": "role",
+    "budget_exhausted": "budget",
+    "interrupted": "interrupted",
+    "error": "internal",
+}
+
+
 @dataclass
 class StepOutcome:
     status: StepStatus
@@ -234,3 +243,11 @@ class StepOutcome:
     audits: list[dict[str, Any]] = field(default_factory=list)
     error: str | None = None
     steps: list[dict[str, Any]] | None = None  # a pipeline's steps (docs/output.md)
+    # Why the step did not succeed (the result's `error.kind`); None: its status's kind.
+    kind: ErrorKind | None = None
+
+    @property
+    def error_kind(self) -> ErrorKind | None:
+        if self.status == "succeeded":
+            return None
+        return self.kind or STATUS_KIND[self.status]

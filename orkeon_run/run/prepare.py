@@ -48,6 +48,8 @@ INHERITED = (
     "mcp_servers",
 )
 DEFAULT_PLAN = ".orkeon/plan.json"
+# A run needs a model named: the inputs' `model`, `--model`, ORKEON_MODEL or a settings file.
+MODEL_REQUIRED = 'model: required; "provider": "scripted" runs a script with no network'
 
 
 @dataclass(frozen=True)
@@ -113,6 +115,7 @@ def prepare(
     knobs: bool = True,
     hook_files: Literal["error", "warn", "skip"] = "skip",
     pinned: tuple[Plan, str] | None = None,
+    need_model: bool | None = None,
 ) -> RunConfig:
     """The checked configuration of a run of `step` (None: no step) from the inputs `doc`.
 
@@ -123,7 +126,9 @@ def prepare(
     is left of its budget. `hook_files`: a native hook whose program or script is missing
     is a problem (`"error"`, `orkeon validate`), a warning (`"warn"`, `orkeon run`), or not
     looked for (`"skip"`). `pinned` is the plan a resumed run pinned in its state (and its
-    path): the step runs it, whatever the plan file now holds."""
+    path): the step runs it, whatever the plan file now holds. `need_model` (default: when
+    a step is given): a document with no `model`, once the knobs are folded in, is an input
+    error (MODEL_REQUIRED)."""
     env = os.environ if environ is None else environ
     problems: list[str] = []
 
@@ -156,6 +161,9 @@ def prepare(
         if folded is not None and folded is not doc:
             doc = folded
             inputs = parse_inputs(doc)
+    needed = step is not None if need_model is None else need_model
+    if needed and "model" not in doc and not problems:  # a bad knob may have named it
+        problems.append(MODEL_REQUIRED)
     module = crew = None
     default_budget = BudgetLimits()
     if step is not None:
@@ -170,7 +178,7 @@ def prepare(
     from . import mcp
 
     gate = collect(lambda: _gate(inputs))
-    collect(lambda: _check_model(inputs, env))
+    collect(lambda: _models().check_model(inputs.model, env))
     servers = collect(lambda: mcp.servers_of(inputs, ws, env, stdin_is_tty, warnings.append))
     settings = collect(
         lambda: _settings_hooks(inputs, ws, env, stdin_is_tty, warnings.append, servers or {})
@@ -190,6 +198,7 @@ def prepare(
         if isinstance(checked, tuple):
             plan, plan_rel = checked
     budget = budget_limits(inputs, default_budget)
+    warnings.extend(budget.per_role_warnings())
     if budget.usd is not None:  # a cost budget needs the model's price
         collect(lambda: _check_price(inputs))
     if problems:
@@ -264,16 +273,14 @@ def _gate(inputs: Inputs) -> Gate:
     return Gate.from_inputs(inputs.gate)
 
 
-def _check_model(inputs: Inputs, env: Mapping[str, str]) -> None:
-    from ..models import check_model
+def _models() -> Any:
+    from .. import models
 
-    check_model(inputs.model, env)
+    return models
 
 
 def _check_price(inputs: Inputs) -> None:
-    from ..models import check_price  # loads the price database, so only for a usd budget
-
-    check_price(inputs.model)
+    _models().check_price(inputs.model)  # loads the price database: only for a usd budget
 
 
 def _settings_hooks(

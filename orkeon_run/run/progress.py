@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ..errors import InputError
-from ..vocabulary import BUDGET_WORDS
+from ..vocabulary import BUDGET_WORDS, error_message
 
 MODES = ("auto", "live", "plain", "none")
 MARKS = (50, 80, 100)  # budget use, in percent, that plain progress reports
@@ -350,12 +350,17 @@ _ON_ROLE: dict[str, Callable[[Tracker, Role, dict[str, Any]], None]] = {
 }
 
 
+def warning_line(e: dict[str, Any], paint: Callable[[str, str], str]) -> str:
+    """A `warning` event: `b1: warning: no role changed any file`."""
+    who = clean(str(e.get("batch") or e.get("role") or e.get("step") or "orkeon"))
+    return f"{who}: {paint('warning', 'yellow')}: {clean(str(e.get('message', '')))}"
+
+
 def step_line(e: dict[str, Any], paint: Callable[[str], str]) -> str:
     """A pipeline's step starts or ends (`step.start`, `step.end`): `dev-plan: step
     started`, `dev-batches: step failed (exit 1): WHY`."""
     if e["type"] == "step.start":
         return f"{clean(e['name'])}: step {'resumed' if e.get('resume') else 'started'}"
-    why = e.get("error")
-    why = why.get("message") if isinstance(why, dict) else why
+    why = error_message(e.get("error"))
     tail = f": {clean(first_line(str(why)), 300)}" if why else ""
     return f"{clean(e['name'])}: step {paint(str(e['status']))} (exit {e['exit_code']}){tail}"

@@ -27,6 +27,7 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
+from ..vocabulary import error_message
 from .progress import Role, Tracker, clean, duration, gave_up, money
 
 _STYLES = {
@@ -177,6 +178,8 @@ class LiveProgress:
                 table.add_row(*self._role_row(r, e["ts"], indent=True)[:8])
         for a in t.audits:
             verdict = _status("passed" if a["passed"] else "FAILED")
+            if a.get("changed") == 0:
+                verdict.append(" (no file changed)", style="yellow")
             table.add_row(Text(f"  audit {a.get('batch')}"), verdict)
         b = e.get("budget") or {}
         usd = "unknown" if b.get("usd") is None else money(b["usd"])
@@ -186,8 +189,9 @@ class LiveProgress:
                 f"{b.get('tokens_in', 0) + b.get('tokens_out', 0):,} tokens, {usd}"
             )
         ]
-        if e.get("error"):
-            tail.append(Text(f"  error: {clean(e['error'], 300)}", style="red"))
+        why = error_message(e.get("error"))
+        if why:
+            tail.append(Text(f"  error: {clean(why, 300)}", style="red"))
         return Group(head, table, *tail)
 
 

@@ -15,6 +15,7 @@ the batch (`b1: audit passed`), the step (`dev-batches: …`) or `budget:`. So
     b1/api: succeeded: 4 turns, 3 calls, 1 refused, 42.0 s
     budget: 50 % of the time budget used (900.0 s of 1800.0 s)
     b1: audit FAILED: changed outside the roots: docs/x.md
+    b2: warning: no role changed any file
     dev-batches: failed (exit 1) in 2m 13s: 2 roles, 5 calls, 1 refused, $0.4100; the …
 
 Under GitHub Actions (`GITHUB_ACTIONS=true`) a batch's lines sit inside a
@@ -38,8 +39,10 @@ from typing import IO, Any
 
 from .. import logs
 from ..pipeline import call_target
+from ..vocabulary import error_message
 from .progress import Role, Tracker, amount, clean, duration, first_line, gave_up, money
 from .progress import step_line as _step_line
+from .progress import warning_line as _warning_line
 
 HEARTBEAT = 60.0  # seconds of waiting before the first heartbeat line, then between them
 FLUSH = 0.2  # seconds a line may wait to be written with the next ones
@@ -309,7 +312,7 @@ class PlainProgress:
         took = duration(max(0.0, e["ts"] - (self.tracker.started or e["ts"])))
         b = e.get("budget") or {}
         usd = "" if b.get("usd") is None else f", {money(b['usd'])}"
-        error = f"; {first_line(e['error'])}" if e.get("error") else ""
+        error = f"; {first_line(why)}" if (why := error_message(e.get("error"))) else ""
         return (
             f"{e['step']}: {self._paint(e['status'])} (exit {e['exit_code']}) in {took}: "
             f"{len(e.get('roles') or [])} roles, {calls} calls, {refused} refused{usd}{error}"
@@ -391,6 +394,7 @@ _SAY: dict[str, Callable[[PlainProgress, dict[str, Any]], list[str]]] = {
     "plan.invalid": PlainProgress._plan_invalid,
     "repair.start": PlainProgress._repair_start,
     "audit": PlainProgress._audit_done,
+    "warning": lambda self, e: [_warning_line(e, self._paint)],
     "batch.end": PlainProgress._batch_end,
     "result": PlainProgress._result_line,
 }

@@ -10,13 +10,21 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..errors import STATUS_EXIT
+from ..errors import exit_code_of
 
 if TYPE_CHECKING:
     from ..ledger import Ledger
     from .context import StepOutcome
 
-from ..vocabulary import BudgetName, RefusedBy, RoleStatus, StepName, StepStatus
+from ..vocabulary import (
+    SCHEMA_VERSION,
+    BudgetName,
+    ErrorKind,
+    RefusedBy,
+    RoleStatus,
+    StepName,
+    StepStatus,
+)
 
 
 class _Doc(BaseModel):
@@ -45,6 +53,16 @@ class AllRefused(_Doc):
     text: str = Field(description="the first line of what the model read")
 
 
+class RoleBudget(_Doc):
+    """What one role spent, present when the budget has `per_role` limits."""
+
+    used_seconds: float
+    turns: int
+    tokens: int = Field(description="input plus output")
+    usd: float | None
+    exhausted: BudgetName | None = Field(description="the role's own limit that stopped it")
+
+
 class RoleRecord(_Doc):
     name: str
     status: RoleStatus
@@ -52,29 +70,43 @@ class RoleRecord(_Doc):
     calls: int
     refused: int
     error: str | None = None
+    error_kind: Literal["provider"] | None = Field(
+        default=None, description="provider: the role failed because its model provider did"
+    )
     all_refused: AllRefused | None = None
+    budget: RoleBudget | None = None
 
 
 class AuditRecord(_Doc):
     batch: str
     passed: bool
+    changed: int | None = Field(
+        default=None,
+        description="files the batch changed (0: none); null when the audit could not tell",
+    )
     outside_roots: list[str]
     failed_command: list[str] | None
     output_tail: str
 
 
+class ErrorInfo(_Doc):
+    kind: ErrorKind
+    message: str = Field(description="why, in one line (plan problems: several lines)")
+
+
 class Result(_Doc):
     """The result document: result.json, `--output json`, the last stream-json line."""
 
+    schema_version: int = Field(description="the shape of this document (docs/output.md)")
     run_id: str
     step: StepName
     status: StepStatus
-    exit_code: Literal[0, 1, 3, 130]
+    exit_code: Literal[0, 1, 3, 4, 130]
     budget: BudgetBlock
     roles: list[RoleRecord]
     artifacts: dict[str, str]
     audits: list[AuditRecord]
-    error: str | None
+    error: ErrorInfo | None
     sandbox: Literal["on", "off", "unavailable"] = Field(
         description='the shell sandbox: on; off ("shell": {"sandbox": "off"}: '
         "unconfined); unavailable (no sandbox could be made here: shell calls were refused)"
@@ -107,6 +139,7 @@ class HookRecord(_Doc):
 class ToolCallEvent(_Doc):
     type: Literal["tool.call"]
     ts: float
+    schema_version: int
     step: str
     batch: str | None
     role: str
@@ -127,6 +160,7 @@ class OtherEvent(BaseModel):
     model_config = ConfigDict(extra="allow")
     type: str
     ts: float
+    schema_version: int
 
 
 class Event(BaseModel):
@@ -141,16 +175,21 @@ def result_document(
     """The result document of a step that ended with `outcome`; `sandbox` is the run's
     shell sandbox state."""
 
+    kind = outcome.error_kind
+    error = None
+    if kind is not None:
+        error = {"kind": kind, "message": outcome.error or f"the step ended {outcome.status}"}
     doc = {
+        "schema_version": SCHEMA_VERSION,
         "run_id": run_id,
         "step": step,
         "status": outcome.status,
-        "exit_code": STATUS_EXIT[outcome.status],
+        "exit_code": exit_code_of(outcome.status, kind),
         "budget": ledger.snapshot(),
         "roles": [r.to_json() for r in outcome.roles],
         "artifacts": dict(outcome.artifacts),
         "audits": list(outcome.audits),
-        "error": outcome.error,
+        "error": error,
         "sandbox": sandbox,
     }
     if outcome.steps is not None:

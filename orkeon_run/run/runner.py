@@ -273,7 +273,7 @@ async def execute(
                 workspace=str(config.workspace),
                 run_dir=str(sr.run_dir),
                 resume=sr.resume,
-                budget=ledger.limits.model_dump(),
+                budget=ledger.limits.to_json(),
             )
             log.info("step started", step=step, run_id=sr.run_id, run_dir=str(sr.run_dir))
             outcome = await _outcome(sr, watch_signals, stop, opened.environ)

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..vocabulary import error_kind, error_message
 from .progress import clean
 
 _PRE = ("pre-tool", "PreToolUse", "Notification")
@@ -104,10 +105,11 @@ class SpanTree:
             return  # no step.start before it
         span = self._step
         self._step, self._pipeline = self._pipeline, None
+        why = error_message(e.get("error"))
         span.set_attributes(_attrs(status=e.get("status"), exit_code=e.get("exit_code"),
-                                   error=_value(e.get("error"))))  # fmt: skip
+                                   error=why, error_kind=error_kind(e.get("error"))))  # fmt: skip
         if e.get("status") != "succeeded":
-            self._fail(span, _value(e.get("error") or e.get("status")))
+            self._fail(span, _value(why or e.get("status")))
         span.end(end_time=_ns(e["ts"]))
 
     def run_start(self, e: dict[str, Any]) -> None:
@@ -231,12 +233,14 @@ class SpanTree:
         for span in (self._run, self._step):
             if span is None:
                 continue
+            why = error_message(e.get("error"))
             span.set_attributes(_attrs(status=e["status"], exit_code=e["exit_code"],
-                                       error=e.get("error"), usd=b.get("usd"), turns=b.get("turns"),
+                                       error=why, error_kind=error_kind(e.get("error")),
+                                       usd=b.get("usd"), turns=b.get("turns"),
                                        tokens_in=b.get("tokens_in"), tokens_out=b.get("tokens_out"),
                                        used_seconds=b.get("used_seconds")))  # fmt: skip
             if e["status"] != "succeeded":
-                self._fail(span, e.get("error") or e["status"])
+                self._fail(span, why or e["status"])
         self.end_all(e["ts"])
 
 

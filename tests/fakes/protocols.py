@@ -71,6 +71,16 @@ class Protocol:
         )
         return anthropic_api.error(status, message, type=kind, headers=headers)
 
+    def rate_limited(self) -> Reply:
+        """A 429 as the API sends it, asking to wait 1 ms (so retries take no time)."""
+        return self.error(429, "Rate limit reached for requests", {"retry-after-ms": "1"})
+
+    def server_error(self) -> Reply:
+        """A 500 as the API sends it when it is down, asking to wait 1 ms."""
+        return self.error(
+            500, "The server had an error processing your request", {"retry-after-ms": "1"}
+        )
+
     def tool_results(self, body: dict[str, Any]) -> list[tuple[str, str]]:
         """(call id, content) of every tool result in a request body, in order."""
         out: list[tuple[str, str]] = []

@@ -129,6 +129,11 @@ class FakeServer:
         with self._lock:
             self.replies.extend(replies)
 
+    def answer_always(self, reply: Reply) -> None:
+        """Once the queued replies are used up, answer every request with `reply` (a 429
+        or a 500 that outlasts any number of retries)."""
+        self.fallback = lambda _req: reply
+
     # -- serving ----------------------------------------------------------------------
 
     def _handle(self, h: BaseHTTPRequestHandler) -> None:
@@ -197,3 +202,12 @@ class FakeServer:
             with self._lock:
                 self._hanging.discard(sock)
             h.close_connection = True
+
+
+def unreachable_url() -> str:
+    """`http://127.0.0.1:PORT` of a port bound and closed again: nothing listens there, so
+    a connection is refused at once (a server that cannot be reached)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    return f"http://127.0.0.1:{port}"

@@ -12,11 +12,14 @@ hook, no gate, no budget charge.
    of every nested one (`config`, `config.worktree`, `hooks/`, `info/` of their git
    folders) must not change at all, whatever the roots: a role that wrote them (`cp` into
    `.git/config`) made every later `git` run a program of its choosing.
-3. `audit.build`, then `audit.test`, when given: each must exit 0. They run the model's
+3. With `audit.require_changes`, at least one file must have changed: a batch whose roles
+   changed nothing did not do its work (a small model that only read and talked).
+4. `audit.build`, then `audit.test`, when given: each must exit 0. They run the model's
    code: inside the audit's sandbox (`Commands`) unless the sandbox is off.
 
-The first failing check decides the record: `{batch, passed, outside_roots,
-failed_command, output_tail}`.
+The first failing check decides the record: `{batch, passed, changed, outside_roots,
+failed_command, output_tail}`; `changed` is how many files changed (null when the audit
+could not tell).
 """
 
 from __future__ import annotations
@@ -95,6 +98,7 @@ def record(
     batch: str,
     *,
     passed: bool,
+    changed: int | None = None,
     outside_roots: Sequence[str] = (),
     failed_command: Sequence[str] | None = None,
     output_tail: str = "",
@@ -102,6 +106,7 @@ def record(
     return {
         "batch": batch,
         "passed": passed,
+        "changed": changed,
         "outside_roots": list(outside_roots),
         "failed_command": list(failed_command) if failed_command is not None else None,
         "output_tail": _tail(output_tail),
@@ -120,11 +125,12 @@ async def run_audit(
     env: Mapping[str, str] | None = None,
     git: AuditGit | None = None,
     commands: Commands | None = None,
+    require_changes: bool = False,
 ) -> dict[str, Any]:
     """Audit the batch: what changed since `before` (through `git`, by default the git on
-    orkeon's PATH), then build and test as `commands` says (by default unconfined, with
-    `env`, else orkeon's environment). Returns the audit record. `run_commands=False`
-    checks the paths only."""
+    orkeon's PATH), that something did when `require_changes`, then build and test as
+    `commands` says (by default unconfined, with `env`, else orkeon's environment). Returns
+    the audit record. `run_commands=False` checks the paths only."""
     from anyio import to_thread
 
     try:
@@ -144,9 +150,14 @@ async def run_audit(
         return record(
             batch,
             passed=False,
+            changed=len(changed),
             outside_roots=[*outside, *guards],
             output_tail="\n".join(lines),
         )
+    count = len(changed)
+    if require_changes and not count:
+        why = f"no role of batch {batch} changed any file (audit.require_changes is set)"
+        return record(batch, passed=False, changed=0, output_tail=why)
     if run_commands:
         how = commands if commands is not None else Commands(env=env)
         for argv in (build, test):
@@ -156,6 +167,7 @@ async def run_audit(
                 return record(
                     batch,
                     passed=False,
+                    changed=count,
                     failed_command=argv,
                     output_tail=(
                         f"{' '.join(argv)} was not run: it runs the model's code, and {how.refused}"
@@ -166,10 +178,11 @@ async def run_audit(
                 return record(
                     batch,
                     passed=False,
+                    changed=count,
                     failed_command=argv,
                     output_tail=_command_output(argv, r),
                 )
-    return record(batch, passed=True)
+    return record(batch, passed=True, changed=count)
 
 
 async def _run_command(workspace: Path, argv: Sequence[str], how: Commands) -> proc.ProcResult:

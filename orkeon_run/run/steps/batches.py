@@ -3,7 +3,8 @@ inputs.concurrency at once), each as the crew's `worker` with its roots and its 
 first message; full role names `BATCH/ROLE`.
 
 After each batch the audit (audit.py) checks what changed against the batch's roots, then
-builds and tests. A failed audit, or a role that did not succeed, stops the step after
+builds and tests; a batch that changed no file is warned about (a `warning` event, which
+the progress view shows) and, with `audit.require_changes`, fails its audit. A failed audit, or a role that did not succeed, stops the step after
 that batch's audit. Each batch that passes is recorded in state.json at once, so
 `--resume` continues from the first batch that did not pass and never runs a finished
 batch again.
@@ -31,7 +32,7 @@ from .. import audit
 from ..context import StepOutcome, StepRun
 from ..prepare import DEFAULT_PLAN, load_plan
 from . import messages
-from .common import SavedRole, crew_of, finish, role_agent, role_context, role_failure
+from .common import SavedRole, crew_of, finish, role_agent, role_context
 
 ROLES = ("worker",)
 
@@ -169,8 +170,9 @@ async def run(sr: StepRun) -> StepOutcome:
             except audit.AuditError as exc:  # e.g. the repository went away since
                 record = audit.record(batch.name, passed=False, output_tail=str(exc))
                 audits.append(record)
-                sr.events.emit("audit", step=sr.step, **record)
-                return finish(sr, roles, audits=audits, error=step_error(record, []), blame=[])
+                audited(sr, record)
+                why = audit_error(record)
+                return finish(sr, roles, audits=audits, error=why, kind="audit", blame=[])
             progress = {"batch": batch.name, "snapshot": before.to_json(), "roles": {}}
         current = None
         git_mode = before.git
@@ -188,9 +190,10 @@ async def run(sr: StepRun) -> StepOutcome:
             run_commands=not sr.ledger.spent(),
             git=audit_git,
             commands=sr.audit_commands(),
+            require_changes=sr.inputs.audit.require_changes,
         )
         audits.append(record)
-        sr.events.emit("audit", step=sr.step, **record)
+        audited(sr, record)
         failed_roles = [r for r in results if r.status != "succeeded"]
         ok = record["passed"] and not failed_roles
         sr.events.emit("batch.end", step=sr.step, batch=batch.name, passed=ok)
@@ -202,9 +205,18 @@ async def run(sr: StepRun) -> StepOutcome:
         if not record["passed"]:
             # A resumed run repeats this batch with the audit's output in each message.
             sr.save_state(current={**progress, "audit": record})
-        error = step_error(record, failed_roles)
-        return finish(sr, roles, audits=audits, error=error, blame=results)
+        error = None if record["passed"] else audit_error(record)
+        return finish(sr, roles, audits=audits, error=error, kind="audit", blame=results)
     return finish(sr, roles, audits=audits)
+
+
+def audited(sr: StepRun, record: dict[str, Any]) -> None:
+    """The `audit` event; for a batch that changed no file, a `warning` event after it (the
+    progress view shows it; with `audit.require_changes` the audit fails as well)."""
+    sr.events.emit("audit", step=sr.step, **record)
+    if record.get("changed") == 0:
+        message = "no role changed any file"
+        sr.events.emit("warning", step=sr.step, batch=record["batch"], message=message)
 
 
 def audit_error(record: dict[str, Any]) -> str:
@@ -215,14 +227,9 @@ def audit_error(record: dict[str, Any]) -> str:
         )
     if record["failed_command"]:
         return f"the audit of batch {batch} failed: {' '.join(record['failed_command'])}"
+    if record.get("changed") == 0:
+        return f"the audit of batch {batch} failed: no role changed any file"
     return f"the audit of batch {batch} failed: {record['output_tail']}"
-
-
-def step_error(record: dict[str, Any], failed_roles: list[Any]) -> str | None:
-    """The step's error line: the roles that did not succeed, then a failed audit."""
-    audit_part = None if record["passed"] else audit_error(record)
-    parts = [p for p in (role_failure(failed_roles), audit_part) if p]
-    return "; ".join(parts) or None
 
 
 def failed_batch(run_dir: Path, environ: Mapping[str, str] | None = None) -> dict[str, Any] | None:

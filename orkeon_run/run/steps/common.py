@@ -1,6 +1,19 @@
 """What the steps share: starting a role's agent from the crew, and turning role results
 and the ledger into the step's outcome. Cancellation (SIGINT/SIGTERM) is never caught: it
 passes through to the runner, which records "interrupted".
+
+Why a step did not succeed (`finish`, the result's `error.kind`; docs/output.md, "Exit
+codes"), the first that holds:
+
+1. the step's budget is spent: `budget_exhausted`, kind `budget` (exit 3);
+2. a role failed by its own doing (a hook stopped it, its answers were cut, it crashed):
+   `failed`, kind `role` (exit 1): the work is known broken, whatever else happened;
+3. a role reached its own limit (`budget.per_role`): `budget_exhausted`, kind `budget`;
+4. a role failed because its model provider did: `failed`, kind `provider` (exit 4), also
+   when the audit of its batch failed: that audit judged work the provider cut short, and
+   a `--resume` later runs the batch again;
+5. the step's own finding: the audit failed (kind `audit`), the writer wrote no spec or the
+   plan stayed invalid (kind `role`): `failed` (exit 1).
 """
 
 from __future__ import annotations
@@ -16,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 from ...calls import CallContext
 from ...config.crews import Crew
 from ...errors import Interrupted, RecordsError
-from ...vocabulary import spent_text
+from ...vocabulary import ErrorKind, spent_text
 from ..context import StepOutcome, StepRun, StepStatus
 
 if TYPE_CHECKING:
@@ -39,6 +52,7 @@ class SavedRole:
         self.name: str = record["name"]
         self.status: str = record["status"]
         self.error: str | None = record.get("error")
+        self.error_kind: str | None = record.get("error_kind")
 
     def to_json(self) -> dict[str, Any]:
         return dict(self.record)
@@ -153,6 +167,7 @@ def _role_end(sr: StepRun, agent: Agent, raised: BaseException | None) -> None:
         role=r.name,
         status=status,
         error=error,
+        error_kind=r.error_kind if status == r.status else None,
         turns=r.turns,
         calls=r.calls,
         refused=r.refused,
@@ -209,21 +224,26 @@ def finish(
     artifacts: Mapping[str, str] | None = None,
     audits: Sequence[dict[str, Any]] = (),
     error: str | None = None,
+    kind: ErrorKind = "role",
     blame: Sequence[Any] | None = None,
 ) -> StepOutcome:
-    """The step's outcome: budget_exhausted when the ledger is spent, failed when `error`
-    is set or a role did not succeed, else succeeded. The error of a step that did not
+    """The step's outcome from its roles, the ledger and its own finding `error` (of
+    `kind`: "audit" for a failed audit), by the order in the module docstring. The error
+    line names every role that did not succeed, then `error`; that of a step that did not
     succeed starts with each role of `blame` (default: `roles`) whose every call was
     refused."""
     spent = sr.ledger.exhausted
     status: StepStatus
+    why: ErrorKind | None
     if spent:
-        status = "budget_exhausted"
-        budget = spent_text(spent)
-        error = f"{budget}; {error}" if error else budget
+        status, why = "budget_exhausted", "budget"
+        # The roles the budget stopped are said by it; any other that did not succeed is named.
+        others = role_failure([r for r in roles if r.status != "budget_exhausted"])
+        error = "; ".join(p for p in (spent_text(spent), others, error) if p)
     else:
-        error = error or role_failure(roles)
-        status = "failed" if error else "succeeded"
+        status, why = verdict(roles, error, kind)
+        parts = [role_failure(roles), error]
+        error = "; ".join(p for p in parts if p) or None
     if status != "succeeded":
         # Say first what left a role with nothing done, rather than only what came of it
         # (the writer "did not write the spec" because a hook refused every write).
@@ -235,11 +255,34 @@ def finish(
         artifacts=dict(artifacts or {}) if status == "succeeded" else {},
         audits=list(audits),
         error=error,
+        kind=why,
     )
 
 
-def error_outcome(exc: StepError, roles: Sequence[Any] = ()) -> StepOutcome:
-    return StepOutcome(status="error", roles=list(roles), error=str(exc))
+def verdict(
+    roles: Sequence[Any], error: str | None, kind: ErrorKind
+) -> tuple[StepStatus, ErrorKind | None]:
+    """The status and error kind of a step whose own budget holds (module docstring, 2-5)."""
+    bad = [r for r in roles if r.status != "succeeded"]
+    provider = [r for r in bad if getattr(r, "error_kind", None) == "provider"]
+    spent = [r for r in bad if r.status == "budget_exhausted"]
+    if len(bad) > len(provider) + len(spent):
+        return "failed", "role"
+    if spent:
+        return "budget_exhausted", "budget"
+    if provider:
+        return "failed", "provider"
+    if error:
+        return "failed", kind
+    return "succeeded", None
+
+
+def error_outcome(
+    exc: StepError, roles: Sequence[Any] = (), kind: ErrorKind = "input"
+) -> StepOutcome:
+    """A step that could not start its work: what it was given does not hold (or, `kind`
+    "audit", the audit could not start)."""
+    return StepOutcome(status="error", roles=list(roles), error=str(exc), kind=kind)
 
 
 def stat_key(path: Path) -> tuple[int, ...] | None:

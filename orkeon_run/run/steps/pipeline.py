@@ -12,8 +12,8 @@ pipeline's log has one `run.start` and one `result` per attempt, like any run's.
 One budget for the whole pipeline: each step runs on what is left of it (its inputs say
 so), and what it spent is added to the pipeline's ledger when it ends.
 
-A failed batch (dev-batches stopped at it, `failed_batch`, exit 1, no role whose provider
-failed) gets at most `repair.attempts` rounds (default 1). A round repairs, one after another, the batch's roles that did not
+A failed batch (dev-batches stopped at it, `failed_batch`, exit 1, no role that failed:
+its provider failing would fail a repair too) gets at most `repair.attempts` rounds (default 1). A round repairs, one after another, the batch's roles that did not
 succeed; when every role succeeded and the audit failed, each of its roles in plan order
 until one repair's own audit passes. Then `mark_repaired` and dev-batches resumes: the
 batch is audited again as it stands (against the workspace as it was when it first
@@ -33,9 +33,9 @@ from pathlib import Path
 from typing import Any
 
 from ...config.inputs import Inputs, Plan
-from ...errors import InputError, UsageError
+from ...errors import EXIT_PROVIDER, InputError, UsageError
 from ...ledger import BudgetLimits
-from ...vocabulary import spent_text
+from ...vocabulary import error_message, spent_text
 from ..context import StepOutcome, StepRun
 from . import spec
 from .common import SavedRole
@@ -202,7 +202,9 @@ class Pipeline:
         records = stopped["roles"]
         statuses = [(records.get(r) or {}).get("status") for r in order]
         if "failed" in statuses:
-            return False  # a role's provider failed (or it crashed): a repair would too
+            # A role's provider failed, its answers kept being cut, or it crashed: a
+            # repair would meet the same.
+            return False
         failed = [r for r, status in zip(order, statuses, strict=True) if status != "succeeded"]
         rounds[batch] = rounds.get(batch, 0) + 1
         roles = failed or order  # every role succeeded: the audit failed
@@ -247,8 +249,13 @@ class Pipeline:
             result = await self.stage(name, "tasks-repair", extra)
             if result is None:
                 return self.spent(name)
-            if result["status"] not in ("succeeded", "failed"):
-                return self.outcome()  # budget spent, or it could not start its work
+            if (
+                result["status"] not in ("succeeded", "failed")
+                or result["exit_code"] == EXIT_PROVIDER
+            ):
+                # Budget spent, it could not start its work, or its provider failed (exit
+                # 4): the next repair would meet the same.
+                return self.outcome()
             records = dict(rp["records"])
             for record in result["roles"]:
                 records[record["name"]] = record
@@ -267,16 +274,21 @@ class Pipeline:
         which = self.sr.ledger.exhausted or self.sr.ledger.spent() or "seconds"
         return self.outcome("budget_exhausted", f"{spent_text(which)}: {name} did not start")
 
-    def outcome(self, status: str | None = None, error: str | None = None) -> StepOutcome:
-        """The pipeline's outcome from its steps: the last step's status and error (named
-        by the step), every role once (its last record), the spec and plan of the steps
-        that made them, the last dev-batches run's audits, and every step's entry."""
+    def outcome(
+        self, status: str | None = None, error: str | None = None, kind: str | None = None
+    ) -> StepOutcome:
+        """The pipeline's outcome from its steps: the last step's status, error (named by
+        the step) and error kind (so its exit code: 4 when its provider failed), every role
+        once (its last record), the spec and plan of the steps that made them, the last
+        dev-batches run's audits, and every step's entry."""
         entries: list[dict[str, Any]] = list(self.state["steps"])
         last = entries[-1] if entries else None
         if status is None:
             status = "succeeded" if self.phase == "done" else (last or {}).get("status", "error")
             if status != "succeeded" and last is not None and last.get("error"):
-                error = f"{last['name']}: {error_text(last['error'])}{self.rounds_note(last)}"
+                error = f"{last['name']}: {error_message(last['error'])}{self.rounds_note(last)}"
+                if isinstance(last["error"], dict):
+                    kind = last["error"].get("kind")
         roles: dict[str, dict[str, Any]] = {}
         artifacts: dict[str, str] = {}
         audits: list[dict[str, Any]] = []
@@ -294,6 +306,7 @@ class Pipeline:
             audits=audits,
             error=error,
             steps=entries,
+            kind=kind,  # type: ignore[arg-type]
         )
 
     def rounds_note(self, last: dict[str, Any]) -> str:
@@ -309,18 +322,10 @@ class Pipeline:
         return f" (after {rounds} {word} of repairs of batch {stopped['batch']})"  # type: ignore[index]
 
 
-def error_text(error: Any) -> str:
-    """A result's `error` as one line (an object with its `message`, from results that
-    give `error.kind`)."""
-    if isinstance(error, dict):
-        return str(error.get("message") or error.get("kind") or "")
-    return str(error)
-
-
 async def run(sr: StepRun) -> StepOutcome:
     pipeline = Pipeline(sr)
     sr.partial = lambda status, error: pipeline.outcome(status, error)
     try:
         return await pipeline.run()
     except StageError as exc:
-        return pipeline.outcome("error", str(exc))
+        return pipeline.outcome("error", str(exc), "input")

@@ -22,7 +22,7 @@ from .. import audit
 from ..context import StepOutcome, StepRun
 from ..prepare import DEFAULT_PLAN, load_plan
 from . import messages
-from .batches import role_variables, step_error
+from .batches import audit_error, audited, role_variables
 from .common import StepError, crew_of, error_outcome, finish, role_agent, role_context
 
 ROLES = ("repairer",)
@@ -95,7 +95,7 @@ async def run(sr: StepRun) -> StepOutcome:
                 )
             )
         except audit.AuditError as exc:  # e.g. the failed run's repository went away since
-            return error_outcome(StepError(f"the audit cannot start: {exc}"))
+            return error_outcome(StepError(f"the audit cannot start: {exc}"), kind="audit")
     sr.save_state(audit_git=before.git, snapshot=before.to_json())
     sr.events.emit("repair.start", step=sr.step, run=str(failed.run_dir), role=repair.role)
     async with role_agent(
@@ -112,7 +112,8 @@ async def run(sr: StepRun) -> StepOutcome:
         run_commands=not sr.ledger.spent(),
         git=audit_git,
         commands=sr.audit_commands(),
+        require_changes=sr.inputs.audit.require_changes,
     )
-    sr.events.emit("audit", step=sr.step, **record)
-    failed_roles = [result] if result.status != "succeeded" else []
-    return finish(sr, [result], audits=[record], error=step_error(record, failed_roles))
+    audited(sr, record)
+    error = None if record["passed"] else audit_error(record)
+    return finish(sr, [result], audits=[record], error=error, kind="audit")
