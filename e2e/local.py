@@ -208,6 +208,13 @@ def short(text: Any, n: int = 140) -> str:
     return s if len(s) <= n else s[: n - 1] + "…"
 
 
+def error_line(error: Any) -> str:
+    """The result's `error` as the report says it: `(KIND) MESSAGE`, or `-` for none."""
+    if isinstance(error, dict):
+        return f"({error.get('kind')}) {error.get('message')}"
+    return str(error or "-")
+
+
 def report_step(step: str, run_dir: Path, ws: Path) -> list[str]:
     result = json.loads((run_dir / "result.json").read_text())
     events = lines(run_dir / "events.jsonl")
@@ -217,7 +224,7 @@ def report_step(step: str, run_dir: Path, ws: Path) -> list[str]:
     out = [
         f"### `orkeon run {step}`: {result['status']} (exit {result['exit_code']})",
         "",
-        f"- error: {short(result.get('error') or '-', 300)}",
+        f"- error: {short(error_line(result.get('error')), 300)}",
         f"- budget: {budget['turns']} turns, {budget['tokens_in']} tokens in "
         f"({budget['cache_read_tokens']} read from the server's cache), "
         f"{budget['tokens_out']} out, {budget['model_seconds']:.0f} s of model time",

@@ -269,3 +269,56 @@ def test_a_pipeline_whose_provider_fails_exits_4_and_repairs_nothing(
         "provider",
     )
     assert result["error"]["message"].startswith("dev-batches: role b1/api failed: openai")
+
+
+def test_under_github_actions_exit_4_is_annotated_as_its_own_outcome(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from orkeon_run.report.github import workflow_commands
+    from orkeon_run.report.load import load
+
+    monkeypatch.setenv(OPENAI.key_env, OPENAI.key)
+    ws = make_workspace(tmp_path, FILES)
+    with OPENAI.server() as server:
+        server.api_key = "another-key"
+        doc = {"request": "r", "model": model(OPENAI, server.base_url)}
+        run_step("dev-spec", doc, ws, run_dir=tmp_path / "run")
+    (line,) = workflow_commands(load(tmp_path / "run"), None)
+    assert line.startswith(
+        "::error title=orkeon dev-spec%3A the model provider failed (exit 4)%3A run the job "
+        "again later::role analyst failed: openai gpt-4o-mini: authentication failed (HTTP 401)"
+    )
+
+
+def exit_table(path: Path) -> list[str]:
+    """The rows of the first `| exit | meaning |` table in `path`."""
+    lines = path.read_text().splitlines()
+    start = lines.index("| exit | meaning |")
+    rows = []
+    for line in lines[start + 2 :]:
+        if not line.startswith("|"):
+            break
+        rows.append(line)
+    return rows
+
+
+def test_the_exit_codes_are_one_table_in_the_readme_and_the_output_docs() -> None:
+    root = Path(__file__).resolve().parent.parent
+    readme = exit_table(root / "README.md")
+    assert readme == exit_table(root / "docs" / "output.md")
+    assert [row.split("|")[1].strip() for row in readme] == ["0", "1", "2", "3", "4", "130"]
+
+
+def test_a_step_that_cannot_start_its_work_says_input(tmp_path: Path) -> None:
+    """The spec's path leads outside the workspace once the run looks (a symlink): status
+    "error", exit 1, kind "input"; no role ran."""
+    ws = make_workspace(tmp_path, FILES)
+    (ws / ".orkeon").mkdir()
+    (ws / ".orkeon" / "spec.md").symlink_to(tmp_path / "elsewhere.md")
+    doc = {"request": "r", "model": {"provider": "scripted"}}
+    result = run_step("dev-spec", doc, ws, run_dir=tmp_path / "run")
+    assert (result["status"], result["exit_code"], result["roles"]) == ("error", 1, [])
+    assert result["error"] == {
+        "kind": "input",
+        "message": "spec: .orkeon/spec.md is outside the workspace",
+    }

@@ -63,6 +63,7 @@ def run_then_signal(
     result = json.loads(out)
     assert result == json.loads((rd / "result.json").read_text())
     assert (result["status"], result["exit_code"]) == ("interrupted", 130)
+    assert result["error"] == {"kind": "interrupted", "message": "interrupted by a signal"}
     return result
 
 

@@ -11,7 +11,8 @@ sources that gives it:
   4. the settings files, `Orkeon:Run:Model`, `MaxUsd`, `MaxTurns`, `MaxTokens`,
      `MaxSeconds`, `Concurrency`: the workspace's `.orkeon/settings.json` when it is
      trusted, then the user's `$ORKEON_CONFIG_DIR/settings.json`;
-  5. the crew's defaults (its budget; concurrency 4; the scripted model).
+  5. the crew's defaults (its budget; concurrency 4). The model has none: a step's run
+     that 1-4 give no model is an input error (run/prepare.py, MODEL_REQUIRED).
 
 pydantic-settings merges sources 1-4 in that order (one custom source each, as in
 shell_settings.py); each source first checks its own values, so a bad one names its flag,

@@ -135,6 +135,8 @@ def _errors(v: RunView, root: str | None) -> Iterator[tuple[str, str, str]]:
             yield title, f"{a.what_failed}\n{a.output_tail[-2000:]}", ""
     if v.status != "succeeded" and not v.failed_audits:
         word = v.status if v.finished else "unfinished"
+        if v.error_kind == "provider":  # exit 4: nothing wrong with the work
+            word = "the model provider failed (exit 4): run the job again later"
         yield f"orkeon {step}: {word}", v.error or word, ""
 
 

@@ -212,7 +212,7 @@ class SpanTree:
         start = self._role_ends.get(batch, e["ts"])
         span = self._span(
             f"audit {batch}", parent, min(start, e["ts"]), batch=batch, passed=e.get("passed"),
-            outside_roots=list(e.get("outside_roots") or []) or None,
+            changed=e.get("changed"), outside_roots=list(e.get("outside_roots") or []) or None,
             failed_command=" ".join(e.get("failed_command") or []) or None,
         )  # fmt: skip
         if not e.get("passed"):

@@ -117,7 +117,7 @@ class Pipeline:
         from ..runner import execute, open_run
 
         rd = sr.run_dir / STEPS_DIR / name
-        doc = {**sr.config.doc, **extra, "budget": sr.ledger.left().model_dump()}
+        doc = {**sr.config.doc, **extra, "budget": sr.ledger.left().to_json()}
         again = (rd / "inputs.json").is_file()
         try:
             opened = open_run(
