@@ -476,3 +476,63 @@ def test_the_tracker_marks_time_and_cost_budgets() -> None:
     assert t.update({**turn, "seconds": 6.0, "usd": None}) == [("seconds", 100)]
     assert t.roles["a"].usd is None  # a turn of unknown price: the role's cost is unknown
     assert t.update({**turn, "seconds": 1.0, "usd": 3.0}) == [("usd", 100)]
+
+
+def _pipeline_events() -> list[dict[str, Any]]:
+    """A pipeline's events, as its run writes them: the steps around their roles, then the
+    pipeline's result (its `error` an object with `kind` and `message`)."""
+
+    def step(kind: str, name: str, ts: float, **more: Any) -> dict[str, Any]:
+        return {"type": kind, "ts": ts, "name": name, "step": name, "run_id": name, **more}
+
+    role = {"step": "dev-spec", "batch": None, "role": "analyst"}
+    return [
+        {"type": "run.start", "ts": 0.0, "step": "pipeline", "run_id": "p1", "budget": {}},
+        step("step.start", "dev-spec", 0.1, resume=False),
+        {"type": "role.start", "ts": 0.2, **role},
+        {"type": "role.end", "ts": 0.3, "status": "succeeded", "turns": 1, "calls": 0,
+         "refused": 0, **role},
+        step("step.end", "dev-spec", 0.4, status="succeeded", exit_code=0),
+        step("step.start", "dev-plan", 0.5, resume=False),
+        step("step.end", "dev-plan", 0.6, status="failed", exit_code=1),
+        {"type": "result", "ts": 0.7, "step": "pipeline", "run_id": "p1", "status": "failed",
+         "exit_code": 1, "roles": [], "budget": {"used_seconds": 0.6, "usd": 0.0},
+         "error": {"kind": "role", "message": "the planner did not write the plan"}},
+    ]  # fmt: skip
+
+
+def test_the_live_view_of_a_pipeline_shows_its_steps_and_the_summary_its_error() -> None:
+    from io import StringIO
+
+    from rich.console import Console
+
+    from orkeon_run.run.progress_live import LiveProgress
+
+    view = LiveProgress(StringIO())
+    events = _pipeline_events()
+    for e in events[:6]:  # dev-plan has started, dev-spec has ended
+        view.tracker.update(e)
+    out = StringIO()
+    Console(file=out, width=120, no_color=True).print(view._view(1.0))
+    assert "steps: dev-spec succeeded · dev-plan running" in out.getvalue()
+    for e in events[6:]:
+        view.tracker.update(e)
+    out = StringIO()
+    Console(file=out, width=120, no_color=True).print(view._summary())
+    shown = out.getvalue()
+    assert "pipeline failed (exit 1)" in shown
+    assert "steps: dev-spec succeeded · dev-plan failed" in shown
+    assert "error: the planner did not write the plan" in shown
+
+
+def test_plain_says_a_result_error_object_by_its_message(tmp_path: Path) -> None:
+    out = tmp_path / "plain.txt"
+    with out.open("w") as stream:
+        view = PlainProgress(stream, flush=0.0)
+        for e in _pipeline_events():
+            view(e)
+        view.close()
+    lines = out.read_text().splitlines()
+    assert lines[-1].startswith("pipeline: failed (exit 1) in ")
+    assert lines[-1].endswith("; the planner did not write the plan")
+    assert "dev-plan: step failed (exit 1)" in lines

@@ -195,6 +195,9 @@ class Tracker:
     roles: dict[str, Role] = field(default_factory=dict)
     batches: dict[str, Batch] = field(default_factory=dict)
     audits: list[dict[str, Any]] = field(default_factory=list)
+    # A pipeline's steps as [name, status] ("running" until its step.end), in order: a
+    # step may run twice (dev-batches resumed after a repair).
+    steps: list[list[str]] = field(default_factory=list)
     result: dict[str, Any] | None = None
 
     def role(self, name: str, batch: str | None = None) -> Role:
@@ -226,6 +229,15 @@ class Tracker:
         self.step, self.run_id, self.started = e.get("step", ""), e.get("run_id", ""), e["ts"]
         self.limits = {k: v for k, v in (e.get("budget") or {}).items() if v}
         self._next = {k: v * MARKS[0] / 100 for k, v in self.limits.items()}
+
+    def _step_start(self, e: dict[str, Any]) -> None:
+        self.steps.append([str(e.get("name", "")), "running"])
+
+    def _step_end(self, e: dict[str, Any]) -> None:
+        for step in reversed(self.steps):
+            if step[0] == e.get("name"):
+                step[1] = str(e.get("status", ""))
+                break
 
     def _batch_start(self, e: dict[str, Any]) -> None:
         roles = list(e.get("roles") or [])
@@ -334,6 +346,8 @@ class Tracker:
 
 _ON_RUN: dict[str, Callable[[Tracker, dict[str, Any]], None]] = {
     "run.start": Tracker._run_start,
+    "step.start": Tracker._step_start,
+    "step.end": Tracker._step_end,
     "batch.start": Tracker._batch_start,
     "batch.skipped": Tracker._batch_skipped,
     "batch.end": Tracker._batch_end,
@@ -350,12 +364,18 @@ _ON_ROLE: dict[str, Callable[[Tracker, Role, dict[str, Any]], None]] = {
 }
 
 
+def error_text(error: Any) -> str:
+    """A result's `error`: its message (an object `{kind, message}`), else as it is."""
+    if isinstance(error, dict):
+        return str(error.get("message") or error.get("kind") or "")
+    return "" if error is None else str(error)
+
+
 def step_line(e: dict[str, Any], paint: Callable[[str], str]) -> str:
     """A pipeline's step starts or ends (`step.start`, `step.end`): `dev-plan: step
     started`, `dev-batches: step failed (exit 1): WHY`."""
     if e["type"] == "step.start":
         return f"{clean(e['name'])}: step {'resumed' if e.get('resume') else 'started'}"
-    why = e.get("error")
-    why = why.get("message") if isinstance(why, dict) else why
+    why = error_text(e.get("error"))
     tail = f": {clean(first_line(str(why)), 300)}" if why else ""
     return f"{clean(e['name'])}: step {paint(str(e['status']))} (exit {e['exit_code']}){tail}"

@@ -27,7 +27,7 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
-from .progress import Role, Tracker, clean, duration, gave_up, money
+from .progress import Role, Tracker, clean, duration, error_text, gave_up, money
 
 _STYLES = {
     "succeeded": "green",
@@ -107,6 +107,9 @@ class LiveProgress:
         budget = self._budget()
         if budget:
             head.append(f" · budget {budget}")
+        lines: list[RenderableType] = [head]
+        if t.steps:
+            lines.append(_steps(t.steps))
         table = _table(now=True)
         listed: set[str] = set()
         for b in t.batches.values():
@@ -124,7 +127,7 @@ class LiveProgress:
         for r in t.roles.values():
             if r.name not in listed:
                 table.add_row(*self._role_row(r, now_ts, indent=False))
-        return Group(head, table)
+        return Group(*lines, table)
 
     def _role_row(self, r: Role, now_ts: float, *, indent: bool) -> list[RenderableType]:
         t = self.tracker
@@ -171,6 +174,9 @@ class LiveProgress:
         head = Text(f"{e['step']} ", style="bold")
         head.append_text(_status(e["status"]))
         head.append(f" (exit {e['exit_code']}) in {took} · run {clean(e.get('run_id', ''))}")
+        lines: list[RenderableType] = [head]
+        if t.steps:
+            lines.append(_steps(t.steps))
         table = _table(now=False)
         for r in t.roles.values():
             if r.started is not None:
@@ -187,8 +193,8 @@ class LiveProgress:
             )
         ]
         if e.get("error"):
-            tail.append(Text(f"  error: {clean(e['error'], 300)}", style="red"))
-        return Group(head, table, *tail)
+            tail.append(Text(f"  error: {clean(error_text(e['error']), 300)}", style="red"))
+        return Group(*lines, table, *tail)
 
 
 def _table(*, now: bool) -> Table:
@@ -202,6 +208,17 @@ def _table(*, now: bool) -> Table:
         table.add_column(no_wrap=False)  # see _role_row
     table.add_row(*(Text(n, style="dim") for n in names), *([Text("now", style="dim")] * now))
     return table
+
+
+def _steps(steps: list[list[str]]) -> Text:
+    """A pipeline's steps on one line: `steps: dev-spec succeeded · dev-plan running`."""
+    line = Text("steps: ", style="dim")
+    for i, (name, status) in enumerate(steps):
+        if i:
+            line.append(" · ", style="dim")
+        line.append(f"{clean(name, 40)} ")
+        line.append_text(_status(status))
+    return line
 
 
 def _status(word: str) -> Text:

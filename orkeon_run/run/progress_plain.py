@@ -39,6 +39,7 @@ from typing import IO, Any
 from .. import logs
 from ..pipeline import call_target
 from .progress import Role, Tracker, amount, clean, duration, first_line, gave_up, money
+from .progress import error_text as _error_text
 from .progress import step_line as _step_line
 
 HEARTBEAT = 60.0  # seconds of waiting before the first heartbeat line, then between them
@@ -309,7 +310,7 @@ class PlainProgress:
         took = duration(max(0.0, e["ts"] - (self.tracker.started or e["ts"])))
         b = e.get("budget") or {}
         usd = "" if b.get("usd") is None else f", {money(b['usd'])}"
-        error = f"; {first_line(e['error'])}" if e.get("error") else ""
+        error = f"; {first_line(_error_text(e['error']))}" if e.get("error") else ""
         return (
             f"{e['step']}: {self._paint(e['status'])} (exit {e['exit_code']}) in {took}: "
             f"{len(e.get('roles') or [])} roles, {calls} calls, {refused} refused{usd}{error}"
