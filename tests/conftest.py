@@ -8,10 +8,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from kit import DATA
 
 from orkeon_run.policy.programs import ShellRules
 
-DATA = Path(__file__).parent / "data"
 HOOKS_DIR = DATA / "hooks"
 
 
@@ -44,7 +44,7 @@ def hook_rules() -> ShellRules:
     return ShellRules(allow_interpreters=False, extra_allowed_commands=scripts)
 
 
-# --- live provider tests (tests/test_models_live.py) -----------------------------------
+# --- live provider tests (tests/models/test_live.py) -----------------------------------
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

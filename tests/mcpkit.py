@@ -92,7 +92,7 @@ def group_running(pgid: int) -> list[int]:
     return found
 
 
-# --- runs with MCP servers (tests/test_mcp_run.py, tests/test_mcp_cli.py) -----------------
+# --- runs with MCP servers (tests/run/test_mcp.py, tests/commands/test_mcp.py) ---------
 
 KILL_SERVER = Path(__file__).parent / "data" / "mcp" / "kill_server.py"
 

@@ -187,3 +187,27 @@ def make_runs(factory: pytest.TempPathFactory) -> Runs:
         killed = killed_run(tmp, ws, hook)
         _MADE.append(Runs(ws, mixed, stopped, killed, mixed_result, stopped_result))
     return _MADE[0]
+
+
+def read_outputs(text: str) -> dict[str, str]:
+    """`$GITHUB_OUTPUT` as GitHub's runner reads it: `NAME=VALUE` or `NAME<<DELIM` … `DELIM`."""
+    values: dict[str, str] = {}
+    lines = text.split("\n")
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        i += 1
+        if not line:
+            continue
+        if "<<" in line and ("=" not in line or line.index("<<") < line.index("=")):
+            name, delimiter = line.split("<<", 1)
+            body = []
+            while lines[i] != delimiter:
+                body.append(lines[i])
+                i += 1
+            i += 1
+            values[name] = "\n".join(body)
+        else:
+            name, value = line.split("=", 1)
+            values[name] = value
+    return values

@@ -1,4 +1,4 @@
-"""Helpers for the step tests (tests/test_steps_*.py): a real git workspace in tmp_path, a
+"""Helpers for the step tests (tests/run/steps/): a real git workspace in tmp_path, a
 step run through the runner (the code behind `orkeon run`), and readers for what the run
 wrote (events.jsonl, transcripts, state.json)."""
 

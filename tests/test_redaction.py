@@ -23,7 +23,6 @@ from stepkit import environ, make_workspace
 from orkeon_run.environ import MIN_SECRET_CHARS, REDACTED, Redactor
 from orkeon_run.events import EventLog
 
-ROOT = Path(__file__).resolve().parent.parent
 KEY_ENV = "MY_LLM_ACCESS"  # a name that does not look like a credential: the key all the same
 KEY = "llmkey-0123456789abcdef"
 TOKEN = "deploy-planted-9876543210"

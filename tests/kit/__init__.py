@@ -21,6 +21,10 @@ from orkeon_run.policy.programs import ShellRules
 from orkeon_run.policy.rules import RuleSet
 from orkeon_run.tools import ToolEnv
 
+ROOT = Path(__file__).resolve().parent.parent.parent  # the checkout
+DATA = ROOT / "tests" / "data"  # hook scripts, fault scripts, fixtures: real files
+FAKES = ROOT / "tests" / "fakes"  # the loopback fake servers
+
 
 def make_pipeline(
     workspace: Path,

@@ -16,11 +16,12 @@ import pytest
 from fakes import openai_api
 from fakes.server import Recorded, Reply
 from jobkit import KINDS, environ, git, make_list, orkeon, scripted, spawn, template, write
+from kit import DATA
 
 from orkeon_run.cli import run_cli
 from orkeon_run.jobs.shards import shard_of
 
-HOOKS = Path(__file__).parent / "data" / "jobs"
+HOOKS = DATA / "jobs"
 
 
 def in_process(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, Any, str]:

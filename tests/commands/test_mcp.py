@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from kit import ROOT
 from stepkit import environ, make_workspace, read_jsonl, run_step, scripted, write
 
 from orkeon_run.__main__ import main
@@ -22,7 +23,6 @@ from orkeon_run.run.prepare import prepare, repair_document
 from orkeon_run.run.rundir import resume_document
 from tests.mcpkit import FAKE, call, git_server, group_running, running, spec_crew, use_crew
 
-ROOT = Path(__file__).resolve().parent.parent
 BROKEN = {"command": "/nonexistent/mcp-server"}
 WRITER = [{"tool_calls": [write(".orkeon/spec.md", "# Spec\n")]}, {"text": "done"}]
 

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import get_args
 
 import pytest
+from kit import ROOT
 
 from orkeon_run.config import crews as crew_mod
 from orkeon_run.config.crews import Crew, load_crew
@@ -22,8 +23,6 @@ from orkeon_run.run.steps import step_module
 from orkeon_run.vocabulary import STEPS, CrewStep
 
 CREW_STEPS = get_args(CrewStep)
-
-REPO = Path(__file__).resolve().parent.parent
 
 
 def test_the_step_registry_names_every_step_once() -> None:
@@ -44,7 +43,7 @@ def test_the_step_registry_names_every_step_once() -> None:
 def test_builtin_crews_load(step: str) -> None:
     crew = load_crew(step)
     assert crew.step == step
-    assert crew.source == REPO / "crews" / f"{step}.toml"
+    assert crew.source == ROOT / "crews" / f"{step}.toml"
     for name in step_module(step).ROLES:
         assert crew.role(name).tools
         assert len(crew.system_prompt(name)) > 200
@@ -137,7 +136,7 @@ def test_workspace_override_with_its_own_prompt(tmp_path: Path) -> None:
     crew = load_crew("dev-plan", tmp_path)
     assert crew.system_prompt("planner", {"spec": "s.md"}).startswith("Plan s.md quickly.\n\n")
     # Another step of the same workspace keeps its built-in crew.
-    assert load_crew("dev-spec", tmp_path).source == REPO / "crews" / "dev-spec.toml"
+    assert load_crew("dev-spec", tmp_path).source == ROOT / "crews" / "dev-spec.toml"
 
 
 BAD = [
@@ -169,7 +168,7 @@ def test_bad_crew_file_names_the_file_and_field(tmp_path: Path, text: str, expec
 def test_crew_for_another_step_is_refused(tmp_path: Path) -> None:
     crews = tmp_path / ".orkeon" / "crews"
     crews.mkdir(parents=True)
-    shutil.copy(REPO / "crews" / "dev-spec.toml", crews / "dev-plan.toml")
+    shutil.copy(ROOT / "crews" / "dev-spec.toml", crews / "dev-plan.toml")
     record_crews_trust(tmp_path)
     with pytest.raises(
         InputError, match=r"dev-plan.toml: step: is 'dev-spec', expected 'dev-plan'"
@@ -182,9 +181,9 @@ def test_installed_layout_finds_the_packaged_crews(tmp_path: Path) -> None:
     them there when no checkout's crews/ sits beside the package."""
     site = tmp_path / "site"
     shutil.copytree(
-        REPO / "orkeon_run", site / "orkeon_run", ignore=shutil.ignore_patterns("__pycache__")
+        ROOT / "orkeon_run", site / "orkeon_run", ignore=shutil.ignore_patterns("__pycache__")
     )
-    shutil.copytree(REPO / "crews", site / "orkeon_run" / "crews")
+    shutil.copytree(ROOT / "crews", site / "orkeon_run" / "crews")
     code = "from orkeon_run.config.crews import load_crew; print(load_crew('dev-batches').source)"
     env = {**os.environ, "PYTHONPATH": str(site)}
     out = subprocess.run(

@@ -11,6 +11,7 @@ from typing import Any
 
 import anyio
 import pytest
+from kit import DATA
 
 from orkeon_run.calls import CheckedCall, Refusal
 from orkeon_run.catalog import LIST_CAP, SEARCH_CAP, TOOLS
@@ -18,7 +19,7 @@ from orkeon_run.pipeline import check_call
 from orkeon_run.policy.programs import ShellRules
 from orkeon_run.tools import ToolEnv, run_tool
 
-PROCS = Path(__file__).parent / "data" / "procs"
+PROCS = DATA / "procs"
 
 
 def call(

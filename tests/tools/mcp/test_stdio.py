@@ -15,6 +15,7 @@ from typing import Any
 
 import anyio
 import pytest
+from kit import ROOT
 
 from orkeon_run.environ import scrubbed
 from orkeon_run.tools.mcp import parse_servers
@@ -290,13 +291,12 @@ def test_sigterm_to_an_orkeon_like_parent_leaves_no_server_behind(
     tmp_path: Path, repo: Path, mode: str, signum: int
 ) -> None:
     servers = json.dumps({"fake": FAKE, "git": git_server(repo)})
-    root = Path(__file__).parent.parent
     parent = subprocess.Popen(
         [sys.executable, str(FAKES / "mcp_parent.py"), mode, servers, str(tmp_path)],
         stdout=subprocess.PIPE,
         text=True,
-        cwd=root,
-        env={**os.environ, "PYTHONPATH": str(root)},
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
     )
     try:
         assert parent.stdout is not None

@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from kit import ROOT
 from stepkit import environ, make_workspace
 
-ROOT = Path(__file__).resolve().parent.parent
 PLAN = {"batches": [{"name": "b1", "roles": [{"name": "api", "roots": ["src/"], "task": "t"}]}]}
 BIG = "".join(f"line {i:05d} of a file the role reads again and again\n" for i in range(800))
 

@@ -1,6 +1,6 @@
 """Against the real APIs: only with `--live` and the provider's key set.
 
-    OPENAI_API_KEY=... ANTHROPIC_API_KEY=... .venv/bin/pytest tests/test_models_live.py --live
+    OPENAI_API_KEY=... ANTHROPIC_API_KEY=... .venv/bin/pytest tests/models/test_live.py --live
 
 The model names default to small, cheap ones; override with ORKEON_LIVE_OPENAI_MODEL /
 ORKEON_LIVE_ANTHROPIC_MODEL (and ORKEON_LIVE_OPENAI_BASE_URL for a compatible server).

@@ -11,9 +11,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from kit import DATA
 from stepkit import environ, make_workspace
 
-CC_HOOKS = Path(__file__).parent / "data" / "cc_hooks" / "claude"
+CC_HOOKS = DATA / "cc_hooks" / "claude"
 FILES = {"README.md": "# demo\n", "src/app.py": "print('hi')\n"}
 
 

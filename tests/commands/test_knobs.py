@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from kit import ROOT
 from pipelinekit import clean_environment, events, orkeon, run_dir, run_json
 from stepkit import make_workspace
 
@@ -203,7 +204,7 @@ def test_a_limit_the_inputs_leave_out_is_the_crews_own(ws, capsys):
 
     crews = ws / ".orkeon" / "crews"
     crews.mkdir(parents=True)
-    builtin = (Path(__file__).resolve().parent.parent / "crews" / "dev-spec.toml").read_text()
+    builtin = (ROOT / "crews" / "dev-spec.toml").read_text()
     (crews / "dev-spec.toml").write_text(
         builtin.replace("[budget]\nseconds = 1800", "[budget]\nseconds = 60\nturns = 5")
     )

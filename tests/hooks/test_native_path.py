@@ -12,9 +12,10 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+from kit import ROOT
 from stepkit import GIT_ENV, calls, make_workspace, run_step, scripted, shell, write
 
-DEMO = Path(__file__).resolve().parent.parent / "examples" / "demo" / "project"
+DEMO = ROOT / "examples" / "demo" / "project"
 
 DUMP = """\
 import json, os, sys

@@ -21,10 +21,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from kit import DATA
 from stepkit import calls, events, make_workspace, read_jsonl, run_step, scripted, shell, write
 from stepkit import user_messages as prompts
 
-PUBLISHED = Path(__file__).parent / "data" / "cc_hooks" / "published"
+PUBLISHED = DATA / "cc_hooks" / "published"
 FILES = {"README.md": "# app\n", "src/__init__.py": ""}
 PLAN = {
     "title": "t",

@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from kit import ROOT
 from stepkit import environ, events, make_workspace, read_jsonl, scripted, shell, state, write
 
 FILES = {"README.md": "# app\n", "src/a/__init__.py": "", "src/b/__init__.py": ""}
@@ -40,7 +41,7 @@ def wait_for_call(run_dir: Path, role: str, deadline: float) -> None:
 
 def orkeon_env(tmp: Path) -> dict[str, str]:
     env = environ(tmp)
-    env["PYTHONPATH"] = str(Path(__file__).resolve().parent.parent)
+    env["PYTHONPATH"] = str(ROOT)
     return env
 
 

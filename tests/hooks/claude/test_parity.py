@@ -1,7 +1,7 @@
 """Settings-shape hooks behave as under Claude Code (issue 12), part by part: the reason of
 an exit 2 with a JSON answer, absolute paths in `tool_input`, `CLAUDE_ENV_FILE`, the note
 on a file a PostToolUse hook rewrote, and the Claude Code-shaped transcript. Real hook
-processes, real files; the end-to-end runs are in test_settings_hooks_published.py."""
+processes, real files; the end-to-end runs are in test_published.py."""
 
 from __future__ import annotations
 
@@ -15,8 +15,8 @@ import anyio
 import pytest
 from fakes.rig import Rig as AgentRig
 from kit import make_pipeline, refusal_lines, sample_call
+from kit.hooks import Rig, ans, group, payloads
 from pydantic import TypeAdapter
-from test_settings_hooks import Rig, ans, group, payloads
 
 from orkeon_run.calls import CallContext
 from orkeon_run.config.inputs import MatcherGroup, ScriptedModel

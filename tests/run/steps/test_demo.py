@@ -10,16 +10,16 @@ import subprocess
 import sys
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
+from kit import ROOT
 
 
 def test_demo_runs_every_stage(tmp_path: Path) -> None:
     work = tmp_path / "demo"
     env = {k: v for k, v in os.environ.items() if not k.lower().startswith("orkeon")}
-    env |= {"ORKEON": f"{sys.executable} -m orkeon_run", "PYTHONPATH": str(REPO),
+    env |= {"ORKEON": f"{sys.executable} -m orkeon_run", "PYTHONPATH": str(ROOT),
             "ORKEON_CONFIG_DIR": str(tmp_path / "config"), "PYTHON": sys.executable}  # fmt: skip
     out = subprocess.run(
-        [str(REPO / "examples" / "demo" / "run.sh"), str(work)],
+        [str(ROOT / "examples" / "demo" / "run.sh"), str(work)],
         env=env, capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     assert out.returncode == 0, out.stdout + out.stderr

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from fakes.anthropic_api import conversation_problem as anthropic_problem
 from fakes.openai_api import conversation_problem as openai_problem
+from kit import ROOT
 
 from orkeon_run.agent.compaction import (
     KEEP_TURNS,
@@ -312,7 +313,7 @@ def test_message_json_keeps_removed_answers() -> None:
 
 def test_the_note_is_documented_as_it_is_sent() -> None:
     """docs/inputs.md "Context compaction" shows the note's text, to the character."""
-    docs = (Path(__file__).parent.parent / "docs" / "inputs.md").read_text(encoding="utf-8")
+    docs = (ROOT / "docs" / "inputs.md").read_text(encoding="utf-8")
     assert "\n" + NOTE.format(messages="N", calls="K") + "\n" in docs
 
 

@@ -9,9 +9,9 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
+from kit import ROOT
 from pydantic import ValidationError
 
 from orkeon_run.__main__ import main
@@ -218,9 +218,8 @@ def test_inputs_model_rejects_extra_everywhere():
 
 def test_example_inputs_validate(tmp_path, capsys):
     """Every example inputs file in the repository is valid (they are documentation)."""
-    root = Path(__file__).resolve().parent.parent
-    files = sorted((root / "examples").rglob("inputs*.json")) + sorted(
-        (root / "examples").rglob("inputs/*.json")
+    files = sorted((ROOT / "examples").rglob("inputs*.json")) + sorted(
+        (ROOT / "examples").rglob("inputs/*.json")
     )
     assert files, "no example inputs found"  # the demo's inputs at least
     for f in sorted(set(files)):

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import anyio
 import pytest
-from kit import make_pipeline, shell_call
+from kit import ROOT, make_pipeline, shell_call
 from sandboxkit import DATA, ENV, LINUX_ONLY, PY, RULES, make_ws, require_sandbox, role, sh
 
 from orkeon_run.policy.programs import ShellRules
@@ -283,7 +283,7 @@ def test_a_tmpdir_made_hard_to_remove_is_removed_anyway(ws: Path, tmp_path: Path
 
 def test_the_command_dies_with_a_sigkilled_orkeon(ws: Path, tmp_path: Path) -> None:
     sleep_mark, pid_file = mark(), tmp_path / "parent.pid"
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parent.parent)}
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
     parent = subprocess.Popen(
         [PY, str(DATA / "parent.py"), str(ws), sleep_mark, str(pid_file)], env=env
     )

@@ -14,13 +14,14 @@ from typing import Any
 
 import anyio
 import pytest
+from kit import FAKES
 
 from orkeon_run.tools.mcp.hub import McpHub
 from orkeon_run.tools.mcp.results import RESULT_CHARS
 from tests.fakes.mcp_server import ODD_SCHEMA
 from tests.mcpkit import Events, with_hub
 
-SERVER = Path(__file__).parent / "fakes" / "mcp_server.py"
+SERVER = FAKES / "mcp_server.py"
 
 
 class HttpServer:

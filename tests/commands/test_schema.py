@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
+from kit import ROOT
 
 from orkeon_run.__main__ import main
 from orkeon_run.commands.schema import NAMES, text
 
-SCHEMAS = Path(__file__).resolve().parent.parent / "schemas"
+SCHEMAS = ROOT / "schemas"
 
 
 @pytest.mark.parametrize("name", NAMES)

@@ -20,7 +20,7 @@ from typing import Any
 
 import anyio
 import pytest
-from kit import refusal_lines, sample_call
+from kit import DATA, refusal_lines, sample_call
 
 from orkeon_run.calls import CallContext
 from orkeon_run.config.inputs import parse_inputs
@@ -29,7 +29,7 @@ from orkeon_run.hooks import PreToolVerdict
 from orkeon_run.hooks.claude.settings import SettingsHooks, load_settings_hooks
 from orkeon_run.ledger import BudgetLimits, Ledger
 
-SCRIPTS = Path(__file__).parent / "data" / "cc_hooks" / "claude"
+SCRIPTS = DATA / "cc_hooks" / "claude"
 
 pytestmark = pytest.mark.skipif(shutil.which("jq") is None, reason="the scripts use jq")
 

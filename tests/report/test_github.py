@@ -14,35 +14,11 @@ from typing import Any
 
 import pytest
 from reportkit import FILES as WS_FILES
-from reportkit import HOSTILE, HOSTILE_NAME, hook_script, mixed_doc, plan
+from reportkit import HOSTILE, HOSTILE_NAME, hook_script, mixed_doc, plan, read_outputs
 from stepkit import events, make_workspace, scripted, shell, write
 
 from orkeon_run.commands import run as run_command
 from orkeon_run.report.github import MAX_EACH, command, escape_data, escape_property, output_lines
-
-
-def read_outputs(text: str) -> dict[str, str]:
-    """`$GITHUB_OUTPUT` as the runner reads it: `NAME=VALUE` or `NAME<<DELIM` … `DELIM`."""
-    values: dict[str, str] = {}
-    lines = text.split("\n")
-    i = 0
-    while i < len(lines):
-        line = lines[i]
-        i += 1
-        if not line:
-            continue
-        if "<<" in line and ("=" not in line or line.index("<<") < line.index("=")):
-            name, delimiter = line.split("<<", 1)
-            body = []
-            while lines[i] != delimiter:
-                body.append(lines[i])
-                i += 1
-            i += 1
-            values[name] = "\n".join(body)
-        else:
-            name, value = line.split("=", 1)
-            values[name] = value
-    return values
 
 
 def unescape(value: str, prop: bool = False) -> str:

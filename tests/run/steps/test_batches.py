@@ -38,7 +38,7 @@ def plan(*batches: tuple[str, list[dict[str, Any]]]) -> dict[str, Any]:
 
 TWO = plan(("b1", [role("a", ["src/a/"]), role("b", ["src/b/"])]))
 # The tests of what the audit catches run the model's commands unconfined: in the sandbox
-# the same writes fail (tests/test_confine.py), and the audit must hold without it too.
+# the same writes fail (tests/run/test_confine.py), and the audit must hold without it too.
 UNCONFINED = {"sandbox": "off"}
 
 
