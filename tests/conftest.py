@@ -1,5 +1,6 @@
-"""Shared fixtures: a real workspace in tmp_path and the real hook scripts of
-`tests/data/hooks/` (executable files with a shebang, allowed by their absolute paths)."""
+"""Shared fixtures, for every folder of tests/: a real workspace in tmp_path and the real
+hook scripts of `tests/data/hooks/` (executable files with a shebang, allowed by their
+absolute paths). Helpers live in the kit (tests/kit/), fixtures here."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from kit import DATA
+from kit.steps import make_workspace
 
 from orkeon_run.policy.programs import ShellRules
 
@@ -17,11 +19,8 @@ HOOKS_DIR = DATA / "hooks"
 
 @pytest.fixture
 def workspace(tmp_path: Path) -> Path:
-    """A resolved, empty-but-for-README.md workspace folder."""
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    (ws / "README.md").write_text("# readme\n")
-    return ws.resolve()
+    """A resolved, empty-but-for-README.md workspace folder (no git repository)."""
+    return make_workspace(tmp_path, {"README.md": "# readme\n"}, git=False)
 
 
 @pytest.fixture

@@ -19,9 +19,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from kit import ROOT
-from reportkit import hook_script, mixed_doc, read_outputs
-from stepkit import GIT_ENV, make_workspace
+from kit import GIT_ENV, ROOT
+from kit.report import hook_script, mixed_doc, read_outputs
+from kit.steps import make_workspace
 
 yaml = pytest.importorskip("yaml")
 

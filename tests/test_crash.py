@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 from kit import DATA, ROOT
-from stepkit import environ, make_workspace
+from kit.steps import environ, make_workspace
 
 FAULTS = DATA / "faults"
 SLOW_OK = str(FAULTS / "slow_ok.sh")

@@ -27,11 +27,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fakes import anthropic_api
-from fakes.anthropic_api import AnthropicFake
-from fakes.protocols import PROTOCOLS, Protocol
 from kit import DATA, ROOT
-from stepkit import environ, make_workspace, run_step, write
+from kit.fakes import anthropic_api
+from kit.fakes.anthropic_api import AnthropicFake
+from kit.fakes.protocols import PROTOCOLS, Protocol
+from kit.steps import environ, make_workspace, run_step, write
 
 from orkeon_run.__main__ import main
 

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from stepkit import environ, make_workspace, scripted, write
+from kit.steps import environ, make_workspace, scripted, write
 
 SPEC = scripted(
     {

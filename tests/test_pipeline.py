@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kit import DATA, make_pipeline
+from kit import DATA
+from kit.pipeline import make_pipeline
 
 from orkeon_run.calls import CallContext, CallOutcome, CheckedCall, HookRun, Refusal
 from orkeon_run.events import EventLog

@@ -5,9 +5,9 @@ from __future__ import annotations
 import itertools
 from pathlib import Path
 
-from fakes.anthropic_api import conversation_problem as anthropic_problem
-from fakes.openai_api import conversation_problem as openai_problem
 from kit import ROOT
+from kit.fakes.anthropic_api import conversation_problem as anthropic_problem
+from kit.fakes.openai_api import conversation_problem as openai_problem
 
 from orkeon_run.agent.compaction import (
     KEEP_TURNS,
@@ -322,7 +322,7 @@ def test_a_compaction_that_falls_short_waits_for_a_batch(tmp_path: Path) -> None
     Compaction then waits until the conversation has grown by BATCH of the window (each
     one rewrites the provider's prompt cache from its first change on) instead of
     nibbling at it every turn."""
-    from fakes.rig import Rig
+    from kit.agent import Rig
 
     from orkeon_run.agent.compaction import BATCH, CEILING, TRIGGER
     from orkeon_run.config.inputs import ScriptedModel

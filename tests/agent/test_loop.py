@@ -12,12 +12,13 @@ from typing import Any
 
 import anyio
 import pytest
-from fakes.anthropic_api import conversation_problem as anthropic_problem
-from fakes.openai_api import OpenAIFake, completion
-from fakes.openai_api import conversation_problem as openai_problem
-from fakes.protocols import OPENAI, PROTOCOLS
-from fakes.rig import Rig, answer_cmd
-from fakes.server import Reply
+from kit.agent import Rig
+from kit.fakes.anthropic_api import conversation_problem as anthropic_problem
+from kit.fakes.openai_api import OpenAIFake, completion
+from kit.fakes.openai_api import conversation_problem as openai_problem
+from kit.fakes.protocols import OPENAI, PROTOCOLS
+from kit.fakes.server import Reply
+from kit.hooks import ans, group
 
 from orkeon_run.agent.compaction import CHARS_PER_TOKEN, NOTE, TARGET, TRIGGER, stub
 from orkeon_run.agent.loop import UNFINISHED, Agent, RoleResult
@@ -34,11 +35,9 @@ def scripted(entries: list[dict[str, Any]], role: str = "b1/api") -> ScriptedPro
     return ScriptedProvider(ScriptedModel(provider="scripted", script={role: entries}))  # type: ignore[arg-type]
 
 
-def hook(*args: str, matcher: str | None = None) -> list[dict[str, Any]]:
-    group: dict[str, Any] = {"hooks": [{"type": "command", "command": answer_cmd(*args)}]}
-    if matcher is not None:
-        group["matcher"] = matcher
-    return [group]
+def hook(matcher: str | None = None, **answer: Any) -> list[dict[str, Any]]:
+    """One matcher group of one answer.py hook (kit.hooks.ans)."""
+    return [group(ans(**answer), matcher=matcher)]
 
 
 def recorded(path: Path) -> list[dict[str, Any]]:
@@ -122,8 +121,8 @@ def test_a_follow_up_prompt_continues_the_conversation(tmp_path: Path) -> None:
 def test_session_start_and_prompt_contexts_are_appended(tmp_path: Path) -> None:
     log = tmp_path / "hooks.jsonl"
     hooks = {
-        "SessionStart": hook("--record", str(log), "--stdout", "branch main"),
-        "UserPromptSubmit": hook("--record", str(log), "--stdout", "be brief"),
+        "SessionStart": hook(record=log, stdout="branch main"),
+        "UserPromptSubmit": hook(record=log, stdout="be brief"),
     }
     rig = Rig(tmp_path, scripted([{"text": "a"}, {"text": "b"}]), hooks=hooks)
     rig.run("task one", "task two")
@@ -142,7 +141,7 @@ def test_session_start_and_prompt_contexts_are_appended(tmp_path: Path) -> None:
 
 
 def test_a_blocked_prompt_stops_the_role_before_any_turn(tmp_path: Path) -> None:
-    hooks = {"UserPromptSubmit": hook("--stderr", "no secrets in prompts", "--exit", "2")}
+    hooks = {"UserPromptSubmit": hook(stderr="no secrets in prompts", exit=2)}
     rig = Rig(tmp_path, scripted([{"tool_calls": [WRITE_A]}]), hooks=hooks)
     [result] = rig.run("my password is hunter2")
     assert result.status == "stopped"
@@ -158,7 +157,7 @@ def test_a_blocked_prompt_stops_the_role_before_any_turn(tmp_path: Path) -> None
 def test_prompt_continue_false_stops_the_role(tmp_path: Path) -> None:
     stop = json.dumps({"continue": False, "stopReason": "frozen for the release"})
     rig = Rig(tmp_path, scripted([{"tool_calls": [WRITE_A]}]),
-              hooks={"UserPromptSubmit": hook("--stdout", stop)})  # fmt: skip
+              hooks={"UserPromptSubmit": hook(stdout=stop)})  # fmt: skip
     [result] = rig.run("build")
     assert (result.status, result.error, result.turns) == ("stopped", "frozen for the release", 0)
 
@@ -167,13 +166,13 @@ def test_stop_hook_keeps_the_model_going_once_per_prompt(tmp_path: Path) -> None
     """ "A Stop hook that blocks sends the model one more user message,
     `[Stop hook (CMD) asks to keep going: REASON]`, at most once per turn." """
     log = tmp_path / "stop.jsonl"
-    hooks = {"Stop": hook("--record", str(log), "--stderr", "tests fail", "--exit", "2")}
+    hooks = {"Stop": hook(record=log, stderr="tests fail", exit=2)}
     rig = Rig(tmp_path, scripted([{"text": "done?"}, {"text": "now done"}]), hooks=hooks)
     first, second = rig.run("build", "again")
     assert (first.turns, first.final_text) == (2, "now done")
     assert second.turns == 4 and second.final_text == FINAL_TEXT
     users = [line["content"] for line in rig.transcript() if line["role"] == "user"]
-    keep = f"[Stop hook ({answer_cmd('--record', str(log), '--stderr', 'tests fail', '--exit', '2')}) asks to keep going: tests fail]"
+    keep = f"[Stop hook ({ans(record=log, stderr='tests fail', exit=2)}) asks to keep going: tests fail]"
     assert users == ["build", keep, "again", keep]
     assert [p["stop_hook_active"] for p in recorded(log)] == [False, True, False, True]
 
@@ -182,7 +181,7 @@ def test_pre_tool_continue_false_stops_the_role_and_a_follow_up_pairs_its_calls(
     tmp_path: Path,
 ) -> None:
     stop = json.dumps({"continue": False, "stopReason": "enough for today"})
-    hooks = {"PreToolUse": hook("--stdout", stop, matcher="file_read")}
+    hooks = {"PreToolUse": hook(stdout=stop, matcher="file_read")}
     entries = [{"tool_calls": [WRITE_A, READ_A, LIST]}, {"text": "resumed"}]
     rig = Rig(tmp_path, scripted(entries), hooks=hooks)
     first, second = rig.run("build", "go on")
@@ -200,7 +199,7 @@ def test_pre_tool_continue_false_stops_the_role_and_a_follow_up_pairs_its_calls(
 
 def test_session_end_fires_once_on_close(tmp_path: Path) -> None:
     log = tmp_path / "end.jsonl"
-    rig = Rig(tmp_path, scripted([]), hooks={"SessionEnd": hook("--record", str(log))})
+    rig = Rig(tmp_path, scripted([]), hooks={"SessionEnd": hook(record=log)})
 
     async def go() -> None:
         agent = rig.agent()
@@ -264,7 +263,7 @@ def test_resume_reloads_the_conversation_and_goes_on(tmp_path: Path) -> None:
         {"tool_calls": [LIST]},
         {"text": "all done"},
     ]
-    hooks = {"SessionStart": hook("--record", str(log))}
+    hooks = {"SessionStart": hook(record=log)}
     first = Rig(
         tmp_path, scripted(entries), hooks=hooks, limits=BudgetLimits(seconds=None, turns=2)
     )
@@ -305,7 +304,7 @@ def test_compaction_keeps_a_long_session_inside_the_window(tmp_path: Path) -> No
         # 6000 tokens: the two recent results and the tool definitions fit in half of it,
         # so stubs are enough (no exchange is removed)
         rig = Rig(tmp_path, OPENAI.provider(server, context_tokens=6000),
-                  hooks={"PreCompact": hook("--record", str(log))})  # fmt: skip
+                  hooks={"PreCompact": hook(record=log)})  # fmt: skip
         (rig.workspace / "src" / "big.txt").write_text(big)
         [result] = rig.run("read src/big.txt eight times")
     assert result.status == "succeeded", result.error
@@ -354,7 +353,7 @@ def test_a_long_role_of_small_calls_drops_its_oldest_exchanges(tmp_path: Path) -
     n = 300
     log = tmp_path / "precompact.jsonl"
     rig = Rig(tmp_path, scripted([]), tools=("file_read",),
-              hooks={"PreCompact": hook("--record", str(log))})  # fmt: skip
+              hooks={"PreCompact": hook(record=log)})  # fmt: skip
     entries = [*small_reads(rig, n), {"text": "all read"}]
     rig.provider = ScriptedProvider(
         ScriptedModel(provider="scripted", script={"b1/api": entries}, context_tokens=SMALL_WINDOW)  # type: ignore[arg-type]

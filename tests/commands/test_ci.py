@@ -13,10 +13,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from pipelinekit import clean_environment, events, orkeon, run_dir, run_json
-from stepkit import GIT_ENV, environ, make_workspace, write
+from kit import ORKEON, git
+from kit.cli import clean_environment, orkeon, run_dir, run_json
+from kit.steps import environ, events, make_workspace, write
 
-ORKEON = [sys.executable, "-m", "orkeon_run"]
 BIN = Path(sys.executable).parent
 
 
@@ -94,9 +94,8 @@ def test_show_completion_prints_the_script_for_this_shell(tmp_path, capsys, monk
 
 
 def git_status(ws: Path) -> list[str]:
-    out = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"], cwd=ws,
-                         capture_output=True, text=True, check=True, env={**os.environ, **GIT_ENV})  # fmt: skip
-    return sorted(line[3:] for line in out.stdout.splitlines())
+    out = git(ws, "status", "--porcelain", "--untracked-files=all")
+    return sorted(line[3:] for line in out.splitlines())
 
 
 def test_a_first_run_leaves_a_gitignore_that_keeps_runs_out_of_commits(ws, capsys):

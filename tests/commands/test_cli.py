@@ -7,11 +7,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from kit import ORKEON
 
 from orkeon_run import __version__
 from orkeon_run.__main__ import main
-
-ORKEON = [sys.executable, "-m", "orkeon_run"]
 
 COMMANDS = [
     ["run"],

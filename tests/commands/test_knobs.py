@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 from kit import ROOT
-from pipelinekit import clean_environment, events, orkeon, run_dir, run_json
-from stepkit import make_workspace
+from kit.cli import clean_environment, orkeon, run_dir, run_json
+from kit.steps import events, make_workspace
 
 from orkeon_run.config.trust import record_trust
 

@@ -15,13 +15,13 @@ from typing import Any
 
 import pytest
 from kit import ROOT
-from stepkit import environ, make_workspace, read_jsonl, run_step, scripted, write
+from kit.mcp import FAKE, git_server, group_running, running, spec_crew, use_crew
+from kit.steps import call, environ, make_workspace, read_jsonl, run_step, scripted, write
 
 from orkeon_run.__main__ import main
 from orkeon_run.errors import InputError
 from orkeon_run.run.prepare import prepare, repair_document
 from orkeon_run.run.rundir import resume_document
-from tests.mcpkit import FAKE, call, git_server, group_running, running, spec_crew, use_crew
 
 BROKEN = {"command": "/nonexistent/mcp-server"}
 WRITER = [{"tool_calls": [write(".orkeon/spec.md", "# Spec\n")]}, {"text": "done"}]

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 from kit import DATA
-from stepkit import environ, make_workspace
+from kit.steps import environ, make_workspace
 
 CC_HOOKS = DATA / "cc_hooks" / "claude"
 FILES = {"README.md": "# demo\n", "src/app.py": "print('hi')\n"}

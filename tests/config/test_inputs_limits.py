@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from stepkit import environ
+from kit.steps import environ
 
 MiB = 1 << 20
 

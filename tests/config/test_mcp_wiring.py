@@ -13,7 +13,7 @@ from typing import Any
 
 import anyio
 import pytest
-from kit import make_pipeline
+from kit.pipeline import make_pipeline
 
 from orkeon_run.calls import BUILTINS, CallContext, Catalog
 from orkeon_run.catalog import TOOLS, declared_tool

@@ -6,14 +6,12 @@ ORKEON_HOOK_EVENT), and the demo's guard refuses a writing call whose `{path}` i
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import subprocess
 from pathlib import Path
 from typing import Any
 
-from kit import ROOT
-from stepkit import GIT_ENV, calls, make_workspace, run_step, scripted, shell, write
+from kit import ROOT, git
+from kit.steps import calls, make_workspace, run_step, scripted, shell, write
 
 DEMO = ROOT / "examples" / "demo" / "project"
 
@@ -55,9 +53,8 @@ def demo_workspace(tmp_path: Path) -> Path:
     """The demo's project as examples/demo/run.sh makes it: a fresh git repository."""
     ws = tmp_path / "demo"
     shutil.copytree(DEMO, ws)
-    env = {**os.environ, **GIT_ENV}
     for args in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", "demo"]):
-        subprocess.run(["git", *args], cwd=ws, check=True, env=env, capture_output=True)
+        git(ws, *args)
     return ws.resolve()
 
 

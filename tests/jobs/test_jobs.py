@@ -13,10 +13,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fakes import openai_api
-from fakes.server import Recorded, Reply
-from jobkit import KINDS, environ, git, make_list, orkeon, scripted, spawn, template, write
-from kit import DATA
+from kit import DATA, git
+from kit.fakes import openai_api
+from kit.fakes.server import Recorded, Reply
+from kit.jobs import KINDS, environ, make_list, orkeon, spawn, template
+from kit.steps import scripted, write
 
 from orkeon_run.cli import run_cli
 from orkeon_run.jobs.shards import shard_of
@@ -76,7 +77,7 @@ def test_two_hundred_jobs_add_up_the_same_as_one_shard_and_as_eight_processes(tm
     summary = {k: v for k, v in summaries[0].items() if k in one}
     assert untimed(one) == untimed(summary)
 
-    # What the kinds of job (jobkit.inputs) add up to, counted here by hand.
+    # What the kinds of job (kit.jobs.inputs) add up to, counted here by hand.
     kind = {n: KINDS[n % len(KINDS)] for n in range(200)}
     count = {k: sum(v == k for v in kind.values()) for k in KINDS}
     assert one["jobs"] == {
@@ -192,11 +193,11 @@ def test_a_killed_then_interrupted_shard_redoes_only_what_did_not_finish(tmp_pat
 def test_git_workspaces_are_cloned_shallow_from_a_branch_a_tag_or_a_commit(tmp_path, capsys):
     repo = template(tmp_path)
     (repo / "src" / "second.py").write_text("y = 2\n")
-    git("add", "-A", cwd=repo)
-    git("commit", "-q", "-m", "second", cwd=repo)
-    git("tag", "v1", cwd=repo)
-    head = git("rev-parse", "HEAD", cwd=repo)
-    git("branch", "-M", "main", cwd=repo)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "second")
+    git(repo, "tag", "v1")
+    head = git(repo, "rev-parse", "HEAD").strip()
+    git(repo, "branch", "-M", "main")
     bare = tmp_path / "repo.git"
     subprocess.run(["git", "clone", "-q", "--bare", str(repo), str(bare)], check=True)
     url = bare.as_uri()  # file://: a real transport, so --depth holds, and no network
@@ -239,8 +240,8 @@ def test_git_workspaces_are_cloned_shallow_from_a_branch_a_tag_or_a_commit(tmp_p
         ws = out / name / "workspace"
         assert (ws / "src" / "second.py").read_text() == "y = 2\n"
         assert (ws / ".orkeon" / "spec.md").is_file()
-        assert git("rev-parse", "HEAD", cwd=ws) == head
-        assert git("rev-parse", "--is-shallow-repository", cwd=ws) == "true"
+        assert git(ws, "rev-parse", "HEAD").strip() == head
+        assert git(ws, "rev-parse", "--is-shallow-repository").strip() == "true"
     row = next(r for r in summary["rows"] if r["id"] == "missing")
     assert row["error"].startswith("workspace: git clone exited 128: ")
     assert "job missing: not started: workspace: git clone exited 128" in err
@@ -250,7 +251,7 @@ def test_git_workspaces_are_cloned_shallow_from_a_branch_a_tag_or_a_commit(tmp_p
     assert not (out / "no-plan" / "inputs.json").exists()
 
     # A job that could not start is not finished: the next run tries it again, alone.
-    git("branch", "nope", cwd=bare)
+    git(bare, "branch", "nope")
     code, summary, err = in_process(capsys, "jobs", "run", str(jobs), "--out", str(out))
     assert code == 1, err
     status = {r["id"]: r["status"] for r in summary["rows"]}

@@ -13,7 +13,9 @@ from xml.etree import ElementTree as ET
 
 import pytest
 import yaml
-from jobkit import ORKEON, environ, make_list, orkeon, scripted, write
+from kit import ORKEON
+from kit.jobs import environ, make_list, orkeon
+from kit.steps import scripted, write
 
 from orkeon_run.cli import run_cli
 from orkeon_run.jobs.shards import shard_of

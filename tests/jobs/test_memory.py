@@ -14,7 +14,7 @@ import tracemalloc
 from pathlib import Path
 
 import anyio
-from jobkit import scripted, write
+from kit.steps import scripted, write
 
 from orkeon_run.jobs import execute
 from orkeon_run.jobs.joblist import read

@@ -20,10 +20,11 @@ from orkeon_run.hooks import PreToolVerdict
 from orkeon_run.hooks.claude.settings import SettingsHooks
 from orkeon_run.ledger import BudgetLimits, Ledger
 
-from . import DATA, sample_call
+from . import DATA
+from .pipeline import sample_call
 
 ANSWER = DATA / "cc_hooks" / "answer.py"
-_CONFIG = TypeAdapter(dict[str, list[MatcherGroup]])
+SETTINGS = TypeAdapter(dict[str, list[MatcherGroup]])  # a settings file's "hooks" object
 
 
 def ans(
@@ -70,7 +71,7 @@ class Rig:
         log.listeners.append(self.events.append)
         self.ledger = Ledger(BudgetLimits())
         self.hooks = SettingsHooks(
-            _CONFIG.validate_python(config), workspace=ws, events=log, extra_env_remove=remove
+            SETTINGS.validate_python(config), workspace=ws, events=log, extra_env_remove=remove
         )
         self.ctx = CallContext(
             step="dev-batches",

@@ -7,9 +7,9 @@ from typing import Any
 
 import anyio
 import pytest
-from fakes.anthropic_api import AnthropicFake, conversation_problem, message
-from fakes.prompt_cache import PromptCache, blocks, tokens
-from fakes.server import Reply
+from kit.fakes.anthropic_api import AnthropicFake, conversation_problem, message
+from kit.fakes.prompt_cache import PromptCache, blocks, tokens
+from kit.fakes.server import Reply
 
 from orkeon_run.config.inputs import AnthropicModel
 from orkeon_run.errors import ProviderError
@@ -224,7 +224,7 @@ def test_an_error_document_with_status_200() -> None:
 
 
 def test_529_overloaded_is_retried() -> None:
-    from fakes.anthropic_api import error
+    from kit.fakes.anthropic_api import error
 
     with AnthropicFake() as server:
         server.push(error(529, "Overloaded", type="overloaded_error", headers={"retry-after": "0"}),

@@ -1,6 +1,6 @@
 """Prompt caching end to end: the breakpoints a session sends, the cache usage read back
 into events, transcripts and the ledger, and its cost at the cache's prices. The
-Anthropic fake serves usage from a simulated prompt cache (tests/fakes/prompt_cache.py),
+Anthropic fake serves usage from a simulated prompt cache (tests/kit/fakes/prompt_cache.py),
 so what is read back is what the breakpoints sent earned."""
 
 from __future__ import annotations
@@ -11,11 +11,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fakes.anthropic_api import AnthropicFake, message
-from fakes.openai_api import completion
-from fakes.prompt_cache import PromptCache
-from fakes.protocols import ANTHROPIC, OPENAI
-from fakes.rig import Rig
+from kit.agent import Rig
+from kit.fakes.anthropic_api import AnthropicFake, message
+from kit.fakes.openai_api import completion
+from kit.fakes.prompt_cache import PromptCache
+from kit.fakes.protocols import ANTHROPIC, OPENAI
 
 from orkeon_run.models.pricing import Rates, price_for
 

@@ -1,5 +1,5 @@
 """Both HTTP providers against real HTTP servers on 127.0.0.1 speaking their wire protocol
-(tests/fakes): sessions, retries, timeouts, errors, usage and cost, and the tool results
+(tests/kit/fakes): sessions, retries, timeouts, errors, usage and cost, and the tool results
 the server receives."""
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ from typing import Any
 
 import anyio
 import pytest
-from fakes.protocols import OPENAI, PROTOCOLS, Protocol
-from fakes.rig import Rig
-from fakes.server import Reply
+from kit.agent import Rig
+from kit.fakes.protocols import OPENAI, PROTOCOLS, Protocol
+from kit.fakes.server import Reply
 
 from orkeon_run.calls import result_text
 from orkeon_run.errors import ProviderError

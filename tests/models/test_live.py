@@ -13,7 +13,7 @@ import os
 from pathlib import Path
 
 import pytest
-from fakes.rig import Rig
+from kit.agent import Rig
 
 from orkeon_run.config.inputs import AnthropicModel, OpenAIModel
 from orkeon_run.models import build_provider

@@ -7,8 +7,8 @@ from typing import Any
 
 import anyio
 import pytest
-from fakes.openai_api import OpenAIFake, completion, conversation_problem
-from fakes.server import Reply
+from kit.fakes.openai_api import OpenAIFake, completion, conversation_problem
+from kit.fakes.server import Reply
 
 from orkeon_run.config.inputs import OpenAIModel
 from orkeon_run.errors import ProviderError

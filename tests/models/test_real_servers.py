@@ -1,5 +1,5 @@
 """What real OpenAI-compatible servers (llama.cpp's, llama-cpp-python's) and small models do,
-against the loopback fakes taught those habits (tests/fakes): strict `content`, arguments
+against the loopback fakes taught those habits (tests/kit/fakes): strict `content`, arguments
 that are not valid JSON, answers cut at the output limit, replies that never end, long
 error bodies whose reason comes last. Both protocols where both can show it."""
 
@@ -11,10 +11,10 @@ from typing import Any
 
 import anyio
 import pytest
-from fakes import openai_api
-from fakes.protocols import OPENAI, PROTOCOLS, Protocol
-from fakes.rig import Rig
-from fakes.server import Recorded, Reply
+from kit.agent import Rig
+from kit.fakes import openai_api
+from kit.fakes.protocols import OPENAI, PROTOCOLS, Protocol
+from kit.fakes.server import Recorded, Reply
 
 from orkeon_run.errors import ProviderError
 from orkeon_run.models.answers import CUT_NOTE, MAX_CUT, NOT_RUN

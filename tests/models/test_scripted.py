@@ -10,7 +10,7 @@ from pathlib import Path
 
 import anyio
 import pytest
-from fakes.rig import Rig
+from kit.agent import Rig
 
 from orkeon_run.agent.compaction import Removal, Removed, Scanned, remove
 from orkeon_run.config.inputs import AnthropicModel, OpenAIModel, ScriptedModel

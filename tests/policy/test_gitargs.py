@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from stepkit import GIT_ENV, calls, make_workspace, run_step, scripted, shell
+from kit import GIT_ENV
+from kit.steps import calls, make_workspace, run_step, scripted, shell
 
 from orkeon_run.config.crews import load_crew
 from orkeon_run.policy import gitargs

@@ -5,13 +5,12 @@ produces it. Through real runs with hostile scripted roles."""
 
 from __future__ import annotations
 
-import os
-import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
-from stepkit import GIT_ENV, calls, make_workspace, run_step, scripted, write
+from kit import git
+from kit.steps import calls, make_workspace, run_step, scripted, write
 
 FILES = {
     "README.md": "# app\n",
@@ -35,8 +34,7 @@ def edit(path: str) -> dict[str, Any]:
 @pytest.fixture
 def ws(tmp_path: Path) -> Path:
     ws = make_workspace(tmp_path, FILES)
-    env = {**os.environ, **GIT_ENV}
-    subprocess.run(["git", "init", "-q", "vendor/lib"], cwd=ws, check=True, env=env)
+    git(ws, "init", "-q", "vendor/lib")
     (ws / "vendor" / "wt").mkdir()
     (ws / "vendor" / "wt" / ".git").write_text("gitdir: ../../.git/worktrees/wt\n")
     (ws / "lnk").symlink_to(".git")

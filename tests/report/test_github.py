@@ -13,9 +13,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from reportkit import FILES as WS_FILES
-from reportkit import HOSTILE, HOSTILE_NAME, hook_script, mixed_doc, plan, read_outputs
-from stepkit import events, make_workspace, scripted, shell, write
+from kit.report import FILES as WS_FILES
+from kit.report import HOSTILE, HOSTILE_NAME, hook_script, mixed_doc, plan, read_outputs
+from kit.steps import events, make_workspace, scripted, shell, write
 
 from orkeon_run.commands import run as run_command
 from orkeon_run.report.github import MAX_EACH, command, escape_data, escape_property, output_lines

@@ -17,7 +17,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
-from reportkit import HOSTILE, HOSTILE_NAME, Runs, make_runs
+from kit.report import HOSTILE, HOSTILE_NAME, Runs, make_runs
 
 from orkeon_run.report import render
 from orkeon_run.report.load import load

@@ -12,7 +12,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
-from reportkit import HOSTILE, Runs, make_runs
+from kit.report import HOSTILE, Runs, make_runs
 
 from orkeon_run.report import render
 from orkeon_run.report.junit import xml_text

@@ -1,5 +1,5 @@
 """`orkeon report`: reading a run directory (report/load.py) and the command's contract
-(formats, -o, bad RUN_DIR). Runs are real (reportkit.py)."""
+(formats, -o, bad RUN_DIR). Runs are real (kit/report.py)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from reportkit import HOSTILE_NAME, Runs, make_runs
+from kit.report import HOSTILE_NAME, Runs, make_runs
 
 from orkeon_run.cli import run_cli
 from orkeon_run.errors import InputError

@@ -10,9 +10,9 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
+from kit.report import HOSTILE, HOSTILE_NAME, Runs, make_runs, plan
+from kit.steps import make_workspace, run_step, scripted, write
 from markdown_it import MarkdownIt
-from reportkit import HOSTILE, HOSTILE_NAME, Runs, make_runs, plan
-from stepkit import make_workspace, run_step, scripted, write
 
 from orkeon_run.report import render
 from orkeon_run.report.markdown import LIMIT, MAX_REFUSED, code, fence

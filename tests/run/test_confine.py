@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sandboxkit import LINUX_ONLY, require_sandbox
-from stepkit import calls, environ, events, make_workspace, run_step, scripted, shell, write
+from kit.sandbox import LINUX_ONLY, require_sandbox
+from kit.steps import calls, environ, events, make_workspace, run_step, scripted, shell, write
 
 from orkeon_run.tools import sandbox as sb
 
@@ -281,7 +281,7 @@ def test_an_unavailable_tool_is_refused_in_stage_2_whatever_the_tool(tmp_path: P
     tool a check names is refused with its text, before the gate (which would refuse it
     with another text) and the hooks; the run's sandbox check is one such check."""
     import anyio
-    from kit import make_pipeline
+    from kit.pipeline import make_pipeline
 
     from orkeon_run.calls import BUILTINS, CallContext
     from orkeon_run.policy.gate import Gate

@@ -1,6 +1,6 @@
 """MCP tools in real runs (issue 15): `run.runner.run`, the code behind `orkeon run`, with
 the scripted model calling the tools of real servers: `mcp-server-git` over stdio against
-the workspace's own repository, and the SDK-built test server of tests/fakes over stdio and
+the workspace's own repository, and the SDK-built test server of tests/kit/fakes over stdio and
 over streamable HTTP on 127.0.0.1. Every call passes the pipeline: budget, stage 2, gate,
 rule sets, pre-tool hooks, the server, post-tool hooks, one `tool.call` event."""
 
@@ -13,21 +13,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fakes.openai_api import OpenAIFake, completion
-from fakes.rig import answer_cmd
-from stepkit import calls, events, make_workspace, read_jsonl, run_step, scripted, write
-
-from tests.fakes.mcp_server import LEFT_OUT, ODD_SCHEMA, TOOLS
-from tests.mcpkit import (
-    FAKE,
-    KILL_SERVER,
-    HttpServer,
-    call,
-    commits,
-    git_server,
-    spec_crew,
-    use_crew,
-)
+from kit.fakes.mcp_server import LEFT_OUT, ODD_SCHEMA, TOOLS
+from kit.fakes.openai_api import OpenAIFake, completion
+from kit.hooks import ans
+from kit.mcp import FAKE, KILL_SERVER, HttpServer, commits, git_server, spec_crew, use_crew
+from kit.steps import call, calls, events, make_workspace, read_jsonl, run_step, scripted, write
 
 FILES = {"README.md": "# app\n"}
 SPEC = write(".orkeon/spec.md", "# Spec\n")
@@ -36,7 +26,7 @@ WRITER = [{"tool_calls": [SPEC]}, {"text": "spec written"}]
 
 @pytest.fixture
 def ws(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A git workspace; the trust store where stepkit's runs look for it."""
+    """A git workspace; the trust store where kit.steps' runs look for it."""
     monkeypatch.setenv("ORKEON_CONFIG_DIR", str(tmp_path / "config"))
     monkeypatch.delenv("ORKEON_TRUST_PROJECT_HOOKS", raising=False)
     return make_workspace(tmp_path, FILES)
@@ -134,13 +124,11 @@ def test_a_pretooluse_hook_matching_mcp_names_denies_the_call(ws: Path, tmp_path
                 "hooks": [
                     {
                         "type": "command",
-                        "command": answer_cmd(
-                            "--record", str(pre), "--stderr", "no commits here", "--exit", "2"
-                        ),
+                        "command": ans(record=pre, stderr="no commits here", exit=2),
                     }
                 ],
             },
-            {"matcher": "Bash", "hooks": [{"type": "command", "command": answer_cmd("--record", str(bash))}]},
+            {"matcher": "Bash", "hooks": [{"type": "command", "command": ans(record=bash)}]},
         ]
     }  # fmt: skip
     commit = call("mcp__git__git_commit", repo_path=str(ws), message="by the model")

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from stepkit import environ, make_workspace
+from kit.steps import environ, make_workspace
 
 from orkeon_run.run import progress
 from orkeon_run.run.progress_plain import PlainProgress

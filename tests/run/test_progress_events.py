@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from stepkit import events, make_workspace, run_step, scripted, write
+from kit.steps import events, make_workspace, run_step, scripted, write
 
 READ = {"tool": "file_read", "input": {"file_path": "src/a.py"}}
 PLAN = {

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from stepkit import calls, environ, make_workspace, run_step, scripted, shell, state, write
+from kit.steps import calls, environ, make_workspace, run_step, scripted, shell, state, write
 
 from orkeon_run.config.inputs import ShellInputs
 from orkeon_run.errors import InputError
@@ -368,8 +368,10 @@ def test_a_shard_run_again_elsewhere_resumes_its_jobs_from_out(tmp_path: Path) -
     """`orkeon jobs run` keeps its runs' seals in OUT/_seals, with the job folders: a shard
     run again with another configuration folder (another pod on the same volume, a CI job
     that restored OUT) resumes its unfinished jobs."""
-    import jobkit
-    from fakes import openai_api
+    from kit import ORKEON
+    from kit.fakes import openai_api
+    from kit.jobs import environ as jobs_environ
+    from kit.jobs import make_list
 
     server = openai_api.OpenAIFake(api_key="sk-right-0123456789")
     server.fallback = lambda req: (
@@ -379,7 +381,7 @@ def test_a_shard_run_again_elsewhere_resumes_its_jobs_from_out(tmp_path: Path) -
                                                                  "content": "x"})])
     )  # fmt: skip
     folder = tmp_path / "list"
-    jobs = jobkit.make_list(folder, 1, ("spec",))
+    jobs = make_list(folder, 1, ("spec",))
     line = json.loads(jobs.read_text())
     out = tmp_path / "out"
     with server:
@@ -387,10 +389,10 @@ def test_a_shard_run_again_elsewhere_resumes_its_jobs_from_out(tmp_path: Path) -
                  "api_key_env": "JOBS_SEAL_TEST_KEY", "max_retries": 0}  # fmt: skip
         line.update(step="dev-batches", inputs={"plan": PLAN, "model": model})
         jobs.write_text(json.dumps(line) + "\n")
-        args = [*jobkit.ORKEON, "jobs", "run", str(jobs), "--out", str(out)]
+        args = [*ORKEON, "jobs", "run", str(jobs), "--out", str(out)]
         first = subprocess.run(
             args, capture_output=True, text=True, cwd=tmp_path, timeout=60,
-            env=jobkit.environ(tmp_path / "pod-1", JOBS_SEAL_TEST_KEY="sk-wrong-0123456789"),
+            env=jobs_environ(tmp_path / "pod-1", JOBS_SEAL_TEST_KEY="sk-wrong-0123456789"),
         )  # fmt: skip
         assert first.returncode == 4, first.stderr
         run_id = json.loads((out / "job-000" / "state.json").read_text())["run_id"]
@@ -398,7 +400,7 @@ def test_a_shard_run_again_elsewhere_resumes_its_jobs_from_out(tmp_path: Path) -
         assert not (tmp_path / "pod-1" / "config" / "seals").exists()
         second = subprocess.run(
             args, capture_output=True, text=True, cwd=tmp_path, timeout=60,
-            env=jobkit.environ(tmp_path / "pod-2", JOBS_SEAL_TEST_KEY="sk-right-0123456789"),
+            env=jobs_environ(tmp_path / "pod-2", JOBS_SEAL_TEST_KEY="sk-right-0123456789"),
         )  # fmt: skip
     assert second.returncode == 0, second.stderr
     events = [json.loads(e) for e in (out / "job-000" / "events.jsonl").read_text().splitlines()]
@@ -427,7 +429,7 @@ def test_a_pipeline_keeps_its_plan_and_its_records_from_its_roles(
     rewrites .orkeon/plan.json (roots ".") widens no roots, neither in dev-batches nor in
     the repair the pipeline starts nor in the resumed batches; and the pipeline's own run
     directory, inside the workspace, is refused to the file tools."""
-    import pipelinekit as pk
+    from kit import cli as pk
 
     pk.clean_environment(tmp_path, monkeypatch)
     ws = make_workspace(tmp_path, {"README.md": "# demo\n"})

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 from kit import ROOT
-from stepkit import environ, make_workspace
+from kit.steps import environ, make_workspace
 
 PLAN = {"batches": [{"name": "b1", "roles": [{"name": "api", "roots": ["src/"], "task": "t"}]}]}
 BIG = "".join(f"line {i:05d} of a file the role reads again and again\n" for i in range(800))

@@ -18,12 +18,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from kit.steps import environ, make_workspace
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceRequest,
     ExportTraceServiceResponse,
 )
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue
-from stepkit import environ, make_workspace
 
 READ = {"tool": "file_read", "input": {"file_path": "src/a.py"}}
 WRITE_DOCS = {"tool": "file_write", "input": {"file_path": "docs/x.md", "content": "x"}}

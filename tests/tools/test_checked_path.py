@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from stepkit import calls, make_workspace, run_step, scripted, write
+from kit.steps import calls, make_workspace, run_step, scripted, write
 
 PLAN = {"batches": [{"name": "b1", "roles": [{"name": "a", "roots": ["src/"], "task": "t"}]}]}
 SWAP = {

@@ -18,8 +18,9 @@ from pathlib import Path
 
 import anyio
 import pytest
-from kit import ROOT, make_pipeline, shell_call
-from sandboxkit import DATA, ENV, LINUX_ONLY, PY, RULES, make_ws, require_sandbox, role, sh
+from kit import ROOT
+from kit.pipeline import make_pipeline, shell_call
+from kit.sandbox import ENV, LINUX_ONLY, PY, RULES, SCRIPTS, make_ws, require_sandbox, role, sh
 
 from orkeon_run.policy.programs import ShellRules
 from orkeon_run.tools import sandbox as sb
@@ -133,7 +134,7 @@ def test_git_and_orkeon_are_read_only_under_any_root(ws: Path) -> None:
 def test_the_command_cannot_lift_the_mounts(ws: Path) -> None:
     """No capabilities inside, even for root: the read-only and hiding mounts stay."""
     policy = role(ws, ["."])
-    got = sh(ws, f"{PY} {DATA / 'unmount.py'} .git .orkeon .orkeon/runs/r1 /", policy)
+    got = sh(ws, f"{PY} {SCRIPTS / 'unmount.py'} .git .orkeon .orkeon/runs/r1 /", policy)
     assert got == {"exit_code": 0, "stdout": "\n", "stderr": ""}
     assert not (ws / ".git/probe").exists() and not (ws / ".orkeon/runs/r1/probe").exists()
 
@@ -240,7 +241,7 @@ def test_the_network_is_off_unless_the_policy_allows_it(ws: Path) -> None:
         listener.bind(("127.0.0.1", 0))
         listener.listen(4)
         port = listener.getsockname()[1]
-        command = f"{PY} {DATA / 'connect.py'} {port}"
+        command = f"{PY} {SCRIPTS / 'connect.py'} {port}"
         off = sh(ws, command, role(ws, None))
         assert off["exit_code"] == 1 and off["stdout"].startswith("refused"), off
         on = sh(ws, command, role(ws, None, network=True))
@@ -256,12 +257,12 @@ def test_tmpdir_is_private_and_removed_afterwards(ws: Path, tmp_path: Path, on_d
     temps.mkdir()
     policy = role(ws, None, temp_root=temps if on_disk else None)
     with tempfile.NamedTemporaryFile(dir="/tmp", prefix="orkeon-host-") as host_file:
-        first = sh(ws, f"{PY} {DATA / 'tmpdir.py'} one {host_file.name}", policy)
+        first = sh(ws, f"{PY} {SCRIPTS / 'tmpdir.py'} one {host_file.name}", policy)
         out = json.loads(first["stdout"])
         assert out["TMPDIR"] == "/tmp" and out["gettempdir"] == "/tmp"
         assert out["other_seen"] is False  # the host's /tmp is not the command's
         assert list(temps.iterdir()) == []  # on disk: removed once the command ended
-        second = json.loads(sh(ws, f"{PY} {DATA / 'tmpdir.py'} two", policy)["stdout"])
+        second = json.loads(sh(ws, f"{PY} {SCRIPTS / 'tmpdir.py'} two", policy)["stdout"])
         assert "mark.txt" not in second["before"]  # a new folder for every command
         assert not Path("/tmp/mark.txt").exists()
 
@@ -272,7 +273,7 @@ def test_a_tmpdir_made_hard_to_remove_is_removed_anyway(ws: Path, tmp_path: Path
     temps = tmp_path / "temps"
     temps.mkdir()
     policy = role(ws, None, temp_root=temps)
-    assert sh(ws, f"{PY} {DATA / 'deep.py'} 3000", policy) == {
+    assert sh(ws, f"{PY} {SCRIPTS / 'deep.py'} 3000", policy) == {
         "exit_code": 0, "stdout": "made\n", "stderr": ""
     }  # fmt: skip
     assert list(temps.iterdir()) == []
@@ -285,7 +286,7 @@ def test_the_command_dies_with_a_sigkilled_orkeon(ws: Path, tmp_path: Path) -> N
     sleep_mark, pid_file = mark(), tmp_path / "parent.pid"
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     parent = subprocess.Popen(
-        [PY, str(DATA / "parent.py"), str(ws), sleep_mark, str(pid_file)], env=env
+        [PY, str(SCRIPTS / "parent.py"), str(ws), sleep_mark, str(pid_file)], env=env
     )
     try:
         assert wait_until(lambda: bool(running(sleep_mark))), "the sandboxed sleep never started"
@@ -308,7 +309,7 @@ def test_a_time_out_stops_everything_in_the_sandbox(ws: Path, tmp_path: Path) ->
     for timeout in (2, 8, 30):
         sleep_mark, started = mark(), ws / "src" / "started"
         started.unlink(missing_ok=True)
-        got = sh(ws, f"{PY} {DATA / 'daemon.py'} src/started {sleep_mark}", policy, timeout)
+        got = sh(ws, f"{PY} {SCRIPTS / 'daemon.py'} src/started {sleep_mark}", policy, timeout)
         assert got["exit_code"] is None
         assert got["stderr"].endswith(f"ran longer than {timeout:.3g} s and was stopped")
         if started.exists():
@@ -328,7 +329,7 @@ def test_cancelling_the_call_stops_everything_and_removes_tmpdir(ws: Path, tmp_p
             tg.start_soon(
                 lambda: sb.arun(
                     policy,
-                    [PY, str(DATA / "daemon.py"), "src/started", sleep_mark],
+                    [PY, str(SCRIPTS / "daemon.py"), "src/started", sleep_mark],
                     cwd=ws,
                     timeout=3600,
                     env=ENV,

@@ -10,8 +10,8 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from kit import make_pipeline, shell_call
-from sandboxkit import ENV, LINUX_ONLY, RULES, make_ws, require_sandbox, role, sh
+from kit.pipeline import make_pipeline, shell_call
+from kit.sandbox import ENV, LINUX_ONLY, RULES, make_ws, require_sandbox, role, sh
 
 from orkeon_run.tools import sandbox as sb
 from orkeon_run.tools.sandbox import CREDENTIAL_STORES, SandboxPolicy, find_git_dirs

@@ -20,7 +20,8 @@ from typing import Any
 
 import anyio
 import pytest
-from kit import DATA, refusal_lines, sample_call
+from kit import DATA
+from kit.pipeline import refusal_lines, sample_call
 
 from orkeon_run.calls import CallContext
 from orkeon_run.config.inputs import parse_inputs

@@ -15,8 +15,9 @@ from typing import Any
 
 import anyio
 import pytest
-from kit import DATA, refusal_lines
+from kit import DATA
 from kit.hooks import Rig, ans, group, payloads, records
+from kit.pipeline import refusal_lines
 
 from orkeon_run.calls import HookRun
 from orkeon_run.ledger import BudgetLimits, Ledger

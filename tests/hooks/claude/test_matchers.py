@@ -8,11 +8,10 @@ from pathlib import Path
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from pydantic import TypeAdapter
+from kit.hooks import SETTINGS
 
 from orkeon_run.catalog import TOOLS as CATALOG
 from orkeon_run.catalog import claude_name
-from orkeon_run.config.inputs import MatcherGroup
 from orkeon_run.events import NullLog
 from orkeon_run.hooks.claude.matchers import Matcher, tool_names
 from orkeon_run.hooks.claude.settings import SettingsHooks
@@ -123,11 +122,9 @@ def test_each_name_of_a_tool_matches_it_alone(tool: str, data: st.DataObject) ->
 
 # --- which groups run, per event ---------------------------------------------------------
 
-_CONFIG = TypeAdapter(dict[str, list[MatcherGroup]])
-
 
 def _hooks(tmp_path: Path, config: dict) -> SettingsHooks:
-    return SettingsHooks(_CONFIG.validate_python(config), workspace=tmp_path, events=NullLog())
+    return SettingsHooks(SETTINGS.validate_python(config), workspace=tmp_path, events=NullLog())
 
 
 def _g(command: str, matcher: str | None = None) -> dict:

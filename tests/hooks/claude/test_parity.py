@@ -13,13 +13,12 @@ from typing import Any
 
 import anyio
 import pytest
-from fakes.rig import Rig as AgentRig
-from kit import make_pipeline, refusal_lines, sample_call
-from kit.hooks import Rig, ans, group, payloads
-from pydantic import TypeAdapter
+from kit.agent import Rig as AgentRig
+from kit.hooks import SETTINGS, Rig, ans, group, payloads
+from kit.pipeline import make_pipeline, refusal_lines, sample_call
 
 from orkeon_run.calls import CallContext
-from orkeon_run.config.inputs import MatcherGroup, ScriptedModel
+from orkeon_run.config.inputs import ScriptedModel
 from orkeon_run.events import NullLog
 from orkeon_run.hooks import PreToolVerdict
 from orkeon_run.hooks.claude.payloads import claude_input
@@ -31,7 +30,6 @@ from orkeon_run.models.claude_transcript import ClaudeTranscript
 from orkeon_run.models.scripted import ScriptedProvider
 from orkeon_run.models.transcript import TranscriptWriter
 
-_CONFIG = TypeAdapter(dict[str, list[MatcherGroup]])
 DENY = {
     "hookSpecificOutput": {
         "hookEventName": "PreToolUse",
@@ -242,7 +240,7 @@ def test_a_later_session_start_replaces_the_changes(workspace: Path) -> None:
     rig = Rig(workspace, {"SessionStart": [group(loader("export A=1"))]})
     assert start(rig)[1] == {"A": "1"}
     rig.hooks = SettingsHooks(
-        _CONFIG.validate_python({"SessionStart": [group("echo nothing to export")]}),
+        SETTINGS.validate_python({"SessionStart": [group("echo nothing to export")]}),
         workspace=workspace,
         events=NullLog(),
     )
@@ -253,7 +251,7 @@ def test_the_shell_tool_runs_with_the_sessions_changes(workspace: Path) -> None:
     from orkeon_run.policy.programs import ShellRules
 
     hooks = SettingsHooks(
-        _CONFIG.validate_python({"SessionStart": [group(loader("export MODE=ci", "unset HOME"))]}),
+        SETTINGS.validate_python({"SessionStart": [group(loader("export MODE=ci", "unset HOME"))]}),
         workspace=workspace,
         events=NullLog(),
     )

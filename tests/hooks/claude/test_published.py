@@ -22,8 +22,8 @@ from typing import Any
 
 import pytest
 from kit import DATA
-from stepkit import calls, events, make_workspace, read_jsonl, run_step, scripted, shell, write
-from stepkit import user_messages as prompts
+from kit.steps import calls, events, make_workspace, read_jsonl, run_step, scripted, shell, write
+from kit.steps import user_messages as prompts
 
 PUBLISHED = DATA / "cc_hooks" / "published"
 FILES = {"README.md": "# app\n", "src/__init__.py": ""}

@@ -8,23 +8,15 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 
 import anyio
 import pytest
-from stepkit import GIT_ENV
+from kit import git
 
 from orkeon_run.jsonio import atomic_write_json, read_json
 from orkeon_run.run import audit
-
-
-def git(cwd: Path, *args: str) -> str:
-    return subprocess.run(
-        ["git", *args], cwd=cwd, check=True, capture_output=True, text=True,
-        env={**os.environ, **GIT_ENV},
-    ).stdout  # fmt: skip
 
 
 def make_tree(ws: Path) -> None:

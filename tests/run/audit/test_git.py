@@ -5,25 +5,17 @@ sandbox with nothing writable as the fence behind those switches."""
 from __future__ import annotations
 
 import os
-import subprocess
 from pathlib import Path
 
 import pytest
-from sandboxkit import LINUX_ONLY, require_sandbox
-from stepkit import GIT_ENV
+from kit import git
+from kit.sandbox import LINUX_ONLY, require_sandbox
 
 from orkeon_run.run import audit
 from orkeon_run.run.audit.gitcmd import AuditGit, driver_switches, find_git, repository_folders
 from orkeon_run.tools.sandbox import SandboxPolicy
 
 REAL_GIT = find_git(Path("/nonexistent"), os.environ["PATH"])
-
-
-def git(cwd: Path, *args: str) -> str:
-    return subprocess.run(
-        ["git", *args], cwd=cwd, check=True, capture_output=True, text=True,
-        env={**os.environ, **GIT_ENV},
-    ).stdout  # fmt: skip
 
 
 @pytest.fixture

@@ -20,8 +20,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sandboxkit import LINUX_ONLY, require_sandbox
-from stepkit import GIT_ENV, environ, make_workspace, scripted, shell, write
+from kit import GIT_ENV
+from kit.sandbox import LINUX_ONLY, require_sandbox
+from kit.steps import environ, make_workspace, scripted, shell, write
 
 from orkeon_run.run import runner
 

@@ -5,13 +5,12 @@ through `orkeon run` with the scripted model where a role does it."""
 
 from __future__ import annotations
 
-import os
-import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
-from stepkit import GIT_ENV, make_workspace, run_step, scripted, shell, write
+from kit import git
+from kit.steps import make_workspace, run_step, scripted, shell, write
 
 from orkeon_run.run import audit
 
@@ -20,11 +19,6 @@ HOOK = "#!/bin/sh\ntouch /tmp/owned\n"
 # The roles here run unconfined: in the sandbox a nested `.git` is read-only (and the
 # role's `cp` fails); the audit must hold without it.
 OFF = {"sandbox": "off"}
-
-
-def git(cwd: Path, *args: str) -> None:
-    subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True,
-                   env={**os.environ, **GIT_ENV})  # fmt: skip
 
 
 def nested(ws: Path, rel: str = "vendor/lib") -> Path:

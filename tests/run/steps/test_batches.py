@@ -7,8 +7,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from stepkit import (
-    DATA,
+from kit import DATA
+from kit.steps import (
     calls,
     events,
     make_workspace,
@@ -25,7 +25,7 @@ from stepkit import (
 from orkeon_run.errors import InputError
 
 FILES = {"README.md": "# app\n", "src/a/__init__.py": "", "src/b/__init__.py": ""}
-RENDEZVOUS = str(DATA / "rendezvous.sh")
+RENDEZVOUS = str(DATA / "steps" / "rendezvous.sh")
 
 
 def role(name: str, roots: list[str], task: str = "") -> dict[str, Any]:

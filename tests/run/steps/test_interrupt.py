@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from kit import ROOT
-from stepkit import environ, events, make_workspace, read_jsonl, scripted, shell, state, write
+from kit.steps import environ, events, make_workspace, read_jsonl, scripted, shell, state, write
 
 FILES = {"README.md": "# app\n", "src/a/__init__.py": "", "src/b/__init__.py": ""}
 

@@ -12,9 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from pipelinekit import (
+from kit.cli import (
     clean_environment,
-    events,
     orkeon,
     pipeline_doc,
     pipeline_script,
@@ -23,7 +22,7 @@ from pipelinekit import (
     run_json,
     with_hook,
 )
-from stepkit import environ, make_workspace, read_jsonl, write
+from kit.steps import environ, events, make_workspace, read_jsonl, write
 
 from orkeon_run.run.result import Result
 

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from stepkit import events, make_workspace, run_step, scripted, user_messages, write
+from kit.steps import events, make_workspace, run_step, scripted, user_messages, write
 
 from orkeon_run.errors import InputError
 

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from stepkit import calls, environ, make_workspace, role_status, run_step, scripted, shell, write
+from kit.steps import calls, environ, make_workspace, role_status, run_step, scripted, shell, write
 
 from orkeon_run.errors import InputError
 from orkeon_run.run.prepare import repair_document
@@ -57,7 +57,7 @@ def test_repair_fixes_a_failed_role(tmp_path: Path) -> None:
     ]  # fmt: skip
     assert (ws / "src/api/value.txt").read_text() == "42"
     assert log.exists()  # the hooks reached the repaired role's calls
-    from stepkit import user_messages
+    from kit.steps import user_messages
 
     (message,) = user_messages(rd, "b1/api")
     assert message.startswith("Write src/api/value.txt saying 42.\n")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from stepkit import (
+from kit.steps import (
     calls,
     make_workspace,
     read_jsonl,

@@ -1,4 +1,4 @@
-"""The hub with a real streamable-HTTP server on 127.0.0.1: tests/fakes/mcp_server.py,
+"""The hub with a real streamable-HTTP server on 127.0.0.1: tests/kit/fakes/mcp_server.py,
 built with the SDK's own server side and served by uvicorn in a subprocess, which says
 `ready URL` once it listens."""
 
@@ -15,11 +15,11 @@ from typing import Any
 import anyio
 import pytest
 from kit import FAKES
+from kit.fakes.mcp_server import ODD_SCHEMA
+from kit.mcp import Events, with_hub
 
 from orkeon_run.tools.mcp.hub import McpHub
 from orkeon_run.tools.mcp.results import RESULT_CHARS
-from tests.fakes.mcp_server import ODD_SCHEMA
-from tests.mcpkit import Events, with_hub
 
 SERVER = FAKES / "mcp_server.py"
 
@@ -49,7 +49,7 @@ def web() -> Iterator[str]:
 
 
 def test_tools_are_listed_with_their_schemas_as_declared(web: str, tmp_path: Path) -> None:
-    from tests.fakes.mcp_server import LEFT_OUT, TOOLS
+    from kit.fakes.mcp_server import LEFT_OUT, TOOLS
 
     async def body(hub: McpHub, events: Events) -> None:
         listed = [t.name for t in TOOLS]

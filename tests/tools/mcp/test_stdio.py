@@ -1,5 +1,5 @@
 """The hub with real stdio servers: `mcp-server-git` from the package index against a git
-repository in tmp_path, and the SDK-built test server of tests/fakes/mcp_server.py. Both
+repository in tmp_path, and the SDK-built test server of tests/kit/fakes/mcp_server.py. Both
 run with this venv's python, so nothing is fetched from the network."""
 
 from __future__ import annotations
@@ -15,15 +15,15 @@ from typing import Any
 
 import anyio
 import pytest
-from kit import ROOT
+from kit import FAKES, ROOT
+from kit.fakes.mcp_server import ODD_SCHEMA
+from kit.mcp import FAKE, Events, git_server, group_running, running, with_hub
 
 from orkeon_run.environ import scrubbed
 from orkeon_run.tools.mcp import parse_servers
 from orkeon_run.tools.mcp.check import check_servers_sync
 from orkeon_run.tools.mcp.hub import McpHub
 from orkeon_run.tools.mcp.results import RESULT_CHARS
-from tests.fakes.mcp_server import ODD_SCHEMA
-from tests.mcpkit import FAKE, FAKES, Events, git_server, group_running, running, with_hub
 
 
 @pytest.fixture

@@ -11,9 +11,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from stepkit import read_jsonl, write
 
 from orkeon_run.__main__ import main
+
+from .steps import write
 
 PLAN = {
     "title": "hello",
@@ -111,7 +112,3 @@ def run_json(
 
 def run_dir(ws: Path, result: dict[str, Any]) -> Path:
     return ws / ".orkeon" / "runs" / result["run_id"]
-
-
-def events(rd: Path) -> list[dict[str, Any]]:
-    return read_jsonl(rd / "events.jsonl")

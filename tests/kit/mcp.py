@@ -16,7 +16,8 @@ from orkeon_run.environ import scrubbed
 from orkeon_run.tools.mcp import parse_servers
 from orkeon_run.tools.mcp.hub import McpHub
 
-FAKES = Path(__file__).parent / "fakes"
+from . import DATA, FAKES, git
+
 FAKE = {"command": [sys.executable, str(FAKES / "mcp_server.py"), "stdio"]}
 
 
@@ -94,7 +95,7 @@ def group_running(pgid: int) -> list[int]:
 
 # --- runs with MCP servers (tests/run/test_mcp.py, tests/commands/test_mcp.py) ---------
 
-KILL_SERVER = Path(__file__).parent / "data" / "mcp" / "kill_server.py"
+KILL_SERVER = DATA / "mcp" / "kill_server.py"
 
 
 def spec_crew(analyst: list[str], allow: list[str], deny: list[str] = ()) -> str:  # type: ignore[assignment]
@@ -133,18 +134,8 @@ def use_crew(ws: Path, step: str, text: str) -> None:
     record_crews_trust(ws)
 
 
-def call(tool: str, **input: Any) -> dict[str, Any]:
-    return {"tool": tool, "input": input}
-
-
 def commits(repo: Path) -> int:
-    out = subprocess.run(
-        ["git", "-C", str(repo), "rev-list", "--count", "HEAD"],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    return int(out.stdout)
+    return int(git(repo, "rev-list", "--count", "HEAD"))
 
 
 class HttpServer:

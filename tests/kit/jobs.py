@@ -5,31 +5,16 @@ git workspaces (copies of one template repository), a job list beside them, and 
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
-ORKEON = [sys.executable, "-m", "orkeon_run"]
-GIT_ENV = {
-    "GIT_AUTHOR_NAME": "t",
-    "GIT_AUTHOR_EMAIL": "t@example.com",
-    "GIT_COMMITTER_NAME": "t",
-    "GIT_COMMITTER_EMAIL": "t@example.com",
-    "GIT_CONFIG_GLOBAL": "/dev/null",
-    "GIT_CONFIG_NOSYSTEM": "1",
-}
+from . import ORKEON, ROOT, git, steps
+from .steps import scripted, write
+
 PLAN = {"batches": [{"name": "b1", "roles": [{"name": "api", "roots": ["src/"], "task": "t"}]}]}
 KINDS = ("spec", "batches", "refused", "failing", "hooked", "budget")
-
-
-def git(*args: str, cwd: Path) -> str:
-    env = {**os.environ, **GIT_ENV}
-    done = subprocess.run(["git", *args], cwd=cwd, env=env, check=True, capture_output=True)
-    return done.stdout.decode().strip()
 
 
 def template(root: Path) -> Path:
@@ -38,18 +23,10 @@ def template(root: Path) -> Path:
     (repo / "src").mkdir(parents=True)
     (repo / "README.md").write_text("# tiny\n")
     (repo / "src" / "__init__.py").write_text("")
-    git("init", "-q", "--template=", cwd=repo)  # no sample hooks: each copy is a few files
-    git("add", "-A", cwd=repo)
-    git("commit", "-q", "-m", "init", cwd=repo)
+    git(repo, "init", "-q", "--template=")  # no sample hooks: each copy is a few files
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "init")
     return repo
-
-
-def write(path: str, content: str) -> dict[str, Any]:
-    return {"tool": "file_write", "input": {"file_path": path, "content": content}}
-
-
-def scripted(script: dict[str, Any], **more: Any) -> dict[str, Any]:
-    return {"model": {"provider": "scripted", "script": script}, **more}
 
 
 def inputs(kind: str, n: int) -> tuple[str, dict[str, Any]]:
@@ -102,14 +79,9 @@ def make_list(
 
 
 def environ(tmp: Path, **more: str) -> dict[str, str]:
-    """orkeon's environment in a child: no user settings, the checkout importable, only
-    the per-job summary lines on stderr."""
-    env = {k: v for k, v in os.environ.items() if not k.upper().startswith("ORKEON")}
-    env.update(
-        ORKEON_CONFIG_DIR=str(tmp / "config"), PYTHONPATH=str(ROOT), ORKEON_LOG_LEVEL="warning"
-    )
-    env.update(more)
-    return env
+    """orkeon's environment (steps.environ) in a child: the checkout importable, only the
+    per-job summary lines on stderr."""
+    return {**steps.environ(tmp), "PYTHONPATH": str(ROOT), "ORKEON_LOG_LEVEL": "warning", **more}
 
 
 def orkeon(

@@ -1,5 +1,5 @@
 """Real run directories for the report tests, made once per test session (per xdist
-worker) through `orkeon_run.run.runner.run` with the scripted model (stepkit.py).
+worker) through `orkeon_run.run.runner.run` with the scripted model (kit/steps.py).
 
 - `mixed`: dev-batches, failed (exit 1). Role `b1/a` makes calls that run, one whose
   post-tool hook fails, and calls refused by a pre-tool hook, the gate, the roots and as
@@ -21,14 +21,15 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
-from stepkit import GIT_ENV, environ, make_workspace, run_step, scripted, write
+
+from . import GIT_ENV, ORKEON
+from .steps import environ, make_workspace, run_step, scripted, write
 
 HOSTILE = "<img src=x onerror=\"document.title='pwned'\"><script>document.body.setAttribute('data-pwned','1')</script> `|` @octocat #1 </details> [x](https://example.invalid/t.png) ![t](https://example.invalid/t.png)"
 HOSTILE_NAME = "src/b/<b>x</b>|@octocat`.py"
@@ -151,7 +152,7 @@ def killed_run(tmp: Path, ws: Path, hook: Path) -> Path:
     rd = tmp / "killed"
     env = {**environ(tmp), **GIT_ENV, "ORKEON_LOG_LEVEL": "error"}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "orkeon_run", "run", "dev-batches", "--inputs", json.dumps(doc),
+        [*ORKEON, "run", "dev-batches", "--inputs", json.dumps(doc),
          "--workspace", str(ws), "--run-dir", str(rd), "--output", "json"],
         cwd=tmp, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True,
     )  # fmt: skip

@@ -1,31 +1,23 @@
-"""Helpers for the step tests (tests/run/steps/): a real git workspace in tmp_path, a
-step run through the runner (the code behind `orkeon run`), and readers for what the run
-wrote (events.jsonl, transcripts, state.json)."""
+"""Steps as `orkeon run` runs them: a real git workspace in tmp_path (the one way a test
+makes a workspace), a step run through the runner, the inputs of the scripted model and
+its calls, and readers for what the run wrote (events.jsonl, transcripts, state.json)."""
 
 from __future__ import annotations
 
 import contextlib
 import json
 import os
-import subprocess
 from pathlib import Path
 from typing import Any
 
 from orkeon_run.run import runner
 from orkeon_run.run.records import open_sealed
 
-DATA = Path(__file__).parent / "data" / "steps"
-GIT_ENV = {
-    "GIT_AUTHOR_NAME": "t",
-    "GIT_AUTHOR_EMAIL": "t@example.com",
-    "GIT_COMMITTER_NAME": "t",
-    "GIT_COMMITTER_EMAIL": "t@example.com",
-    "GIT_CONFIG_GLOBAL": "/dev/null",
-    "GIT_CONFIG_NOSYSTEM": "1",
-}
+from . import git as run_git
 
 
 def make_workspace(root: Path, files: dict[str, str], *, git: bool = True) -> Path:
+    """`root/ws` (resolved) holding `files`, committed to a new git repository (`git`)."""
     ws = root / "ws"
     ws.mkdir()
     for rel, text in files.items():
@@ -33,9 +25,8 @@ def make_workspace(root: Path, files: dict[str, str], *, git: bool = True) -> Pa
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
     if git:
-        env = {**os.environ, **GIT_ENV}
         for args in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", "init"]):
-            subprocess.run(["git", *args], cwd=ws, check=True, env=env, capture_output=True)
+            run_git(ws, *args)
     return ws.resolve()
 
 
@@ -69,15 +60,21 @@ def run_step(
 
 
 def scripted(script: dict[str, Any], **more: Any) -> dict[str, Any]:
+    """Inputs whose model is the scripted one, answering each role from `script`."""
     return {"model": {"provider": "scripted", "script": script}, **more}
 
 
+def call(tool: str, **input: Any) -> dict[str, Any]:
+    """One tool call of a scripted answer."""
+    return {"tool": tool, "input": input}
+
+
 def write(path: str, content: str) -> dict[str, Any]:
-    return {"tool": "file_write", "input": {"file_path": path, "content": content}}
+    return call("file_write", file_path=path, content=content)
 
 
 def shell(command: str) -> dict[str, Any]:
-    return {"tool": "shell", "input": {"command": command}}
+    return call("shell", command=command)
 
 
 def read_jsonl(path: Path) -> list[dict[str, Any]]:

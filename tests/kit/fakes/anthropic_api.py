@@ -5,7 +5,7 @@ The server checks what the real API checks and tests rely on: `x-api-key` (401),
 `messages`, that every `tool_use` block is answered by a `tool_result` block in the
 next user message, and at most 4 `cache_control` breakpoints (400 otherwise).
 
-With `prompt_cache` (tests/fakes/prompt_cache.py), every answer's usage is what the
+With `prompt_cache` (tests/kit/fakes/prompt_cache.py), every answer's usage is what the
 prompt cache made of the request: tokens read, written, and paid in full.
 """
 

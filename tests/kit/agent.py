@@ -1,6 +1,6 @@
 """One role's agent over real parts: a workspace in tmp_path, the real Pipeline (gate,
-rule sets, tools), real settings-shape hooks (tests/data/cc_hooks/answer.py run as
-commands), a ledger, events.jsonl and the role's transcript.
+rule sets, tools), real settings-shape hooks (kit.hooks.ans: tests/data/cc_hooks/answer.py
+run as commands), a ledger, events.jsonl and the role's transcript.
 
 The provider is the caller's: scripted, or an HTTP provider pointed at a fake server.
 """
@@ -8,32 +8,23 @@ The provider is the caller's: scripted, or an HTTP provider pointed at a fake se
 from __future__ import annotations
 
 import json
-import shlex
-import sys
 from pathlib import Path
 from typing import Any
 
 import anyio
-from kit import make_pipeline
-from pydantic import TypeAdapter
 
 from orkeon_run.agent.loop import Agent, RoleResult, RoleSpec
 from orkeon_run.calls import CallContext
-from orkeon_run.config.inputs import MatcherGroup
 from orkeon_run.events import EventLog
 from orkeon_run.hooks import NO_HOOKS, Hooks
 from orkeon_run.ledger import BudgetLimits, Ledger
 from orkeon_run.models.base import Provider
 from orkeon_run.policy.gate import Gate
 
-ANSWER = Path(__file__).parent.parent / "data" / "cc_hooks" / "answer.py"
+from .hooks import SETTINGS
+from .pipeline import make_pipeline
+
 ALL_TOOLS = ("file_read", "file_write", "file_edit", "list_files", "search_files", "shell")
-_CONFIG = TypeAdapter(dict[str, list[MatcherGroup]])
-
-
-def answer_cmd(*args: str) -> str:
-    """The command text of an answer.py hook (`--record F --stdout T --exit N ...`)."""
-    return shlex.join([sys.executable, "-S", str(ANSWER), *args])
 
 
 class Rig:
@@ -64,7 +55,7 @@ class Rig:
             from orkeon_run.hooks.claude.settings import SettingsHooks
 
             self.hooks = SettingsHooks(
-                _CONFIG.validate_python(hooks), workspace=self.workspace, events=self.events
+                SETTINGS.validate_python(hooks), workspace=self.workspace, events=self.events
             )
         self.pipeline = make_pipeline(
             self.workspace,

@@ -17,10 +17,12 @@ from orkeon_run.tools import sandbox as sb
 from orkeon_run.tools.sandbox import SandboxPolicy
 from orkeon_run.tools.shell import shell
 
+from . import DATA
+
 LINUX_ONLY = pytest.mark.skipif(
     not sys.platform.startswith("linux"), reason="the shell sandbox is built on Linux namespaces"
 )
-DATA = Path(__file__).parent / "data" / "sandbox"
+SCRIPTS = DATA / "sandbox"  # programs run inside the sandbox
 PY = sys.executable
 RULES = ShellRules(extra_allowed_commands=(PY,))
 ENV = {"PATH": os.environ.get("PATH", os.defpath), "LC_ALL": "C"}
