@@ -9,7 +9,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
-from pipelinekit import (
+from kit.cli import (
     clean_environment,
     orkeon,
     pipeline_doc,
@@ -18,7 +18,7 @@ from pipelinekit import (
     run_json,
     with_hook,
 )
-from stepkit import make_workspace
+from kit.steps import make_workspace
 
 ORDER = ["dev-spec", "dev-plan", "dev-batches", "tasks-repair-1", "dev-batches"]
 
