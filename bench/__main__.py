@@ -22,11 +22,10 @@ def main(argv: list[str]) -> int:
     )
     failed = 0
     for name in names:
-        module = importlib.import_module(f"bench.bench_{name}")
         print(f"\n## {name}")
         start = time.perf_counter()
         try:
-            module.main()
+            importlib.import_module(f"bench.bench_{name}").main()
         except Exception as exc:  # one broken benchmark must not hide the others
             failed += 1
             print(f"FAILED: {type(exc).__name__}: {exc}")

@@ -3,9 +3,9 @@ Anthropic provider's `cache_control` breakpoints. Target: at least 70 % less on 
 session.
 
 One role (the dev-batches worker's system prompt, its six tools) runs 20 turns against
-the loopback fake Messages API (tests/fakes), each answer one `file_read` of a 2.4 kB
+the loopback fake Messages API (tests/kit/fakes), each answer one `file_read` of a 2.4 kB
 file, then a final answer. The fake serves every answer's usage from a simulated prompt
-cache (tests/fakes/prompt_cache.py: prefixes keyed by content, 20-block lookback, 1024
+cache (tests/kit/fakes/prompt_cache.py: prefixes keyed by content, 20-block lookback, 1024
 tokens minimum, as the API documents them), so the hits are what the breakpoints earn.
 The same session runs with `"cache": false` as the baseline, in the same process.
 
@@ -22,10 +22,10 @@ from pathlib import Path
 from typing import Any
 
 from orkeon_run.models.pricing import listed
-from tests.fakes import anthropic_api
-from tests.fakes.prompt_cache import PromptCache
-from tests.fakes.protocols import ANTHROPIC
-from tests.fakes.rig import Rig
+from tests.kit.agent import Rig
+from tests.kit.fakes import anthropic_api
+from tests.kit.fakes.prompt_cache import PromptCache
+from tests.kit.fakes.protocols import ANTHROPIC
 
 from .common import header, row
 

@@ -1,6 +1,6 @@
 """End to end (issue 7, item 7): `orkeon run` from process start to exit, a session of N
 tool calls through the anthropic provider against a loopback fake Messages API
-(tests/fakes), with one settings-shape PreToolUse hook `echo x >> FILE` on every call.
+(tests/kit/fakes), with one settings-shape PreToolUse hook `echo x >> FILE` on every call.
 Targets: under 0.35 s fixed cost, under 10 ms a call.
 
 The run is `dev-batches` with an inline plan of one role; the fake answers each request
@@ -24,8 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from orkeon_run.hooks.claude.run import user_shell
-from tests.fakes import anthropic_api
-from tests.fakes.server import Recorded, Reply
+from tests.kit.fakes import anthropic_api
+from tests.kit.fakes.server import Recorded, Reply
 
 from .common import PY, command_seconds, header, row
 

@@ -1,5 +1,5 @@
 """`orkeon jobs run` against separate processes (issue 16): N tiny scripted jobs (the
-mix of tests/jobkit.py: dev-spec and dev-batches, one or two turns, each in its own copy
+mix of tests/kit/jobs.py: dev-spec and dev-batches, one or two turns, each in its own copy
 of a tiny git repository) run by `orkeon jobs run --concurrency 2` in one process, and
 the same jobs as N separate `orkeon run` processes, two at a time, in the same run.
 Targets: faster, and the jobs process's peak memory under 300 MB (and flat: the N-job
@@ -21,7 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from tests import jobkit
+from tests.kit import jobs as jobkit
 
 from .bench_scale import PEAK
 from .common import PY, header, row

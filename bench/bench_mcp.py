@@ -1,7 +1,7 @@
 """The cost of an MCP call in orkeon (issue 15), against calling the same server through the
 SDK's client directly (`Client.call_tool`, the very client the hub holds, so every variant
 goes over one connection), timed in turn; the `echo` tool of the test server
-(tests/fakes/mcp_server.py), over stdio and over streamable HTTP on 127.0.0.1:
+(tests/kit/fakes/mcp_server.py), over stdio and over streamable HTTP on 127.0.0.1:
 
 - the pipeline's overhead per call: `Pipeline.call` as a run wires it (the role's catalog
   from its crew entry, the hub's check at stage 2, a gate and a rule set naming MCP tools,
@@ -39,7 +39,7 @@ from .bench_pipeline import interleaved
 from .common import PY, header, row
 
 CALLS = 400
-SERVER = Path(__file__).parent.parent / "tests" / "fakes" / "mcp_server.py"
+SERVER = Path(__file__).parent.parent / "tests" / "kit" / "fakes" / "mcp_server.py"
 ECHO = {"text": "hello"}
 
 

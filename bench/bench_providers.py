@@ -2,7 +2,7 @@
 server.
 
 For each HTTP provider and a conversation of 2, 20 and 60 tool rounds (a file_read result
-of ~2.4 kB each, six tool specs), against the loopback fake of its API (tests/fakes):
+of ~2.4 kB each, six tool specs), against the loopback fake of its API (tests/kit/fakes):
 
 - provider: the median of `Model.complete(messages, tools)`: converting the conversation,
   encoding the request, the HTTP client, the round trip, reading the reply;
@@ -33,8 +33,8 @@ from orkeon_run.models.anthropic import AnthropicProvider
 from orkeon_run.models.base import Message, ToolCall, ToolSpec
 from orkeon_run.models.openai import OpenAIProvider
 from orkeon_run.models.scripted import ScriptedProvider
-from tests.fakes import anthropic_api, openai_api
-from tests.fakes.server import FakeServer
+from tests.kit.fakes import anthropic_api, openai_api
+from tests.kit.fakes.server import FakeServer
 
 from .common import header, row
 

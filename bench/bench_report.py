@@ -52,7 +52,7 @@ def make_run(tmp: Path) -> Path:
     env = {**os.environ, "ORKEON_CONFIG_DIR": str(tmp / "config"), "ORKEON_LOG_LEVEL": "error"}
     subprocess.run(
         [PY, "-m", "orkeon_run", "run", "dev-batches", "--inputs", json.dumps(doc),
-         "--workspace", str(ws), "--run-dir", str(rd), "--output", "json"],
+         "--workspace", str(ws), "--run-dir", str(rd), "--output", "json", "--progress", "none"],
         check=True, env=env, stdout=subprocess.DEVNULL,
     )  # fmt: skip
     return rd

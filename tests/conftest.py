@@ -1,5 +1,6 @@
-"""Shared fixtures: a real workspace in tmp_path and the real hook scripts of
-`tests/data/hooks/` (executable files with a shebang, allowed by their absolute paths)."""
+"""Shared fixtures, for every folder of tests/: a real workspace in tmp_path and the real
+hook scripts of `tests/data/hooks/` (executable files with a shebang, allowed by their
+absolute paths). Helpers live in the kit (tests/kit/), fixtures here."""
 
 from __future__ import annotations
 
@@ -8,20 +9,18 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from kit import DATA
+from kit.steps import make_workspace
 
 from orkeon_run.policy.programs import ShellRules
 
-DATA = Path(__file__).parent / "data"
 HOOKS_DIR = DATA / "hooks"
 
 
 @pytest.fixture
 def workspace(tmp_path: Path) -> Path:
-    """A resolved, empty-but-for-README.md workspace folder."""
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    (ws / "README.md").write_text("# readme\n")
-    return ws.resolve()
+    """A resolved, empty-but-for-README.md workspace folder (no git repository)."""
+    return make_workspace(tmp_path, {"README.md": "# readme\n"}, git=False)
 
 
 @pytest.fixture
@@ -44,7 +43,7 @@ def hook_rules() -> ShellRules:
     return ShellRules(allow_interpreters=False, extra_allowed_commands=scripts)
 
 
-# --- live provider tests (tests/test_models_live.py) -----------------------------------
+# --- live provider tests (tests/models/test_live.py) -----------------------------------
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

@@ -19,20 +19,18 @@ import sys
 from pathlib import Path
 
 import pytest
-from reportkit import hook_script, mixed_doc
-from stepkit import GIT_ENV, make_workspace
+from kit import GIT_ENV, ROOT
+from kit.report import hook_script, mixed_doc, read_outputs
+from kit.steps import make_workspace
 
 yaml = pytest.importorskip("yaml")
 
-ROOT = Path(__file__).resolve().parent.parent
 ACTION = yaml.safe_load((ROOT / "action.yml").read_text())
 EXPR = re.compile(r"\$\{\{\s*(.*?)\s*\}\}")
 
 
-def read_outputs(path: Path) -> dict[str, str]:
-    from test_report_github import read_outputs as parse
-
-    return parse(path.read_text()) if path.exists() else {}
+def outputs(path: Path) -> dict[str, str]:
+    return read_outputs(path.read_text()) if path.exists() else {}
 
 
 class Runner:
@@ -82,7 +80,7 @@ class Runner:
                 cwd=self.env["GITHUB_WORKSPACE"], env=env, capture_output=True, text=True, timeout=300,
             )  # fmt: skip
             self.last = done
-            self.steps[step.get("id", str(n))] = read_outputs(out)
+            self.steps[step.get("id", str(n))] = outputs(out)
             self.summaries.append(summary.read_text() if summary.exists() else "")
             code = done.returncode
             if code != 0:

@@ -8,8 +8,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from kit import ROOT
 
-PACKAGE = Path(__file__).resolve().parent.parent / "orkeon_run"
+PACKAGE = ROOT / "orkeon_run"
 
 # Bottom first. A module belongs to the layer of its first name below the package.
 LAYERS: list[set[str]] = [

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from stepkit import calls, environ, make_workspace, run_step, write
+from kit.steps import calls, environ, make_workspace, run_step, write
 
 from orkeon_run.errors import BudgetExhausted
 from orkeon_run.ledger import BudgetLimits, Ledger, RoleLedger, RoleLimits

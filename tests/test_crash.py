@@ -20,10 +20,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from stepkit import environ, make_workspace
+from kit import DATA, ROOT
+from kit.steps import environ, make_workspace
 
-FAULTS = Path(__file__).parent / "data" / "faults"
-ROOT = Path(__file__).resolve().parent.parent
+FAULTS = DATA / "faults"
 SLOW_OK = str(FAULTS / "slow_ok.sh")
 BATCHES = ("b1", "b2", "b3")
 ROLES = ("api", "web")

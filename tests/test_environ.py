@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from stepkit import make_workspace, run_step
+from kit.steps import make_workspace, run_step
 
 from orkeon_run.environ import scrubbed
 

@@ -14,9 +14,10 @@ from typing import Any
 
 import jsonschema
 import pytest
-from fakes.protocols import OPENAI, PROTOCOLS, Protocol
-from fakes.server import FakeServer, unreachable_url
-from stepkit import environ, make_workspace, read_jsonl, run_step, write
+from kit import ROOT
+from kit.fakes.protocols import OPENAI, PROTOCOLS, Protocol
+from kit.fakes.server import FakeServer, unreachable_url
+from kit.steps import environ, make_workspace, read_jsonl, run_step, write
 
 from orkeon_run.agent.role import RoleResult
 from orkeon_run.jobs.jobdir import outcome
@@ -303,7 +304,7 @@ def exit_table(path: Path) -> list[str]:
 
 
 def test_the_exit_codes_are_one_table_in_the_readme_and_the_output_docs() -> None:
-    root = Path(__file__).resolve().parent.parent
+    root = ROOT
     readme = exit_table(root / "README.md")
     assert readme == exit_table(root / "docs" / "output.md")
     assert [row.split("|")[1].strip() for row in readme] == ["0", "1", "2", "3", "4", "130"]

@@ -27,15 +27,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fakes import anthropic_api
-from fakes.anthropic_api import AnthropicFake
-from fakes.protocols import PROTOCOLS, Protocol
-from stepkit import environ, make_workspace, run_step, write
+from kit import DATA, ROOT
+from kit.fakes import anthropic_api
+from kit.fakes.anthropic_api import AnthropicFake
+from kit.fakes.protocols import PROTOCOLS, Protocol
+from kit.steps import environ, make_workspace, run_step, write
 
 from orkeon_run.__main__ import main
 
-FAULTS = Path(__file__).parent / "data" / "faults"
-ROOT = Path(__file__).resolve().parent.parent
+FAULTS = DATA / "faults"
 FILES = {"README.md": "# app\n", "src/__init__.py": ""}
 PLAN = {"batches": [{"name": "b1", "roles": [{"name": "a", "roots": ["src/"], "task": "t"}]}]}
 CREATED = "created src/x.py (1 bytes)"

@@ -20,14 +20,14 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-import kit
+import kit.hooks
+import kit.pipeline
 import pytest
 from hypothesis import HealthCheck, assume, event, given, settings
 from hypothesis import strategies as st
 
 from orkeon_run.__main__ import main
 from orkeon_run.calls import CallContext
-from orkeon_run.config.inputs import MatcherGroup
 from orkeon_run.events import EventLog
 from orkeon_run.hooks import NO_HOOKS
 from orkeon_run.hooks.claude.matchers import Matcher
@@ -259,7 +259,7 @@ def make_pipeline(
     tool_hooks: Any = None,
 ) -> Pipeline:
     """The real Pipeline over `ws`: no budget limit, the base program list, no native hooks."""
-    return kit.make_pipeline(
+    return kit.pipeline.make_pipeline(
         ws, gate=gate, rule_sets=rule_sets, events=log, hooks=tool_hooks or NO_HOOKS
     )
 
@@ -656,15 +656,13 @@ def test_any_matcher_answers_in_bounded_time(parts: list[str], value: str) -> No
 def test_a_catastrophic_matcher_in_a_real_pipeline(tmp_path: Path) -> None:
     """The model cannot bring a long tool name to a matcher: an unknown tool is not a call
     the pipeline can run, and no hook runs for it. Known tools pass the bounded matcher."""
-    from pydantic import TypeAdapter
-
     from orkeon_run.hooks.claude.settings import SettingsHooks
 
     ws = (tmp_path / "ws").resolve()
     ws.mkdir()
     marker = tmp_path / "ran"
     hook = {"type": "command", "command": f"touch {marker}"}
-    config = TypeAdapter(dict[str, list[MatcherGroup]]).validate_python(
+    config = kit.hooks.SETTINGS.validate_python(
         {"PreToolUse": [{"matcher": r"(a+)+$", "hooks": [hook]}]}
     )
     log = EventLog(tmp_path / "events.jsonl")

@@ -9,9 +9,15 @@ import sys
 from pathlib import Path
 
 import pytest
-from stepkit import environ, make_workspace
-from test_cli_run import FILES, WRITE_SPEC, spec_inputs
+from kit.steps import environ, make_workspace, scripted, write
 
+SPEC = scripted(
+    {
+        "analyst": [{"text": "ok"}],
+        "writer": [{"tool_calls": [write(".orkeon/spec.md", "# Spec\n")]}],
+    },
+    request="add a greeting",
+)
 RUN = (
     "import sys; from orkeon_run.__main__ import main; "
     "rc = main(sys.argv[1:]); "
@@ -20,10 +26,10 @@ RUN = (
 
 
 def run_dev_spec(tmp: Path, level: str) -> tuple[dict[str, object], list[dict[str, object]]]:
-    ws = make_workspace(tmp, FILES)
+    ws = make_workspace(tmp, {"README.md": "# demo\n"})
     env = {**environ(tmp), "ORKEON_LOG_LEVEL": level}
     argv = ["run", "dev-spec", "--workspace", str(ws), "--output", "stream-json", "--progress", "none",
-            "--inputs", json.dumps(spec_inputs([WRITE_SPEC]))]  # fmt: skip
+            "--inputs", json.dumps(SPEC)]  # fmt: skip
     proc = subprocess.run(
         [sys.executable, "-c", "import json; " + RUN, *argv],
         capture_output=True, text=True, env=env, cwd=tmp, timeout=60,

@@ -9,7 +9,7 @@ import tracemalloc
 from pathlib import Path
 
 import anyio
-from fakes.rig import Rig
+from kit.agent import Rig
 
 from orkeon_run.config.inputs import ScriptedModel, ScriptEntry
 from orkeon_run.models import build_provider, check_model

@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kit import make_pipeline
+from kit import DATA
+from kit.pipeline import make_pipeline
 
 from orkeon_run.calls import CallContext, CallOutcome, CheckedCall, HookRun, Refusal
 from orkeon_run.events import EventLog
@@ -646,7 +647,7 @@ async def test_continue_false_in_pre_tool_stops_the_role_without_running(ws: Pat
 
 
 def test_hook_scripts_are_executable_files() -> None:
-    scripts = list((Path(__file__).parent / "data" / "hooks").iterdir())
+    scripts = list((DATA / "hooks").iterdir())
     assert scripts
     for script in scripts:
         assert os.access(script, os.X_OK), script

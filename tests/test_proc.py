@@ -12,10 +12,11 @@ from pathlib import Path
 
 import anyio
 import pytest
+from kit import DATA
 
 from orkeon_run.proc import ProcResult, arun, run
 
-PROCS = Path(__file__).parent / "data" / "procs"
+PROCS = DATA / "procs"
 
 
 def script(name: str) -> str:

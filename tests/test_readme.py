@@ -11,12 +11,11 @@ import sys
 from pathlib import Path
 
 import pytest
-
-REPO = Path(__file__).resolve().parent.parent
+from kit import ROOT
 
 
 def run_block() -> list[str]:
-    text = (REPO / "README.md").read_text()
+    text = (ROOT / "README.md").read_text()
     section = text.split("\n## Run\n", 1)[1].split("\n## ", 1)[0]
     block = re.search(r"```sh\n(.*?)```", section, re.S)
     assert block is not None, "README.md: no sh block under ## Run"
@@ -30,7 +29,7 @@ def test_the_readme_run_examples_run_as_written(tmp_path: Path) -> None:
         pytest.skip("no /bin/bash here")
     lines = run_block()
     expected = []
-    script = ["cd " + str(REPO)]
+    script = ["cd " + str(ROOT)]
     for n, line in enumerate(lines):
         found = re.search(r"#\s*exit (\d+)", line)
         expected.append(int(found.group(1)) if found else 0)

@@ -16,14 +16,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fakes import anthropic_api
-from fakes.anthropic_api import AnthropicFake
-from stepkit import environ, make_workspace
+from kit.fakes import anthropic_api
+from kit.fakes.anthropic_api import AnthropicFake
+from kit.steps import environ, make_workspace
 
 from orkeon_run.environ import MIN_SECRET_CHARS, REDACTED, Redactor
 from orkeon_run.events import EventLog
 
-ROOT = Path(__file__).resolve().parent.parent
 KEY_ENV = "MY_LLM_ACCESS"  # a name that does not look like a credential: the key all the same
 KEY = "llmkey-0123456789abcdef"
 TOKEN = "deploy-planted-9876543210"
@@ -169,7 +168,7 @@ def test_no_secret_reaches_the_records_or_the_model(tmp_path: Path) -> None:
 def test_a_native_hook_that_echoes_a_secret_is_redacted(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from stepkit import calls, run_step, scripted, shell
+    from kit.steps import calls, run_step, scripted, shell
 
     ws = make_workspace(tmp_path, {"src/__init__.py": "", ".env": f"TOKEN={TOKEN}\n"})
     leak = leak_script(tmp_path)

@@ -4,7 +4,7 @@ the machine's load.
 
 The answers are those of the regexes the `pathspec` library builds for a gitignore pattern
 (its "gitwildmatch"), searched with `.` matching a newline and `$` only at the very end;
-tests/test_pathglob.py holds the two equal on generated patterns and paths. Those regexes
+tests/policy/test_pathglob.py holds the two equal on generated patterns and paths. Those regexes
 backtrack polynomially once several `**` or `*` mix (pathspec's regex for
 `**/a/**/a/**/a/**/b` takes 14 s on a path 200 folders deep, hours at 2000), so the pattern
 is matched here one path component at a time instead:

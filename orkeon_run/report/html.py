@@ -32,6 +32,7 @@ def html(v: RunView) -> str:
         _toolbar(v),
         _timeline(v),
         _budget(v),
+        _steps(v),
         _roles(v),
         _audits(v),
         _calls(v),
@@ -204,6 +205,27 @@ def _budget(v: RunView) -> str:
     from .html_chart import budget_chart
 
     return budget_chart(v)
+
+
+def _steps(v: RunView) -> str:
+    """A pipeline's steps, in the order it ran them."""
+    if not v.steps:
+        return ""
+    head = (
+        "<tr><th>step</th><th>status</th><th class=n>exit</th><th class=n>roles</th>"
+        "<th class=n>calls</th><th class=n>refused</th><th class=n>time</th><th>records</th></tr>"
+    )
+    rows = []
+    for s in v.steps:
+        err = f"<br><code>{esc(one_line(s.error, 300))}</code>" if s.error else ""
+        exit_code = "—" if s.exit_code is None else str(s.exit_code)
+        rows.append(
+            f'<tr><td><code>{esc(s.name)}</code></td><td class="{_cls(s.status)}">'
+            f"{_dot(s.status)} {esc(s.status)}{err}</td><td class=n>{exit_code}</td>"
+            f"<td class=n>{s.roles}</td><td class=n>{s.calls}</td><td class=n>{s.refused}</td>"
+            f"<td class=n>{esc(seconds(s.seconds))}</td><td><code>{esc(s.run_dir)}</code></td></tr>"
+        )
+    return f'<section id="steps"><h2>Steps</h2><table>{head}{"".join(rows)}</table></section>'
 
 
 def _roles(v: RunView) -> str:

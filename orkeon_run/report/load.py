@@ -22,7 +22,7 @@ from typing import Any
 
 from ..errors import InputError
 from .model import BatchView, BudgetPoint, RoleView, RunView, num, text
-from .records import audit_view, call_view, error_of, hook_view
+from .records import audit_view, call_view, error_of, hook_view, step_view
 
 FILES = ("result.json", "events.jsonl", "inputs.json", "state.json")
 
@@ -140,6 +140,9 @@ class _Reader:
             for record in final.get("roles") or []:
                 if isinstance(record, dict) and isinstance(record.get("name"), str):
                     _merge(roles.setdefault(record["name"], RoleView(name=record["name"])), record)
+            steps = final.get("steps")
+            if isinstance(steps, list):
+                v.steps = [step_view(s) for s in steps if isinstance(s, dict)]
             if not v.audits:  # the events were lost: the result's audits are all there is
                 v.audits = [
                     audit_view(a, 1, None) for a in final.get("audits") or [] if isinstance(a, dict)

@@ -45,7 +45,16 @@ def fence(value: str, limit: int = TEXT_CAP) -> str:
 
 
 def markdown(v: RunView) -> str:
-    parts = [_headline(v), _roles(v), _audits(v), _refused(v), _hooks(v), _plan(v), _notes(v)]
+    parts = [
+        _headline(v),
+        _steps(v),
+        _roles(v),
+        _audits(v),
+        _refused(v),
+        _hooks(v),
+        _plan(v),
+        _notes(v),
+    ]
     out = "\n\n".join(p for p in parts if p) + "\n"
     if len(out) > LIMIT:
         out = out[:LIMIT] + "\n\n… (cut: the full report is `orkeon report --format html`)\n"
@@ -83,6 +92,26 @@ def _headline(v: RunView) -> str:
     for name, path in v.artifacts.items():
         lines.append(f"{code(name)}: {code(path)}")
     return "\n\n".join(lines)
+
+
+def _steps(v: RunView) -> str:
+    """A pipeline's steps, in the order it ran them (a repair is a step of its own)."""
+    if not v.steps:
+        return ""
+    rows = [
+        "| step | status | exit | roles | calls | refused | time | records |",
+        "| --- | --- | ---: | ---: | ---: | ---: | ---: | --- |",
+    ]
+    for s in v.steps:
+        status = f"{mark(s.status)} {s.status}"
+        if s.error:
+            status += f": {code(s.error, table=True, limit=120)}"
+        exit_code = "—" if s.exit_code is None else str(s.exit_code)
+        rows.append(
+            f"| {code(s.name, table=True)} | {status} | {exit_code} | {s.roles} | {s.calls} "
+            f"| {s.refused} | {seconds(s.seconds)} | {code(s.run_dir, table=True)} |"
+        )
+    return "\n".join(rows)
 
 
 def _roles(v: RunView) -> str:

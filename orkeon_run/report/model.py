@@ -207,6 +207,21 @@ class BudgetPoint:
 
 
 @dataclass
+class StepView:
+    """One step a pipeline ran, from its record in the pipeline's result (`steps`)."""
+
+    name: str
+    status: str
+    exit_code: int | None
+    run_dir: str  # relative to the pipeline's run directory
+    error: str | None = None
+    roles: int = 0
+    calls: int = 0
+    refused: int = 0
+    seconds: float = 0.0
+
+
+@dataclass
 class RunView:
     run_dir: str
     run_id: str = ""
@@ -231,6 +246,7 @@ class RunView:
     hooks: list[HookView] = field(default_factory=list)  # hook.run events (outside calls)
     audits: list[AuditView] = field(default_factory=list)
     plan_checks: list[dict[str, Any]] = field(default_factory=list)
+    steps: list[StepView] = field(default_factory=list)  # a pipeline's, in order
     problems: list[str] = field(default_factory=list)  # what could not be read
 
     @property

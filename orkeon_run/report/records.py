@@ -1,5 +1,5 @@
 """One event's records as the report's views: a `tool.call` (with its hooks), a hook run,
-an audit, a result's `error`. Each field is checked for its type: the files are the run's,
+an audit, a result's `error`, a pipeline's step. Each field is checked for its type: the files are the run's,
 and the run is hostile."""
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from .model import (
     AuditView,
     CallView,
     HookView,
+    StepView,
     call_target,
     hook_decision,
     num,
@@ -103,3 +104,21 @@ def error_of(value: Any) -> tuple[str | None, str | None]:
             text(kind) if kind is not None else None
         )
     return (text(value) if value is not None else None), None
+
+
+def step_view(record: dict[str, Any]) -> StepView:
+    """A pipeline's record of one step (a result document with `name` and `run_dir`)."""
+    roles = [r for r in record.get("roles") or [] if isinstance(r, dict)]
+    budget = record.get("budget")
+    code = record.get("exit_code")
+    return StepView(
+        name=text(record.get("name")) or text(record.get("step")),
+        status=text(record.get("status")) or "unknown",
+        exit_code=code if isinstance(code, int) and not isinstance(code, bool) else None,
+        run_dir=text(record.get("run_dir")),
+        error=error_of(record.get("error"))[0],
+        roles=len(roles),
+        calls=int(sum(num(r.get("calls")) for r in roles)),
+        refused=int(sum(num(r.get("refused")) for r in roles)),
+        seconds=num(budget.get("used_seconds")) if isinstance(budget, dict) else 0.0,
+    )

@@ -195,6 +195,9 @@ class Tracker:
     roles: dict[str, Role] = field(default_factory=dict)
     batches: dict[str, Batch] = field(default_factory=dict)
     audits: list[dict[str, Any]] = field(default_factory=list)
+    # A pipeline's steps as [name, status] ("running" until its step.end), in order: a
+    # step may run twice (dev-batches resumed after a repair).
+    steps: list[list[str]] = field(default_factory=list)
     result: dict[str, Any] | None = None
 
     def role(self, name: str, batch: str | None = None) -> Role:
@@ -226,6 +229,15 @@ class Tracker:
         self.step, self.run_id, self.started = e.get("step", ""), e.get("run_id", ""), e["ts"]
         self.limits = {k: v for k, v in (e.get("budget") or {}).items() if v}
         self._next = {k: v * MARKS[0] / 100 for k, v in self.limits.items()}
+
+    def _step_start(self, e: dict[str, Any]) -> None:
+        self.steps.append([str(e.get("name", "")), "running"])
+
+    def _step_end(self, e: dict[str, Any]) -> None:
+        for step in reversed(self.steps):
+            if step[0] == e.get("name"):
+                step[1] = str(e.get("status", ""))
+                break
 
     def _batch_start(self, e: dict[str, Any]) -> None:
         roles = list(e.get("roles") or [])
@@ -334,6 +346,8 @@ class Tracker:
 
 _ON_RUN: dict[str, Callable[[Tracker, dict[str, Any]], None]] = {
     "run.start": Tracker._run_start,
+    "step.start": Tracker._step_start,
+    "step.end": Tracker._step_end,
     "batch.start": Tracker._batch_start,
     "batch.skipped": Tracker._batch_skipped,
     "batch.end": Tracker._batch_end,

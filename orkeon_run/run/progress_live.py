@@ -108,6 +108,9 @@ class LiveProgress:
         budget = self._budget()
         if budget:
             head.append(f" · budget {budget}")
+        lines: list[RenderableType] = [head]
+        if t.steps:
+            lines.append(_steps(t.steps))
         table = _table(now=True)
         listed: set[str] = set()
         for b in t.batches.values():
@@ -125,7 +128,7 @@ class LiveProgress:
         for r in t.roles.values():
             if r.name not in listed:
                 table.add_row(*self._role_row(r, now_ts, indent=False))
-        return Group(head, table)
+        return Group(*lines, table)
 
     def _role_row(self, r: Role, now_ts: float, *, indent: bool) -> list[RenderableType]:
         t = self.tracker
@@ -172,6 +175,9 @@ class LiveProgress:
         head = Text(f"{e['step']} ", style="bold")
         head.append_text(_status(e["status"]))
         head.append(f" (exit {e['exit_code']}) in {took} · run {clean(e.get('run_id', ''))}")
+        lines: list[RenderableType] = [head]
+        if t.steps:
+            lines.append(_steps(t.steps))
         table = _table(now=False)
         for r in t.roles.values():
             if r.started is not None:
@@ -192,7 +198,7 @@ class LiveProgress:
         why = error_message(e.get("error"))
         if why:
             tail.append(Text(f"  error: {clean(why, 300)}", style="red"))
-        return Group(head, table, *tail)
+        return Group(*lines, table, *tail)
 
 
 def _table(*, now: bool) -> Table:
@@ -206,6 +212,17 @@ def _table(*, now: bool) -> Table:
         table.add_column(no_wrap=False)  # see _role_row
     table.add_row(*(Text(n, style="dim") for n in names), *([Text("now", style="dim")] * now))
     return table
+
+
+def _steps(steps: list[list[str]]) -> Text:
+    """A pipeline's steps on one line: `steps: dev-spec succeeded · dev-plan running`."""
+    line = Text("steps: ", style="dim")
+    for i, (name, status) in enumerate(steps):
+        if i:
+            line.append(" · ", style="dim")
+        line.append(f"{clean(name, 40)} ")
+        line.append_text(_status(status))
+    return line
 
 
 def _status(word: str) -> Text:

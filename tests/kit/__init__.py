@@ -1,95 +1,45 @@
-"""The one kit the tests build orkeon's parts with: a pipeline as a step wires it, a
-checked call as the pipeline hands it to hooks and tools."""
+"""The one kit every test builds with (docs/architecture.md, "Tests"). Its modules:
+
+- `kit.pipeline`: the real Pipeline as a step wires it, a checked call as the pipeline
+  hands it to hooks and tools: the one way a test builds a pipeline.
+- `kit.steps`: a git workspace in tmp_path, a step run as `orkeon run` runs it, inputs for
+  the scripted model, and readers of what the run wrote.
+- `kit.cli`: `orkeon` in this process through its entry point, in a clean environment.
+- `kit.agent`: one role's agent over real parts (pipeline, hooks, ledger, transcript).
+- `kit.hooks`: settings-shape hooks driven directly; answer.py's command.
+- `kit.jobs`, `kit.mcp`, `kit.report`, `kit.sandbox`: what the tests of those parts share.
+- `kit.fakes`: the fake servers, on 127.0.0.1 only: the providers' wire protocols and an
+  MCP server.
+
+Here: where the checkout, tests/data and the fakes are, and git with a fixed identity.
+"""
 
 from __future__ import annotations
 
-import re
-from collections.abc import Sequence
+import os
+import subprocess
+import sys
 from pathlib import Path
-from typing import Any
 
-from orkeon_run.calls import CheckedCall, Refusal
-from orkeon_run.catalog import TOOLS
-from orkeon_run.config.inputs import NativeHook
-from orkeon_run.events import EventLog
-from orkeon_run.hooks import NO_HOOKS, Hooks, chain
-from orkeon_run.hooks.native import NativeHooks
-from orkeon_run.ledger import BudgetLimits, Ledger
-from orkeon_run.pipeline import Pipeline, check_call
-from orkeon_run.policy.gate import Gate
-from orkeon_run.policy.programs import ShellRules
-from orkeon_run.policy.rules import RuleSet
-from orkeon_run.tools import ToolEnv
+ROOT = Path(__file__).resolve().parent.parent.parent  # the checkout
+DATA = ROOT / "tests" / "data"  # hook scripts, fault scripts, fixtures: real files
+FAKES = Path(__file__).resolve().parent / "fakes"  # the fake servers, run as programs too
+ORKEON = [sys.executable, "-m", "orkeon_run"]  # the real command, in a child process
+GIT_ENV = {
+    "GIT_AUTHOR_NAME": "t",
+    "GIT_AUTHOR_EMAIL": "t@example.com",
+    "GIT_COMMITTER_NAME": "t",
+    "GIT_COMMITTER_EMAIL": "t@example.com",
+    "GIT_CONFIG_GLOBAL": "/dev/null",
+    "GIT_CONFIG_NOSYSTEM": "1",
+}
 
 
-def make_pipeline(
-    workspace: Path,
-    *,
-    native: Sequence[tuple[str, str]] = (),
-    hooks: Hooks = NO_HOOKS,
-    gate: Gate | None = None,
-    rule_sets: Sequence[RuleSet] = (),
-    rules: ShellRules | None = None,
-    ledger: Ledger | None = None,
-    events: EventLog | None = None,
-    step: str = "dev-batches",
-    sandbox: Any = None,
-    environ: Any = None,
-) -> Pipeline:
-    """The real Pipeline over `workspace` (resolved), wired as a step wires it: native hooks
-    (`(event, command)` pairs) first, then `hooks` (settings-shape ones, or a test's own)."""
-    rules = rules or ShellRules()
-    native_set = (
-        NativeHooks(
-            [NativeHook(event=e, command=c) for e, c in native],  # type: ignore[arg-type]
-            workspace=workspace,
-            program_rules=rules,
-        )
-        if native
-        else NO_HOOKS
+def git(cwd: Path, *args: str) -> str:
+    """`git ARGS` in `cwd` with a fixed identity and no user or system config; its stdout.
+    A failing git fails the test."""
+    env = {**os.environ, **GIT_ENV}
+    done = subprocess.run(
+        ["git", *args], cwd=cwd, env=env, check=True, capture_output=True, text=True
     )
-    return Pipeline(
-        workspace=workspace,
-        step=step,
-        ledger=ledger or Ledger(BudgetLimits(seconds=None)),
-        events=events or EventLog(None),
-        tool_env=ToolEnv(workspace=workspace, shell_rules=rules, environ=environ, sandbox=sandbox),
-        gate=gate or Gate(),
-        rule_sets=rule_sets,
-        hooks=chain([native_set, hooks]),
-    )
-
-
-def sample_call(workspace: Path, tool: str, input: dict[str, Any]) -> CheckedCall:
-    """`input` as the pipeline hands a call of `tool` to hooks: checked when it is a valid
-    call, else taken as it is (hook tests feed hooks inputs no tool would accept)."""
-    checked = check_call(workspace, tool, input)
-    if isinstance(checked, CheckedCall):
-        return checked
-    assert isinstance(checked, Refusal)
-    entry = TOOLS[tool]
-    raw = input.get(entry.path_field) if entry.path_field else None
-    return CheckedCall(entry, input, entry.input.model_construct(**input), raw)
-
-
-def refusal_lines(verdict: Any) -> list[str]:
-    """The lines of a pre-tool verdict's refusal text ([] when it refuses nothing)."""
-    if verdict.refusal is None:
-        return []
-    return re.split(r"\n(?=\[PreToolUse hook )", verdict.refusal.text)
-
-
-def shell_call(pipeline: Pipeline, command: str, roots: Sequence[str] | None = None) -> Any:
-    """The result of one shell call through `pipeline`, by a role with `roots`."""
-    import anyio
-
-    from orkeon_run.calls import CallContext
-
-    ctx = CallContext(
-        step=pipeline.step,
-        role="b1/a" if roots is not None else "analyst",
-        workspace=pipeline.workspace,
-        batch="b1" if roots is not None else None,
-        roots=tuple(roots) if roots is not None else None,
-    )
-    return anyio.run(pipeline.call, ctx, "shell", {"command": command}, "c1").result
+    return done.stdout

@@ -1,1 +1,0 @@
-"""Loopback fakes of the model providers' wire protocols (real HTTP servers)."""

@@ -1,0 +1,65 @@
+"""Shared by the sandbox tests: a workspace with what the sandbox must guard, a role's
+policy, and a shell call through the real shell tool."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from orkeon_run.policy.programs import ShellRules
+from orkeon_run.tools import sandbox as sb
+from orkeon_run.tools.sandbox import SandboxPolicy
+from orkeon_run.tools.shell import shell
+
+from . import DATA
+
+LINUX_ONLY = pytest.mark.skipif(
+    not sys.platform.startswith("linux"), reason="the shell sandbox is built on Linux namespaces"
+)
+SCRIPTS = DATA / "sandbox"  # programs run inside the sandbox
+PY = sys.executable
+RULES = ShellRules(extra_allowed_commands=(PY,))
+ENV = {"PATH": os.environ.get("PATH", os.defpath), "LC_ALL": "C"}
+
+
+def require_sandbox() -> None:
+    """Fail (never skip) where no sandbox can be made: CI must run these tests."""
+    avail = sb.probe()
+    assert avail.ok, f"no shell sandbox on this machine: {avail.reason}; fix: {avail.fix}"
+
+
+def make_ws(tmp_path: Path) -> Path:
+    """A git repository with src/ (a role's root), docs/, a nested untracked repository
+    under src/, orkeon's folder with settings and a run directory (`.orkeon/runs/r1`)."""
+    ws = tmp_path / "ws"
+    for d in ("src/vendor/lib", "docs", ".orkeon/hooks", ".orkeon/runs/r1"):
+        (ws / d).mkdir(parents=True)
+    subprocess.run(["git", "init", "-q", str(ws)], check=True)
+    subprocess.run(["git", "init", "-q", str(ws / "src/vendor/lib")], check=True)
+    (ws / "README.md").write_text("# readme\n")
+    (ws / ".orkeon/settings.json").write_text("{}\n")
+    (ws / ".orkeon/runs/r1/state.json").write_text('{"secret": "run-state"}\n')
+    return ws.resolve()
+
+
+def role(ws: Path, roots: list[str] | None, config: Path | None = None, **kw: Any) -> SandboxPolicy:
+    return SandboxPolicy.for_role(
+        ws, roots, run_dir=ws / ".orkeon/runs/r1", config_dir=config, **kw
+    )
+
+
+def sh(
+    ws: Path, command: str, policy: SandboxPolicy, timeout: float = 30, rules: ShellRules = RULES
+) -> Any:
+    """The shell tool's answer to `command` in `ws` under `policy`."""
+    return anyio.run(
+        lambda: shell(
+            command, workspace=ws, rules=rules, timeout=timeout, environ=ENV, sandbox=policy
+        )
+    )
