@@ -15,9 +15,10 @@ import pytest
 from orkeon_run.policy.programs import ShellRules
 from orkeon_run.tools import sandbox as sb
 from orkeon_run.tools.sandbox import SandboxPolicy
+from orkeon_run.tools.sandbox.bwrap import unseen
 from orkeon_run.tools.shell import shell
 
-from . import DATA
+from . import DATA, ROOT
 
 LINUX_ONLY = pytest.mark.skipif(
     not sys.platform.startswith("linux"), reason="the shell sandbox is built on Linux namespaces"
@@ -29,9 +30,18 @@ ENV = {"PATH": os.environ.get("PATH", os.defpath), "LC_ALL": "C"}
 
 
 def require_sandbox() -> None:
-    """Fail (never skip) where no sandbox can be made: CI must run these tests."""
+    """Fail (never skip) where no sandbox can be made: CI must run these tests. The tests
+    run this interpreter and scripts of this checkout inside the sandbox, which hides the
+    host's /tmp and /run: a checkout there fails here, with that reason, rather than in
+    each test with a program the sandbox cannot find."""
     avail = sb.probe()
     assert avail.ok, f"no shell sandbox on this machine: {avail.reason}; fix: {avail.fix}"
+    policy = SandboxPolicy.for_role(Path("/nonexistent-workspace"), None, run_dir=None)
+    for path in (os.path.realpath(PY), os.fspath(ROOT)):
+        assert not unseen(policy, path), (
+            f"{path} is in a folder the shell sandbox hides (the host's /tmp and /run): "
+            "run the sandbox tests from a checkout and a Python elsewhere"
+        )
 
 
 def make_ws(tmp_path: Path) -> Path:
