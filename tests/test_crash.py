@@ -1,7 +1,7 @@
 """Crash safety: a dev-batches run killed with SIGKILL at seeded random points, then resumed
 with `orkeon run dev-batches --resume RUN_DIR` until it succeeds.
 
-INTERFACE section 7: "Files are written so that a killed run leaves every finished line
+docs/output.md: "Files are written so that a killed run leaves every finished line
 intact." batches.py: "Each batch that passes is recorded in state.json at once, so
 `--resume` continues from the first batch that did not pass and never runs a finished
 batch again."

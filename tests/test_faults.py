@@ -89,7 +89,7 @@ def strict_json(text: str | bytes) -> Any:
 
 
 def check_run(rd: Path, result: dict[str, Any], *, status: str, exit_code: int) -> list[Any]:
-    """INTERFACE section 7: every event line whole and strict JSON, the last one the result,
+    """docs/output.md: every event line whole and strict JSON, the last one the result,
     result.json written and equal to it. Returns the events."""
     assert result["status"] == status, result["error"]
     assert result["exit_code"] == exit_code
@@ -142,8 +142,8 @@ def timed(fn: Callable[[], dict[str, Any]]) -> tuple[dict[str, Any], float]:
 
 @pytest.mark.timeout(20)
 def test_native_hook_that_never_exits_is_cut_at_the_budget(tmp_path: Path, ws: Path) -> None:
-    """INTERFACE section 8: "A hook's time limit is the smaller of its own and what is
-    left." Seed: "the first that exits with a code other than 0, runs longer than 60
+    """docs/inputs.md: "A hook's time limit is the smaller of its own and what is
+    left." The hooks contract: "the first that exits with a code other than 0, runs longer than 60
     seconds or cannot run refuses the call". With 1.5 s of budget the hook is killed at
     1.5 s, refuses the call, and the step ends budget_exhausted (exit 3)."""
     pidfile = tmp_path / "hook.pid"
@@ -323,7 +323,7 @@ def test_peak_memory_with_a_100_mb_hook(tmp_path: Path, ws: Path) -> None:
 
 @pytest.mark.timeout(20)
 def test_native_hook_that_exits_mid_line(tmp_path: Path, ws: Path) -> None:
-    """INTERFACE section 4: `[pre-tool hook #N (CMD) exited CODE: LINE]`, LINE "the first
+    """docs/hooks.md: `[pre-tool hook #N (CMD) exited CODE: LINE]`, LINE "the first
     line the hook printed". A line with no newline is still a line."""
     script = fault("mid_line.sh")
     d = doc(
@@ -346,8 +346,9 @@ def test_native_hook_that_exits_mid_line(tmp_path: Path, ws: Path) -> None:
 
 @pytest.mark.timeout(20)
 def test_native_hooks_deleted_between_validation_and_use(tmp_path: Path, ws: Path) -> None:
-    """Seed: "A hook that cannot run refuses every call of the step"; INTERFACE section 4:
-    "a post-tool hook that cannot run adds its `could not run` line to every result"."""
+    """The hooks contract (docs/hooks.md): "A hook that cannot run refuses every call of the
+    step"; docs/hooks.md: "a post-tool hook that cannot run adds its `could not run` line to
+    every result"."""
     pre_copy = tmp_path / "pre.sh"
     post_copy = tmp_path / "post.sh"
     shutil.copy(fault("allow.sh"), pre_copy)
@@ -408,8 +409,8 @@ def test_native_hooks_deleted_between_validation_and_use(tmp_path: Path, ws: Pat
 
 @pytest.mark.timeout(20)
 def test_settings_hook_that_never_exits_is_killed_at_its_timeout(tmp_path: Path, ws: Path) -> None:
-    """Seed: "A hook that exceeds it is killed and reported as a non-blocking message": the
-    call runs and the model reads the tool's result exactly."""
+    """The hooks contract (docs/hooks.md): "A hook that exceeds it is killed and reported as
+    a non-blocking message": the call runs and the model reads the tool's result exactly."""
     pidfile = tmp_path / "hook.pid"
     command = f"{fault('never_exits.sh')} {pidfile}"
     d = doc([write("src/x.py", "x")], hooks=settings("PreToolUse", command, timeout=0.5))
@@ -429,7 +430,8 @@ def test_settings_hook_that_never_exits_is_killed_at_its_timeout(tmp_path: Path,
 
 @pytest.mark.timeout(20)
 def test_settings_hook_that_ignores_sigterm(tmp_path: Path, ws: Path) -> None:
-    """Seed: "If a hook ignores SIGTERM, OrbCode escalates to SIGKILL after a 2s grace.\""""
+    """The hooks contract (docs/hooks.md): "If a hook ignores SIGTERM, OrbCode escalates to
+    SIGKILL after a 2s grace.\""""
     pidfile = tmp_path / "hook.pid"
     command = f"{fault('ignore_term.sh')} {pidfile}"
     d = doc([write("src/x.py", "x")], hooks=settings("PostToolUse", command, timeout=0.3))
@@ -462,7 +464,7 @@ def test_settings_hook_leaving_a_grandchild_on_its_pipes(tmp_path: Path, ws: Pat
 
 @pytest.mark.timeout(30)
 def test_settings_hook_blocking_with_100_mb_of_reason(tmp_path: Path, ws: Path) -> None:
-    """INTERFACE section 5: `[PreToolUse hook (CMD) blocked the call: REASON]`, REASON the
+    """docs/hooks.md: `[PreToolUse hook (CMD) blocked the call: REASON]`, REASON the
     stderr of an exit 2, capped at 8192 bytes."""
     command = f"{fault('print_100mb.sh')} err 2"
     d = doc([write("src/x.py", "x")], hooks=settings("PreToolUse", command))
@@ -481,7 +483,8 @@ def test_settings_hook_blocking_with_100_mb_of_reason(tmp_path: Path, ws: Path) 
 
 @pytest.mark.timeout(20)
 def test_settings_hooks_that_exit_mid_line(tmp_path: Path, ws: Path) -> None:
-    """Seed: exit 2 blocks with stderr as the reason; "other (1, 3, …)": non-blocking."""
+    """The hooks contract (docs/hooks.md): exit 2 blocks with stderr as the reason; "other
+    (1, 3, …)": non-blocking."""
     script = fault("mid_line.sh")
     hooks = {
         "PreToolUse": [
@@ -502,8 +505,8 @@ def test_settings_hooks_that_exit_mid_line(tmp_path: Path, ws: Path) -> None:
 
 @pytest.mark.timeout(20)
 def test_settings_hook_deleted_between_validation_and_use(tmp_path: Path, ws: Path) -> None:
-    """Seed: "A hook that fails to start, errors, or times out is surfaced as a
-    non-blocking message; it never crashes OrbCode." The shell answers 127."""
+    """The hooks contract (docs/hooks.md): "A hook that fails to start, errors, or times out
+    is surfaced as a non-blocking message; it never crashes OrbCode." The shell answers 127."""
     copy = tmp_path / "guard.sh"
     shutil.copy(fault("allow.sh"), copy)
     d = doc([write("src/x.py", "x")], hooks=settings("PreToolUse", str(copy)))
@@ -641,7 +644,7 @@ def run_http(
 def test_model_server_that_hangs(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, ws: Path, raw_server: Any, provider: str
 ) -> None:
-    """INTERFACE section 1: exit 4, "the model provider failed". Each attempt is cut at
+    """docs/output.md: exit 4, "the model provider failed". Each attempt is cut at
     `timeout_seconds`; with `max_retries` 1 there are two."""
     server = raw_server(hang)
     d = http_doc(provider, server.url, timeout_seconds=0.4, max_retries=1)

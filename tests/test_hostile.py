@@ -2,7 +2,7 @@
 paths through the real Pipeline, and matcher and rule patterns that backtrack.
 
 No input may crash orkeon with a traceback; every refusal is one of the documented texts
-(INTERFACE sections 1, 4); no write lands outside the workspace or the role's roots; no
+(docs/output.md, docs/hooks.md); no write lands outside the workspace or the role's roots; no
 pattern hangs a run.
 """
 
@@ -41,7 +41,7 @@ from orkeon_run.policy.words import OPERATORS, split_command
 SETTINGS = settings(
     max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True
 )
-# One problem per line: `orkeon: FIELD: message` (INTERFACE section 1, exit 2 "the message
+# One problem per line: `orkeon: FIELD: message` (docs/output.md, exit 2 "the message
 # names the bad field"); FIELD is a path into the document or the document itself.
 PROBLEM = re.compile(r"orkeon: (?P<field>[^ ].*?): (?P<message>.+)")
 
@@ -204,7 +204,7 @@ def mutated(draw: st.DrawFn) -> Any:
     step=st.sampled_from([None, "dev-spec", "dev-plan", "dev-batches", "tasks-repair"]),
 )
 def test_validate_exits_0_or_names_the_field(cwd: Path, doc: Any, step: str | None) -> None:
-    """INTERFACE section 1: exit 2 for "usage error or invalid inputs; nothing ran; the
+    """docs/output.md: exit 2 for "usage error or invalid inputs; nothing ran; the
     message names the bad field". Never exit 1, never a traceback, one line per problem."""
     args = ["--inputs", json.dumps(doc)]  # NaN and Infinity as Python writes them
     if step:
@@ -279,7 +279,7 @@ SPLIT_ALPHABET = [*" \t\r\n'\"\\ab#é\x0b\u00a0$*", "\\\n", "''", '""', '\\"', "
 @settings(max_examples=400, deadline=None, derandomize=True)
 @given(st.lists(st.sampled_from(SPLIT_ALPHABET), max_size=14).map("".join) | st.text(max_size=12))
 def test_split_is_shlex_split(command: str) -> None:
-    """INTERFACE section 4: "split like a POSIX shell splits words (quotes honoured,
+    """docs/hooks.md: "split like a POSIX shell splits words (quotes honoured,
     `shlex`)". commands.split_words gives shlex.split's words, and refuses with its message."""
     from orkeon_run.policy.words import CommandRefused, split_words
 
@@ -323,7 +323,7 @@ piece = st.sampled_from(META) | st.sampled_from(WORDS) | st.text(max_size=6)
 
 
 def expanded(command: str, tool: str, path: str) -> str:
-    """The command with its three words replaced (INTERFACE section 4)."""
+    """The command with its three words replaced (docs/hooks.md)."""
     return command.replace("{tool}", tool).replace("{path}", path).replace("{event}", "pre-tool")
 
 
@@ -345,7 +345,7 @@ def hook_commands(draw: st.DrawFn) -> str:
 def test_hook_commands_are_one_program_or_refused_naming_the_hook(
     cwd: Path, commands: list[str]
 ) -> None:
-    """INTERFACE section 4: "split like a POSIX shell splits words ... into one program and
+    """docs/hooks.md: "split like a POSIX shell splits words ... into one program and
     its arguments"; `;`, `&&`, `||`, `|`, `&`, `<`, `>`, `>>`, `$(` and backticks "are refused
     when the inputs are read (exit 2)"."""
     hooks = [{"event": "pre-tool", "command": c} for c in commands]
@@ -602,9 +602,10 @@ CATASTROPHIC = [
 @pytest.mark.timeout(20)
 @pytest.mark.parametrize("pattern", CATASTROPHIC)
 def test_catastrophic_matchers_are_bounded(pattern: str) -> None:
-    """Seed: matchers are regexes "tested against one field of the event"; a pattern that
-    backtracks without end must not hang the run. A match that runs out of time counts as
-    a match (matchers.py: "a guard is never skipped because its pattern is slow")."""
+    """The hooks contract (docs/hooks.md): matchers are regexes "tested against one field of
+    the event"; a pattern that backtracks without end must not hang the run. A match that
+    runs out of time counts as a match (matchers.py: "a guard is never skipped because its
+    pattern is slow")."""
     m = Matcher(pattern)
     t0 = time.monotonic()
     for value in ("a" * 40 + "!", "a" * 5000 + "!", "file_write", "x" * 100_000):

@@ -1,4 +1,4 @@
-"""The step's ledger (INTERFACE section 8)."""
+"""The step's ledger (docs/inputs.md)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """The tool-call pipeline end to end: real tools on a real workspace, real hook scripts,
-real events.jsonl. Sentences quoted are from seeds/orkeon-code-hooks.txt unless marked as
-INTERFACE."""
+real events.jsonl. Sentences quoted are from the native hooks contract (docs/hooks.md)
+unless marked as the contract's (docs/inputs.md, docs/output.md)."""
 
 from __future__ import annotations
 
@@ -99,7 +99,7 @@ def write(path: str, content: str = "new\n") -> dict[str, Any]:
 
 
 async def test_a_call_runs_and_emits_one_event_with_every_field(ws: Path) -> None:
-    """INTERFACE 7: "A `tool.call` event, one per call" with every listed field."""
+    """docs/output.md: "A `tool.call` event, one per call" with every listed field."""
     h = Harness(ws)
     out = await h.call("file_write", write("src/api/y.py"))
     assert out.outcome == "ran" and out.refused_by is None
@@ -128,7 +128,7 @@ async def test_a_call_runs_and_emits_one_event_with_every_field(ws: Path) -> Non
 
 
 async def test_tool_time_is_charged_to_the_ledger(ws: Path) -> None:
-    """INTERFACE 8: "each call charges its tool time"."""
+    """docs/inputs.md: "each call charges its tool time"."""
     h = Harness(ws, rules=ShellRules())
     out = await h.call("shell", {"command": "sleep 0.2"})
     assert out.result == {"exit_code": 0, "stdout": "", "stderr": ""}
@@ -163,8 +163,8 @@ async def test_a_tool_that_raises_becomes_a_text_result(ws: Path) -> None:
 async def test_a_call_the_gate_refuses_never_reaches_the_hooks(
     ws: Path, hook_cmd: HookCmd, hook_rules: ShellRules
 ) -> None:
-    """Seed: "A call the gate refuses, a session deny rule among them, never reaches the hooks"
-    (nor the rule sets: INTERFACE 3)."""
+    """The hooks contract (docs/hooks.md): "A call the gate refuses, a session deny rule
+    among them, never reaches the hooks" (nor the rule sets: docs/tools.md)."""
     log = hook_cmd("log_call.sh", "{event}")
     h = Harness(
         ws,
@@ -193,8 +193,8 @@ async def test_gate_allow_rules_confine_calls(ws: Path) -> None:
 async def test_the_gate_does_not_check_hook_commands(
     ws: Path, hook_cmd: HookCmd, hook_rules: ShellRules
 ) -> None:
-    """Seed: "Orkeon Code runs a hook with the shell tool, from its own code ...: the gate does
-    not check it"."""
+    """The hooks contract (docs/hooks.md): "Orkeon Code runs a hook with the shell tool,
+    from its own code ...: the gate does not check it"."""
     h = Harness(
         ws, hooks=[("pre-tool", hook_cmd("log_call.sh", "{tool}"))], gate=Gate(deny=["Bash"]),
         rules=hook_rules,
@@ -231,8 +231,8 @@ async def test_a_symlink_out_of_the_workspace_is_refused(ws: Path, tmp_path: Pat
 async def test_rule_set_refusal_runs_no_hook(
     ws: Path, hook_cmd: HookCmd, hook_rules: ShellRules
 ) -> None:
-    """Seed: "the crew's callback checks the call again against the step's rule sets ...; a call
-    they refuse runs no hook"."""
+    """The hooks contract (docs/hooks.md): "the crew's callback checks the call again
+    against the step's rule sets ...; a call they refuse runs no hook"."""
     h = Harness(
         ws,
         hooks=[("pre-tool", hook_cmd("log_call.sh")), ("post-tool", hook_cmd("log_call.sh"))],
@@ -255,7 +255,8 @@ async def test_rule_set_refusal_runs_no_hook(
 async def test_roots_refusal_runs_no_hook(
     ws: Path, hook_cmd: HookCmd, hook_rules: ShellRules
 ) -> None:
-    """Seed: "(and, for a role of a batch, against its roots); a call they refuse runs no hook"."""
+    """The hooks contract (docs/hooks.md): "(and, for a role of a batch, against its roots);
+    a call they refuse runs no hook"."""
     h = Harness(ws, hooks=[("pre-tool", hook_cmd("log_call.sh"))], rules=hook_rules)
     ctx = CallContext(step="dev-batches", role="b1/api", workspace=ws, batch="b1",
                       roots=("src/api/", "docs"))  # fmt: skip
@@ -271,7 +272,7 @@ async def test_roots_refusal_runs_no_hook(
 
 
 async def test_roots_are_checked_on_the_resolved_path(ws: Path) -> None:
-    """INTERFACE: "Roots are checked on the resolved path (a symlink inside the root
+    """The contract: "Roots are checked on the resolved path (a symlink inside the root
     pointing outside is outside)"."""
     (ws / "src/api/to_tests").symlink_to(ws / "tests")
     h = Harness(ws)
@@ -291,10 +292,10 @@ async def test_roots_are_checked_on_the_resolved_path(ws: Path) -> None:
 async def test_pre_tool_hooks_run_in_order_and_the_first_failure_refuses(
     ws: Path, hook_cmd: HookCmd, hook_rules: ShellRules
 ) -> None:
-    """Seed: "every pre-tool hook runs, in the order of /hooks list; the first that exits with a
-    code other than 0 ... refuses the call: the model reads the hook's number, its command,
-    its exit code and the first line it printed (its error output first), and the call
-    does not run"."""
+    """The hooks contract (docs/hooks.md): "every pre-tool hook runs, in the order of /hooks
+    list; the first that exits with a code other than 0 ... refuses the call: the model
+    reads the hook's number, its command, its exit code and the first line it printed (its
+    error output first), and the call does not run"."""
     deny = hook_cmd("deny.sh", "{tool}", "{path}")
     h = Harness(
         ws,
@@ -322,9 +323,10 @@ async def test_pre_tool_hooks_run_in_order_and_the_first_failure_refuses(
 async def test_a_pre_tool_hook_past_its_limit_refuses(
     ws: Path, hook_cmd: HookCmd, hook_rules: ShellRules
 ) -> None:
-    """Seed: "the first that ... runs longer than 60 seconds ... refuses the call" — here the
-    budget makes the limit 0.4 s (INTERFACE 8: "A hook's time limit is the smaller of its own
-    and what is left"), so it is the budget that stops it, and the model reads that text."""
+    """The hooks contract (docs/hooks.md): "the first that ... runs longer than 60 seconds
+    ... refuses the call" — here the budget makes the limit 0.4 s (docs/inputs.md: "A hook's
+    time limit is the smaller of its own and what is left"), so it is the budget that stops
+    it, and the model reads that text."""
     sleep = hook_cmd("sleep.sh", "30")
     h = Harness(ws, hooks=[("pre-tool", sleep)], rules=hook_rules,
                 limits=BudgetLimits(seconds=0.4))  # fmt: skip
@@ -340,7 +342,7 @@ async def test_a_pre_tool_hook_past_its_limit_refuses(
 async def test_a_post_tool_hook_cut_by_the_budget_adds_the_budget_line(
     ws: Path, hook_cmd: HookCmd, hook_rules: ShellRules
 ) -> None:
-    """INTERFACE 8: "A hook's time limit is the smaller of its own and what is left"; the
+    """docs/inputs.md: "A hook's time limit is the smaller of its own and what is left"; the
     post-tool hook stopped by what was left adds the budget's line, and the budget counts
     as exhausted (it stopped work)."""
     sleep = hook_cmd("sleep.sh", "30")
@@ -355,7 +357,8 @@ async def test_a_post_tool_hook_cut_by_the_budget_adds_the_budget_line(
 
 
 async def test_a_hook_that_cannot_run_refuses_every_call_of_the_step(ws: Path) -> None:
-    """Seed: "A hook that cannot run refuses every call of the step"."""
+    """The hooks contract (docs/hooks.md): "A hook that cannot run refuses every call of the
+    step"."""
     h = Harness(ws, hooks=[("pre-tool", "node .orkeon/hooks/pre.mjs {tool} {path}")])
     for path in ("README.md", "src/api/x.py"):
         out = await h.call("file_read", {"file_path": path})
@@ -369,8 +372,9 @@ async def test_a_hook_that_cannot_run_refuses_every_call_of_the_step(ws: Path) -
 async def test_post_tool_hooks_all_run_in_order_and_add_their_lines(
     ws: Path, hook_cmd: HookCmd, hook_rules: ShellRules
 ) -> None:
-    """Seed: "every post-tool hook runs, in order. One that fails adds a line to the result the
-    model reads" (INTERFACE: `RESULT.rstrip("\\n") + "\\n" + LINE`)."""
+    """The hooks contract (docs/hooks.md): "every post-tool hook runs, in order. One that
+    fails adds a line to the result the model reads" (the contract: `RESULT.rstrip("\\n") +
+    "\\n" + LINE`)."""
     deny, lint = hook_cmd("deny.sh"), hook_cmd("stdout_only.sh", "{path}")
     h = Harness(
         ws,
@@ -401,7 +405,8 @@ async def test_post_tool_hooks_all_run_in_order_and_add_their_lines(
 async def test_when_every_post_tool_hook_exits_0_the_result_is_left_as_it_is(
     ws: Path, hook_cmd: HookCmd, hook_rules: ShellRules
 ) -> None:
-    """Seed: "when they all exit 0, the result is left as it is" — a list stays a list."""
+    """The hooks contract (docs/hooks.md): "when they all exit 0, the result is left as it
+    is" — a list stays a list."""
     h = Harness(ws, hooks=[("post-tool", hook_cmd("allow.sh"))], rules=hook_rules)
     out = await h.call("list_files", {"path": "src"})
     assert out.result == ["src/api/x.py"]
@@ -413,7 +418,8 @@ async def test_when_every_post_tool_hook_exits_0_the_result_is_left_as_it_is(
 async def test_a_result_that_is_not_text_becomes_compact_json_on_one_line(
     ws: Path, hook_cmd: HookCmd, hook_rules: ShellRules
 ) -> None:
-    """Seed: "A result that is not text reaches the model then as compact JSON, on one line"."""
+    """The hooks contract (docs/hooks.md): "A result that is not text reaches the model then
+    as compact JSON, on one line"."""
     deny = hook_cmd("deny.sh")
     h = Harness(ws, hooks=[("post-tool", deny)], rules=hook_rules)
     out = await h.call("shell", {"command": "echo hi"})
@@ -427,7 +433,8 @@ async def test_a_result_that_is_not_text_becomes_compact_json_on_one_line(
 async def test_stop_hooks_are_stored_not_run_and_keep_their_numbers(
     ws: Path, hook_cmd: HookCmd, hook_rules: ShellRules
 ) -> None:
-    """Seed: "nothing runs a stop hook: /hooks stores them for later"; numbering counts them."""
+    """The hooks contract (docs/hooks.md): "nothing runs a stop hook: /hooks stores them for
+    later"; numbering counts them."""
     h = Harness(
         ws,
         hooks=[("stop", hook_cmd("log_call.sh", "stop")), ("pre-tool", hook_cmd("deny.sh"))],
@@ -441,8 +448,8 @@ async def test_stop_hooks_are_stored_not_run_and_keep_their_numbers(
 async def test_a_hook_cannot_change_the_input(
     ws: Path, hook_cmd: HookCmd, hook_rules: ShellRules
 ) -> None:
-    """Seed: "It cannot allow a call the gate or the rule sets refuse, nor change the call's
-    input" — a native hook's stdout is not read as an answer."""
+    """The hooks contract (docs/hooks.md): "It cannot allow a call the gate or the rule sets
+    refuse, nor change the call's input" — a native hook's stdout is not read as an answer."""
     h = Harness(ws, hooks=[("pre-tool", hook_cmd("print_json.sh"))], rules=hook_rules,
                 gate=Gate(deny=["file_edit"]))  # fmt: skip
     out = await h.call("file_write", write("src/api/orig.py", "orig"))
@@ -457,9 +464,10 @@ async def test_a_hook_cannot_change_the_input(
 async def test_hooks_see_the_call_not_a_tools_inner_work(
     ws: Path, hook_cmd: HookCmd, hook_rules: ShellRules
 ) -> None:
-    """Seed: "It does not see the calls a command or a crew makes from its own code ..., nor the
-    inner calls of a tool Orkeon Code defines" — one search over many files is one call;
-    a shell command's own child processes are not calls either."""
+    """The hooks contract (docs/hooks.md): "It does not see the calls a command or a crew
+    makes from its own code ..., nor the inner calls of a tool Orkeon Code defines" — one
+    search over many files is one call; a shell command's own child processes are not calls
+    either."""
     for i in range(20):
         (ws / "src" / f"m{i}.py").write_text("needle\n")
     log = hook_cmd("log_call.sh", "{event}", "{tool}", "{path}")
@@ -481,9 +489,10 @@ async def test_hooks_see_the_call_not_a_tools_inner_work(
 async def test_hook_time_is_charged_at_each_call(
     ws: Path, hook_cmd: HookCmd, hook_rules: ShellRules
 ) -> None:
-    """Seed: "The time a hook runs counts in the step's time budget, at each call" — ten calls,
-    each with a hook that sleeps 0.3 s: 3.0 to 3.5 s of hook time. The calls run at once,
-    as a batch's roles do: charges add up, whatever the wall clock says."""
+    """The hooks contract (docs/hooks.md): "The time a hook runs counts in the step's time
+    budget, at each call" — ten calls, each with a hook that sleeps 0.3 s: 3.0 to 3.5 s of
+    hook time. The calls run at once, as a batch's roles do: charges add up, whatever the
+    wall clock says."""
     h = Harness(ws, hooks=[("pre-tool", hook_cmd("sleep.sh", "0.3"))], rules=hook_rules)
     started = time.monotonic()
     outs = await asyncio.gather(
@@ -502,7 +511,7 @@ async def test_hook_time_is_charged_at_each_call(
 async def test_a_spent_budget_starts_no_call(
     ws: Path, hook_cmd: HookCmd, hook_rules: ShellRules
 ) -> None:
-    """INTERFACE 8: "When the ledger reaches `budget.seconds`, no new turn or call starts"."""
+    """docs/inputs.md: "When the ledger reaches `budget.seconds`, no new turn or call starts"."""
     h = Harness(ws, hooks=[("pre-tool", hook_cmd("log_call.sh"))], rules=hook_rules,
                 limits=BudgetLimits(seconds=1.0, turns=3))  # fmt: skip
     h.ledger.charge("model", 1.0)
@@ -589,7 +598,7 @@ async def test_settings_refusal_lines_refuse_the_call(ws: Path) -> None:
 
 
 async def test_updated_input_is_checked_again_before_the_tool_runs(ws: Path) -> None:
-    """INTERFACE 5: "`updatedInput` replaces the input ... and is checked again by the
+    """docs/hooks.md: "`updatedInput` replaces the input ... and is checked again by the
     gate, the rule sets and the roots before the tool runs"."""
     for updated, refused_by, text in [
         (write("secrets/k"), "gate", "[refused by the gate: Write(secrets/**)]"),

@@ -5,7 +5,8 @@ pre-tool and post-tool hook once on a sample call, exactly as the pipeline would
 replacement, same program rules, same runner, 60 s limit), and shows what the model would
 read. Settings-shape PreToolUse and PostToolUse hooks run too, through the same
 `SettingsHooks` the pipeline uses, on the same sample call; the tool itself never runs
-(their sample result is empty text).
+(their sample result is empty text). `--tool` may name an MCP server's tool
+(`mcp__SERVER__TOOL`): no server is started, and its sample input is `{}`.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..catalog import TOOLS, canonical
+from ..catalog import TOOLS, Tool, canonical, declared_tool
 from ..hooks.native import HOOK_LIMIT, RUN_EVENTS, HookSpec, ProgramRules, number, run_hook
 
 if TYPE_CHECKING:
@@ -77,10 +78,11 @@ async def check(
     Settings-shape hooks: one line per hook that ran, then what the model would read.
     `env` is the native hooks' environment (the shell tool's; None: orkeon's own).
     """
-    name = canonical(tool)
-    if name is None:
+    entry = sample_tool(tool)
+    if entry is None:
         raise ValueError(f"unknown tool {tool!r}")
-    if TOOLS[name].path_field is None:
+    name = entry.name
+    if entry.path_field is None:
         # A call of a tool with no path argument (shell) has none, so `{path}` reads `-`
         # there (docs/hooks.md); the sample must not show a path the real call never has.
         path = None
@@ -112,16 +114,27 @@ async def check(
         else:
             lines.append(READS + "the result, unchanged by this hook")
     if settings_config:
-        more, failed = await _check_settings(settings_config, workspace, name, path)
+        more, failed = await _check_settings(settings_config, workspace, entry, path)
         lines += more
         code = 1 if failed else code
     return lines, code
 
 
+def sample_tool(tool: str) -> Tool | None:
+    """The catalog entry of `tool` (an orkeon name or a Claude Code alias), or for an MCP
+    tool's name (`mcp__SERVER__TOOL`) the entry a run would declare for it; None: unknown."""
+    from ..policy.mcpnames import is_mcp_name
+
+    if is_mcp_name(tool):
+        return declared_tool(tool, "", {"type": "object"}, run="")
+    name = canonical(tool)
+    return TOOLS[name] if name is not None else None
+
+
 async def _check_settings(
     config: Mapping[str, list[MatcherGroup]],
     workspace: Path,
-    tool: str,
+    entry: Tool,
     path: str | None,
 ) -> tuple[list[str], bool]:
     from ..calls import CallContext, CheckedCall
@@ -132,7 +145,6 @@ async def _check_settings(
     hooks = SettingsHooks(dict(config), workspace=workspace, events=NullLog())
     ctx = CallContext(step=SAMPLE_ROLE, role=SAMPLE_ROLE, workspace=workspace)
     ledger = Ledger(BudgetLimits(seconds=None))
-    entry = TOOLS[tool]
     field = entry.path_field
     input: dict[str, Any] = {field: path} if field and path else {}
     # A sample, not a call the model made: its input is shown to the hooks as it is.
@@ -196,8 +208,10 @@ def check_main(inputs: str, *, tool: str, path: str, workspace: str | None = Non
 
     from ..errors import InputError
 
-    if canonical(tool) not in TOOLS:
-        raise InputError(f"--tool: unknown tool {tool!r} (one of: {', '.join(TOOLS)})")
+    if sample_tool(tool) is None:
+        raise InputError(
+            f"--tool: unknown tool {tool!r} (one of: {', '.join(TOOLS)}, or mcp__SERVER__TOOL)"
+        )
     config = _config(inputs, workspace)
     lines, code = anyio.run(
         lambda: check(

@@ -80,7 +80,7 @@ def test_transcript_has_one_line_per_message(tmp_path: Path) -> None:
 
 def test_transcript_lines_are_written_as_they_happen(tmp_path: Path) -> None:
     """A hook that copies the transcript while a call is pending sees the answer that
-    made the call (the seed's "Snapshot the transcript" recipe)."""
+    made the call (the hooks contract's "Snapshot the transcript" recipe)."""
     copy = tmp_path / "copy.jsonl"
     transcript = tmp_path / "run" / "transcripts" / "b1" / "api.jsonl"
     cmd = shlex.join(["cp", str(transcript), str(copy)])

@@ -1,4 +1,4 @@
-"""The command line of INTERFACE section 1, through the entry point and a real process."""
+"""The command line of docs/output.md, through the entry point and a real process."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""`orkeon hooks list | check | trust` (INTERFACE section 1 and 4), through typer's test
+"""`orkeon hooks list | check | trust` (docs/output.md, docs/hooks.md), through typer's test
 runner and through the entry point that maps errors to exit codes."""
 
 from __future__ import annotations
@@ -58,7 +58,7 @@ def test_check_exits_1_when_a_hook_fails_and_shows_what_the_model_reads(tmp_path
     assert "[post-tool hook #3 (false post-tool) exited 1: (no output)]" in out
     assert (
         "#2 stop true -> not run (stop hooks are stored, not run)" in out
-    )  # the seed: nothing runs a stop hook
+    )  # the hooks contract: nothing runs a stop hook
 
 
 def test_check_exits_0_when_every_hook_passes(tmp_path, env, capsys):

@@ -1,4 +1,4 @@
-"""`orkeon hooks list` / `orkeon hooks check` (INTERFACE section 4): the seed's "run it
+"""`orkeon hooks list` / `orkeon hooks check` (docs/hooks.md): the hooks contract's "run it
 once by hand first (node .orkeon/hooks/pre.mjs file_read README.md)"."""
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ def hooks(*pairs: tuple[str, str]) -> list[NativeHook]:
 
 
 def test_list_numbers_hooks_as_the_model_sees_them() -> None:
-    """INTERFACE 4: "`orkeon hooks list` prints one line per hook, `#N EVENT COMMAND`"."""
+    """docs/hooks.md: "`orkeon hooks list` prints one line per hook, `#N EVENT COMMAND`"."""
     got = list_lines(
         hooks(
             ("pre-tool", "node .orkeon/hooks/pre.mjs {tool} {path}"),
@@ -41,7 +41,7 @@ def test_list_numbers_hooks_as_the_model_sees_them() -> None:
 async def test_check_runs_each_hook_once_and_shows_what_the_model_reads(
     workspace: Path, hook_cmd: HookCmd, hook_rules: ShellRules
 ) -> None:
-    """INTERFACE 4: "`orkeon hooks check` runs each pre-tool and post-tool hook once on a
+    """docs/hooks.md: "`orkeon hooks check` runs each pre-tool and post-tool hook once on a
     sample call (default `--tool file_read --path README.md`), prints `#N EVENT COMMAND -> exit CODE
     (SECONDS s)` and what the model would read, and exits 0 when every hook exited 0,
     else 1"."""
@@ -90,7 +90,8 @@ async def test_check_exits_0_when_every_hook_exits_0(
 
 
 async def test_check_shows_a_hook_that_cannot_run(workspace: Path) -> None:
-    """Seed: "A hook that cannot run refuses every call of the step: run it once by hand first"."""
+    """The hooks contract (docs/hooks.md): "A hook that cannot run refuses every call of the
+    step: run it once by hand first"."""
     lines, code = await check(
         hooks(("pre-tool", "node .orkeon/hooks/pre.mjs {tool} {path}")),
         workspace=workspace,
@@ -159,7 +160,7 @@ async def test_check_runs_settings_shape_tool_hooks_on_the_sample_call(workspace
 async def test_check_gives_a_shell_sample_call_no_path(
     workspace: Path, hook_cmd: HookCmd, hook_rules: ShellRules
 ) -> None:
-    """INTERFACE 4: "`{path}` is the call's path argument ...; `-` otherwise, or when the
+    """docs/hooks.md: "`{path}` is the call's path argument ...; `-` otherwise, or when the
     call has none": a shell call has none, so the sample call must not show `--path`."""
     log = hook_cmd("log_call.sh", "{event}", "{tool}", "{path}")
     lines, code = await check(
@@ -167,3 +168,49 @@ async def test_check_gives_a_shell_sample_call_no_path(
     )
     assert code == 0, lines
     assert (workspace / "calls.log").read_text().splitlines() == ["pre-tool shell -"]
+
+
+async def test_check_takes_an_mcp_tool_name_with_no_path_and_its_matchers(
+    workspace: Path, hook_cmd: HookCmd, hook_rules: ShellRules
+) -> None:
+    """docs/tools.md: an MCP tool is named `mcp__SERVER__TOOL` in rules, matchers and hook
+    payloads. The sample call of one has no path and no server is started: native hooks
+    get the name as `{tool}`, settings-shape hooks matching `mcp__.*` see it as
+    `tool_name`, and one matching `Read` does not run."""
+    log = hook_cmd("log_call.sh", "{event}", "{tool}", "{path}")
+    name = "mcp__git__git_status"
+    seen = (
+        "python3 -c \"import json,sys; print(json.load(sys.stdin)['tool_name'], file=sys.stderr)\""
+        "; exit 2"
+    )
+    config = settings(PreToolUse=[("mcp__.*", seen), ("Read", "touch never")])
+    lines, code = await check(
+        hooks(("pre-tool", log)),
+        workspace=workspace,
+        shell_rules=hook_rules,
+        tool=name,
+        path="README.md",
+        settings_config=config,
+    )
+    assert code == 1, lines
+    assert (workspace / "calls.log").read_text().splitlines() == [f"pre-tool {name} -"]
+    assert f"blocked the call: {name}]" in lines[-1]
+    assert not (workspace / "never").exists()
+
+
+def test_the_command_names_mcp_tools_among_those_it_takes(
+    workspace: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from orkeon_run.__main__ import main
+
+    doc = '{"model": {"provider": "scripted", "script": {}}}'
+    code = main(
+        ["hooks", "check", "--inputs", doc, "--tool", "nope", "--workspace", str(workspace)]
+    )
+    assert code == 2
+    err = capsys.readouterr().err
+    assert err.startswith("orkeon: --tool: unknown tool 'nope' (one of: file_read, ")
+    assert err.rstrip().endswith(", or mcp__SERVER__TOOL)")
+    code = main(["hooks", "check", "--inputs", doc, "--tool", "mcp__git__git_status",
+                 "--workspace", str(workspace)])  # fmt: skip
+    assert code == 0, capsys.readouterr()

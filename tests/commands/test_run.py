@@ -1,5 +1,5 @@
 """`orkeon run` as CI uses it: a real process, its stdout, stderr, exit code and run
-directory (INTERFACE sections 1 and 7)."""
+directory (docs/output.md)."""
 
 from __future__ import annotations
 
@@ -109,7 +109,7 @@ def test_text_output_is_a_short_summary(tmp_path):
 
 
 def test_a_failed_step_exits_1(tmp_path):
-    """INTERFACE: "1 | the step ran and failed" — here the writer never writes the spec."""
+    """The contract: "1 | the step ran and failed" — here the writer never writes the spec."""
     ws = make_workspace(tmp_path, FILES)
     proc = dev_spec(tmp_path, ws, spec_inputs([{"text": "I will not write it"}]))
     assert proc.returncode == 1, proc.stderr
@@ -239,7 +239,7 @@ def test_resume_keeps_the_run_id_and_refuses_another_step(tmp_path):
 
 
 def test_a_step_that_ends_exactly_on_its_turn_limit_succeeded(tmp_path):
-    """INTERFACE section 8: at the limit "no new turn or call starts". A step that needs no
+    """docs/inputs.md: at the limit "no new turn or call starts". A step that needs no
     new one has finished within its budget: exit 0, `exhausted` null."""
     ws = make_workspace(tmp_path, FILES)
     # analyst: 1 turn; writer: the write, then its final answer: 3 turns in all.
@@ -288,7 +288,7 @@ def test_a_crash_inside_a_step_still_leaves_a_result_naming_its_cause(
 
 
 def test_on_a_terminal_the_summary_is_text_and_logs_are_for_people(tmp_path):
-    """INTERFACE section 1: `text` is the default on a terminal; logs are human-readable on
+    """docs/output.md: `text` is the default on a terminal; logs are human-readable on
     a terminal (JSON lines otherwise, as the tests above show)."""
     import os
     import pty

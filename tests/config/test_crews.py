@@ -50,7 +50,7 @@ def test_builtin_crews_load(step: str) -> None:
 
 
 def test_dev_spec_roles_and_rule_sets() -> None:
-    """INTERFACE section 2: "dev-spec `analyst` then `writer`"; the issue: "its rule sets let
+    """docs/inputs.md: "dev-spec `analyst` then `writer`"; the issue: "its rule sets let
     it read anywhere in the workspace and write only the spec"."""
     crew = load_crew("dev-spec")
     assert [r.name for r in crew.roles] == ["analyst", "writer"]

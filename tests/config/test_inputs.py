@@ -1,6 +1,6 @@
 """The --inputs document: every kind of bad input exits 2 with one line naming the field.
 
-INTERFACE section 1: "2 | usage error or invalid inputs; nothing ran; the message names
+docs/output.md: "2 | usage error or invalid inputs; nothing ran; the message names
 the bad field". Section 2: "Unknown keys are an error (exit 2, naming the key)."
 """
 

@@ -1,4 +1,4 @@
-"""orkeon_run.config.shell_settings: the program rules of INTERFACE section 6 and where their settings
+"""orkeon_run.config.shell_settings: the program rules of docs/inputs.md and where their settings
 come from (real settings files in tmp_path, environment given as dicts)."""
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ INTERP = "node npm dotnet find python python3"
 
 
 def test_lists_are_the_interfaces() -> None:
-    """INTERFACE 6: "The program must be on the base list (`cat cp cut diff echo false git
+    """docs/inputs.md: "The program must be on the base list (`cat cp cut diff echo false git
     grep head ls mkdir mv pwd sleep sort tail test touch tr true uniq wc`), or an
     interpreter (`node npm dotnet find python python3`) with `allow_interpreters`" """
     assert frozenset(BASE.split()) == BASE_PROGRAMS
@@ -42,7 +42,7 @@ def test_interpreters_need_allow_interpreters(prog: str) -> None:
 
 
 def test_others_need_extra_allowed_commands() -> None:
-    """INTERFACE 6: "or listed in `extra_allowed_commands` (`bash` for a shell script)" """
+    """docs/inputs.md: "or listed in `extra_allowed_commands` (`bash` for a shell script)" """
     why = ShellRules(allow_interpreters=True).refusal(["bash", "x.sh"])
     assert why == (
         "program 'bash' is not allowed (allowed: the base list; interpreters need "
@@ -57,7 +57,7 @@ def test_extra_list_may_name_an_interpreter() -> None:
 
 
 def test_program_given_by_path_must_be_listed_by_that_path() -> None:
-    """INTERFACE 6: "A program given by path (`./x.sh`, `/usr/bin/env`) must be listed by
+    """docs/inputs.md: "A program given by path (`./x.sh`, `/usr/bin/env`) must be listed by
     that path." """
     rules = ShellRules(allow_interpreters=True, extra_allowed_commands=("./x.sh", "env"))
     assert rules.refusal(["./x.sh"]) is None

@@ -1,4 +1,5 @@
-"""Trust of a workspace's `.orkeon/settings.json` (seed `orbcode-cli-hooks.md`, "Security")."""
+"""Trust of a workspace's `.orkeon/settings.json` (Claude Code's hooks contract,
+docs/hooks.md, "Security")."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Native hooks (INTERFACE section 4, seeds/orkeon-code-hooks.txt), run for real: every hook
+"""Native hooks (the native hooks contract, docs/hooks.md), run for real: every hook
 here is an executable script in tests/data/hooks/ or a program of the base list."""
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ async def run(
 
 
 def test_numbered_from_one_across_all_events() -> None:
-    """INTERFACE 4: "Numbered from 1 in the order given, across all events"."""
+    """docs/hooks.md: "Numbered from 1 in the order given, across all events"."""
     hooks = number(
         [
             InputHook(event="post-tool", command="true"),
@@ -72,13 +72,15 @@ def test_numbered_from_one_across_all_events() -> None:
     ],
 )
 def test_path_word_character_rule(path: object, word: str) -> None:
-    """Seed: "{path} the call's path argument, as the model wrote it, when it holds only letters,
-    digits and ._/@+=,:- and does not start with -; - otherwise or without one"."""
+    """The hooks contract (docs/hooks.md): "{path} the call's path argument, as the model
+    wrote it, when it holds only letters, digits and ._/@+=,:- and does not start with -; -
+    otherwise or without one"."""
     assert path_word(path) == word
 
 
 def test_three_words_are_replaced_once() -> None:
-    """Seed: "Three words are replaced in the command before it runs" ({tool}, {event}, {path})."""
+    """The hooks contract (docs/hooks.md): "Three words are replaced in the command before
+    it runs" ({tool}, {event}, {path})."""
     got = expand("node h.mjs {tool} {event} {path} {other}", tool="file_write",
                  event="pre-tool", path="src/{tool}")  # fmt: skip
     # `src/{tool}` holds braces, so {path} becomes `-`; {other} is not a word.
@@ -123,8 +125,8 @@ async def test_a_hook_that_exits_0_allows(workspace: Path, hook_rules: ShellRule
 async def test_refusal_reads_number_command_code_and_stderr_first(
     workspace: Path, hook_rules: ShellRules, hook_cmd: HookCmd
 ) -> None:
-    """Seed: "the model reads the hook's number, its command, its exit code and the first line it
-    printed (its error output first)"."""
+    """The hooks contract (docs/hooks.md): "the model reads the hook's number, its command,
+    its exit code and the first line it printed (its error output first)"."""
     cmd = hook_cmd("deny.sh", "{tool}", "{path}")
     r = await run(cmd, workspace, hook_rules, path="src/x.ts")
     expanded = cmd.replace("{tool}", "file_write").replace("{path}", "src/x.ts")
@@ -151,7 +153,8 @@ async def test_a_hook_that_prints_nothing(workspace: Path) -> None:
 async def test_runs_in_the_workspace_without_variable_expansion(
     workspace: Path, hook_rules: ShellRules, hook_cmd: HookCmd
 ) -> None:
-    """Seed: "Orkeon Code runs a hook ... in /workspace" and "no variable is expanded"."""
+    """The hooks contract (docs/hooks.md): "Orkeon Code runs a hook ... in /workspace" and
+    "no variable is expanded"."""
     cmd = hook_cmd("log_call.sh", "{event}", "{tool}", "{path}", "$HOME", "'a b'")
     r = await run(cmd, workspace, hook_rules, tool="file_read", path="README.md")
     assert r.ok
@@ -160,15 +163,16 @@ async def test_runs_in_the_workspace_without_variable_expansion(
 
 async def test_stdin_is_dev_null(workspace: Path, hook_rules: ShellRules,
                                  hook_cmd: HookCmd) -> None:  # fmt: skip
-    """INTERFACE 4: "stdin is /dev/null"."""
+    """docs/hooks.md: "stdin is /dev/null"."""
     r = await run(hook_cmd("read_stdin.sh"), workspace, hook_rules)
     assert r.ok, r.line
 
 
 @pytest.mark.parametrize("op", [";", "&&", "||", "|", "&", "<", ">", ">>", "$(", "`"])
 async def test_shell_operators_refused_again_at_run_time(workspace: Path, op: str) -> None:
-    """Seed: ";, &&, ||, |, &, <, >, >>, $( and backticks are refused, by the tool and by /hooks
-    add" — a hook that slipped past the inputs check cannot run."""
+    """The hooks contract (docs/hooks.md): ";, &&, ||, |, &, <, >, >>, $( and backticks are
+    refused, by the tool and by /hooks add" — a hook that slipped past the inputs check
+    cannot run."""
     r = await run(f"echo a {op} touch pwned", workspace, ShellRules())
     assert r.line is not None
     assert r.line.startswith(f"[pre-tool hook #1 (echo a {op} touch pwned) could not run: ")
@@ -177,8 +181,9 @@ async def test_shell_operators_refused_again_at_run_time(workspace: Path, op: st
 
 
 async def test_program_must_be_one_the_shell_tool_runs(workspace: Path) -> None:
-    """Seed: "The program must be one the shell tool runs: node, npm, dotnet and find under
-    Orkeon:Tools:Shell:AllowInterpreters ... and any other under ...ExtraAllowedCommands"."""
+    """The hooks contract (docs/hooks.md): "The program must be one the shell tool runs:
+    node, npm, dotnet and find under Orkeon:Tools:Shell:AllowInterpreters ... and any other
+    under ...ExtraAllowedCommands"."""
     r = await run("node .orkeon/hooks/pre.mjs {tool} {path}", workspace, ShellRules())
     assert r.line is not None
     assert r.line.startswith(
@@ -200,8 +205,8 @@ async def test_a_script_by_path_must_be_listed_by_that_path(
 
 
 async def test_a_missing_program_could_not_run(workspace: Path) -> None:
-    """Seed: "A hook that cannot run refuses every call of the step": a missing program is a
-    `could not run` line, never an exception."""
+    """The hooks contract (docs/hooks.md): "A hook that cannot run refuses every call of the
+    step": a missing program is a `could not run` line, never an exception."""
     rules = ShellRules(extra_allowed_commands=("no-such-program-xyz",))
     r = await run("no-such-program-xyz {path}", workspace, rules)
     assert r.line == (
@@ -214,8 +219,8 @@ async def test_a_missing_program_could_not_run(workspace: Path) -> None:
 async def test_past_the_limit_is_killed_and_named(
     workspace: Path, hook_rules: ShellRules, hook_cmd: HookCmd
 ) -> None:
-    """Seed: "runs longer than 60 seconds": the limit's text is `ran longer than 60 s`; a limit
-    the budget cut shorter names that limit."""
+    """The hooks contract (docs/hooks.md): "runs longer than 60 seconds": the limit's text
+    is `ran longer than 60 s`; a limit the budget cut shorter names that limit."""
     assert native._limit_text(native.HOOK_LIMIT) == "60"
     started = time.monotonic()
     r = await run(hook_cmd("sleep.sh", "60"), workspace, hook_rules, limit=0.3)
@@ -256,7 +261,8 @@ async def test_fifty_megabytes_of_output_are_capped(
 
 
 async def test_stop_hooks_are_never_run(workspace: Path) -> None:
-    """Seed: "nothing runs a stop hook: /hooks stores them for later" — `run_hook` refuses to."""
+    """The hooks contract (docs/hooks.md): "nothing runs a stop hook: /hooks stores them for
+    later" — `run_hook` refuses to."""
     with pytest.raises(ValueError, match="stop hooks are stored, not run"):
         await run("true", workspace, ShellRules(), event="stop")
 

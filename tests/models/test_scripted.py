@@ -1,4 +1,4 @@
-"""The scripted provider (INTERFACE section 2 "Script"), replay from transcripts, and the
+"""The scripted provider (docs/inputs.md "Script"), replay from transcripts, and the
 lazy loading of the SDKs."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The host gate: the session's allow/deny rules (INTERFACE section 2).
+"""The host gate: the session's allow/deny rules (docs/inputs.md).
 
 That a call the gate refuses never reaches the rule sets or a hook is proved end to end in
 test_pipeline.py; here, the gate's own answers.
@@ -25,8 +25,8 @@ def test_an_empty_gate_allows_every_call() -> None:
 
 
 def test_session_deny_rule_refuses_and_names_the_rule() -> None:
-    """Seed: "A call the gate refuses, a session deny rule among them, never reaches the hooks":
-    the gate names the deny rule that refused."""
+    """The hooks contract (docs/hooks.md): "A call the gate refuses, a session deny rule
+    among them, never reaches the hooks": the gate names the deny rule that refused."""
     gate = Gate.from_inputs(GateRules(deny=["Bash(git push *)", "Write(secrets/**)"]))
     assert gate.refusal("shell", shell("git push origin main")) == "Bash(git push *)"
     assert gate.refusal("file_write", ("secrets/key",)) == "Write(secrets/**)"
@@ -35,7 +35,8 @@ def test_session_deny_rule_refuses_and_names_the_rule() -> None:
 
 
 def test_allow_rules_confine_and_deny_wins() -> None:
-    """INTERFACE 2: "with `allow` rules a call must also match one" and "Deny wins over allow"."""
+    """docs/inputs.md: "with `allow` rules a call must also match one" and "Deny wins over
+    allow"."""
     gate = Gate(allow=["file_read", "file_write(src/**)"], deny=["file_write(src/gen/**)"])
     assert gate.refusal("file_read", ("x",)) is None
     assert gate.refusal("file_write", ("src/a.py",)) is None

@@ -1,4 +1,4 @@
-"""Rules and rule sets (INTERFACE section 2): `tool` / `tool(pattern)`, aliases, deny wins."""
+"""Rules and rule sets (docs/inputs.md): `tool` / `tool(pattern)`, aliases, deny wins."""
 
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ def shell(command: str) -> tuple[str, ...]:
     ],
 )
 def test_claude_code_aliases(alias: str, tool: str) -> None:
-    """INTERFACE 2: "Claude Code's tool names are accepted as aliases in rules and matchers"."""
+    """docs/inputs.md: "Claude Code's tool names are accepted as aliases in rules and matchers"."""
     assert parse_rule(alias).tool == tool
     assert parse_rule(f"{alias}(x)").tool == tool
 
@@ -74,7 +74,7 @@ def test_invalid_rules_raise_value_error_naming_the_rule(text: str, needle: str)
     ],
 )
 def test_file_patterns_are_gitignore_globs(pattern: str, path: str, hit: bool) -> None:
-    """INTERFACE 2: "a gitignore-style path glob for file tools (`file_write(src/**)`)"."""
+    """docs/inputs.md: "a gitignore-style path glob for file tools (`file_write(src/**)`)"."""
     rule = parse_rule(f"file_write({pattern})")
     assert rule.matches("file_write", call_subjects("file_write", {}, path)) is hit
 
@@ -117,20 +117,20 @@ def test_a_pattern_rule_matches_no_call_without_a_subject() -> None:
     ],
 )
 def test_shell_patterns_star_matches_any_run(pattern: str, command: str, hit: bool) -> None:
-    """INTERFACE 2: "a command pattern for the shell tool (`shell(git diff *)`)"."""
+    """docs/inputs.md: "a command pattern for the shell tool (`shell(git diff *)`)"."""
     rule = parse_rule(f"shell({pattern})")
     assert rule.matches("shell", shell(command)) is hit
 
 
 def test_deny_wins_over_allow() -> None:
-    """INTERFACE 2: "Deny wins over allow"."""
+    """docs/inputs.md: "Deny wins over allow"."""
     rs = RuleSet.parse("rs", allow=["file_write(src/**)"], deny=["Write(src/secret/**)"])
     assert rs.refusal("file_write", ("src/a.py",)) is None
     assert rs.refusal("file_write", ("src/secret/k",)) == "Write(src/secret/**)"
 
 
 def test_no_allow_rules_allows_all_that_no_deny_matches() -> None:
-    """INTERFACE 2: "With no `allow` rules the gate allows every call that no `deny` rule
+    """docs/inputs.md: "With no `allow` rules the gate allows every call that no `deny` rule
     matches"."""
     rs = RuleSet.parse("rs", deny=["shell(git push *)"])
     assert rs.refusal("shell", shell("git status")) is None
@@ -139,7 +139,7 @@ def test_no_allow_rules_allows_all_that_no_deny_matches() -> None:
 
 
 def test_with_allow_rules_a_call_must_match_one_and_rule_names_them_all() -> None:
-    """INTERFACE 2: "with `allow` rules a call must also match one" — the refusal names the
+    """docs/inputs.md: "with `allow` rules a call must also match one" — the refusal names the
     set's allow rules, joined by ", "."""
     rs = RuleSet.parse("rs", allow=["file_read", "file_write(docs/**)"])
     assert rs.refusal("file_read", ("x",)) is None

@@ -1,4 +1,4 @@
-"""The run directory (INTERFACE section 7): redacted inputs, line-by-line events, atomic
+"""The run directory (docs/output.md): redacted inputs, line-by-line events, atomic
 result. "Files are written so that a killed run leaves every finished line intact."
 """
 

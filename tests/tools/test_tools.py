@@ -1,4 +1,4 @@
-"""orkeon_run.tools: the six tools of INTERFACE section 3, on real files in tmp_path and
+"""orkeon_run.tools: the six tools of docs/tools.md, on real files in tmp_path and
 real processes."""
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ def path_arg(tool: str, input: dict[str, Any]) -> str | None:
 
 
 def test_registry() -> None:
-    """INTERFACE 3: the six tools, with Claude Code's field names."""
+    """docs/tools.md: the six tools, with Claude Code's field names."""
     assert set(TOOLS) == {
         "file_read",
         "file_write",

@@ -1,4 +1,4 @@
-"""Settings-shape hooks (seed `orbcode-cli-hooks.md`, INTERFACE section 5): every row of the
+"""Settings-shape hooks (Claude Code's hooks contract, docs/hooks.md): every row of the
 page's tables, run with real hook processes through `SettingsHooks` directly.
 
 The hooks are `tests/data/cc_hooks/answer.py` (prints and exits as told, records what it
@@ -52,7 +52,7 @@ def test_pre_exit2_blocks_with_stderr(workspace: Path) -> None:
 
 
 def test_pre_exit2_without_stderr_says_no_reason(workspace: Path) -> None:
-    """INTERFACE: 'when there is none, `no reason given`'."""
+    """The contract: 'when there is none, `no reason given`'."""
     v = Rig(workspace, {"PreToolUse": [group("exit 2")]}).pre()
     assert refusal_lines(v) == ["[PreToolUse hook (exit 2) blocked the call: no reason given]"]
 
@@ -341,7 +341,7 @@ def test_json_additional_context_pre_and_post(workspace: Path) -> None:
 
 def test_json_continue_false_stops(workspace: Path) -> None:
     """'"continue": false — stop the whole turn immediately'; 'stopReason — message shown
-    when continue is false'. INTERFACE: a PreToolUse call it answers does not run."""
+    when continue is false'. The contract: a PreToolUse call it answers does not run."""
     stop = {"continue": False, "stopReason": "quota reached"}
     rig = Rig(
         workspace,
@@ -447,7 +447,7 @@ def test_deny_beats_ask_beats_allow(workspace: Path, tmp_path: Path) -> None:
 
 
 def test_block_reasons_join_in_configuration_order(workspace: Path) -> None:
-    """'Block reasons from multiple hooks are joined together'; INTERFACE: 'one per refusing
+    """'Block reasons from multiple hooks are joined together'; the contract: 'one per refusing
     hook, in the order the hooks are configured' — even when the first finishes last."""
     slow = ans(exit=2, stderr="slow one", sleep=0.3)
     fast = ans(stdout=_pre(permissionDecision="deny", permissionDecisionReason="fast one"))
@@ -487,7 +487,7 @@ def test_contexts_concatenate(workspace: Path) -> None:
 
 def test_last_updated_input_in_configuration_order_wins(workspace: Path) -> None:
     """'updatedInput: if more than one hook rewrites the input, the last matching hook
-    wins' — last in configuration order (INTERFACE), whatever the finishing order."""
+    wins' — last in configuration order (the contract), whatever the finishing order."""
     one = ans(stdout=_pre(updatedInput={"command": "echo one"}), sleep=0.3)
     two = ans(stdout=_pre(updatedInput={"command": "echo two"}))
     rig = Rig(workspace, {"PreToolUse": [group(two), group(one, matcher="shell")]})
@@ -501,7 +501,7 @@ def test_any_continue_false_stops(workspace: Path) -> None:
 
 
 def test_identical_commands_run_once(workspace: Path, tmp_path: Path) -> None:
-    """INTERFACE: 'identical commands on one event run once' (Claude Code i5)."""
+    """The contract: 'identical commands on one event run once' (Claude Code i5)."""
     rec = tmp_path / "rec.jsonl"
     cmd = ans(record=rec)
     v = Rig(workspace, {"PreToolUse": [group(cmd, matcher="Write"), group(cmd)]}).pre()
@@ -525,7 +525,7 @@ def test_matching_hooks_run_in_parallel(workspace: Path, tmp_path: Path) -> None
 
 
 def test_context_is_capped_at_8192_bytes(workspace: Path) -> None:
-    """'wrapped in <hook_context> tags and capped at ~8 KB' (INTERFACE: 8192 bytes)."""
+    """'wrapped in <hook_context> tags and capped at ~8 KB' (the contract: 8192 bytes)."""
     cmd = "python3 -c \"print('é' * 9000)\""
     ctx = Rig(workspace, {"UserPromptSubmit": [group(cmd)]}).prompt().context
     assert ctx is not None
@@ -737,7 +737,7 @@ def test_sigterm_then_sigkill_after_2_s(
 
 
 def test_default_timeout_is_10_s_and_budget_caps_it(workspace: Path) -> None:
-    """'Default: 10s'; INTERFACE 8: 'A hook's time limit is the smaller of its own and what
+    """'Default: 10s'; docs/inputs.md: 'A hook's time limit is the smaller of its own and what
     is left.'"""
     rig = Rig(workspace, {"Stop": [group("exit 0")]})
     answers = anyio.run(rig.hooks._run, "Stop", rig.ctx, None, {}, rig.ledger)

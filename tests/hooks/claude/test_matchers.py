@@ -1,4 +1,5 @@
-"""Matchers of settings-shape hooks (seed `orbcode-cli-hooks.md`, "Configuration shape")."""
+"""Matchers of settings-shape hooks (Claude Code's hooks contract, docs/hooks.md,
+"Configuration shape")."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""Where settings-shape hooks come from and how they merge (issue 4 "Sources", seed
-`orbcode-cli-hooks.md` "Where hooks live"), and bad configuration (exit 2 naming the file
-and the field)."""
+"""Where settings-shape hooks come from and how they merge (issue 4 "Sources"; Claude
+Code's hooks contract, docs/hooks.md "Where hooks live"), and bad configuration (exit 2
+naming the file and the field)."""
 
 from __future__ import annotations
 
@@ -95,7 +95,7 @@ def test_no_sources_no_hooks(workspace: Path, tmp_path: Path) -> None:
 
 
 def test_unknown_event_is_ignored_with_a_warning(workspace: Path, tmp_path: Path) -> None:
-    """'Unknown names are ignored.' INTERFACE: 'other names ignored with a warning'."""
+    """'Unknown names are ignored.' the contract: 'other names ignored with a warning'."""
     inputs = {
         "hooks": {
             "PostToolUseFailure": [{"hooks": [{"type": "command", "command": "x"}]}],

@@ -1,6 +1,6 @@
 """The audit after a batch (audit.py): what changed, against the roots, then build and test.
 
-INTERFACE section 8: "The audit compares the workspace after a batch with its state when
+docs/inputs.md: "The audit compares the workspace after a batch with its state when
 the batch began."
 """
 

@@ -59,7 +59,7 @@ def rendezvous_doc(tmp: Path, concurrency: int, seconds: int) -> dict[str, Any]:
 
 
 def test_two_roles_run_concurrently_with_disjoint_roots(tmp_path: Path) -> None:
-    """INTERFACE section 2: "the roles of one batch run concurrently". Each role's first
+    """docs/inputs.md: "the roles of one batch run concurrently". Each role's first
     write waits in a pre-tool hook until the other role's first write arrives."""
     ws = make_workspace(tmp_path, FILES)
     rd = tmp_path / "run"

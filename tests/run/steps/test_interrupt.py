@@ -49,7 +49,7 @@ def run_then_signal(
     doc: dict[str, Any], ws: Path, rd: Path, role: str, sig: int, *, cwd: Path, env: dict[str, str]
 ) -> dict[str, Any]:
     """Start `orkeon run dev-batches`, send `sig` once `role` has made a call, and check
-    what INTERFACE section 1 promises: exit 130 and the result written. The result."""
+    what docs/output.md promises: exit 130 and the result written. The result."""
     inputs = cwd / "inputs.json"
     inputs.write_text(json.dumps(doc))
     args = ["run", "dev-batches", "--inputs", f"@{inputs}", "--workspace", str(ws)]
@@ -69,7 +69,7 @@ def run_then_signal(
 
 
 def test_sigint_mid_batch_then_resume(tmp_path: Path) -> None:
-    """INTERFACE section 1: exit 130 "interrupted (SIGINT/SIGTERM); what finished is kept"."""
+    """docs/output.md: exit 130 "interrupted (SIGINT/SIGTERM); what finished is kept"."""
     ws = make_workspace(tmp_path, FILES)
     rd = tmp_path / "run"
     slow = [{"tool_calls": [shell("sleep 0.1")]} for _ in range(12)]
@@ -115,7 +115,7 @@ def test_sigint_mid_batch_then_resume(tmp_path: Path) -> None:
 
 
 def test_sigterm_mid_batch_keeps_the_roles_that_ran(tmp_path: Path) -> None:
-    """INTERFACE section 1: SIGTERM too ends the run with exit 130, the result written, and
+    """docs/output.md: SIGTERM too ends the run with exit 130, the result written, and
     the role that was running listed as interrupted with what it did."""
     ws = make_workspace(tmp_path, FILES)
     rd = tmp_path / "run"

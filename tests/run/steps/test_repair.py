@@ -39,9 +39,9 @@ def repair_doc(rd: Path, script: list[dict[str, Any]], **more: Any) -> dict[str,
 
 
 def test_repair_fixes_a_failed_role(tmp_path: Path) -> None:
-    """The seed: "/tasks repair hands the registry to the agent it starts again"; INTERFACE
-    section 8: "The repaired role's first message holds its task and the failing audit's
-    output." Plan and audit come from the failed run's saved inputs."""
+    """The hooks contract: "/tasks repair hands the registry to the agent it starts
+    again"; docs/inputs.md: "The repaired role's first message holds its task and the
+    failing audit's output." Plan and audit come from the failed run's saved inputs."""
     ws, first = failed_batches_run(tmp_path)
     rd = tmp_path / "repair"
     fix = [{"tool_calls": [write("src/api/value.txt", "42")]}, {"text": "fixed: 41 -> 42"}]
@@ -108,7 +108,7 @@ def test_repair_of_a_role_the_plan_lacks(tmp_path: Path) -> None:
 
 
 def test_shell_settings_come_from_the_failed_run(tmp_path: Path) -> None:
-    """INTERFACE section 8: "the plan, audit and shell settings come from that run's saved
+    """docs/inputs.md: "the plan, audit and shell settings come from that run's saved
     inputs unless given again"."""
     ws, first = failed_batches_run(tmp_path)  # it allowed interpreters
     script = [{"tool_calls": [shell("python3 -c 'print(6 * 7)'")]}]

@@ -25,7 +25,7 @@ REPORT = "main() lives in src/app.py and takes no arguments."
 
 
 def test_analyst_reports_then_writer_writes_the_spec(tmp_path: Path) -> None:
-    """INTERFACE section 2: "dev-spec `analyst` then `writer`"."""
+    """docs/inputs.md: "dev-spec `analyst` then `writer`"."""
     ws = make_workspace(tmp_path, FILES)
     rd = tmp_path / "run"
     script = {
