@@ -136,9 +136,12 @@ def run(
     max_seconds: MaxSecondsOpt = None,
     concurrency: ConcurrencyOpt = None,
 ) -> None:
-    """Run one step with its crew (or the pipeline). Exit 0 succeeded, 1 failed, 2 bad input, 3 budget, 130 interrupted.
+    """Run one step with its crew (or the pipeline). Exit 0 succeeded, 1 failed, 2 bad
+    input, 3 a budget ran out, 4 the model provider failed (try again later), 130
+    interrupted.
 
-    Flags win over ORKEON_* variables, which win over --inputs, then settings files, then the crew's defaults.
+    Flags win over ORKEON_* variables, which win over --inputs, then settings files, then
+    the crew's defaults.
     """
     from .commands import run as command
 

@@ -7,6 +7,7 @@ runner and through the real `orkeon run` command; a role's own failure still win
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -308,6 +309,16 @@ def test_the_exit_codes_are_one_table_in_the_readme_and_the_output_docs() -> Non
     readme = exit_table(root / "README.md")
     assert readme == exit_table(root / "docs" / "output.md")
     assert [row.split("|")[1].strip() for row in readme] == ["0", "1", "2", "3", "4", "130"]
+
+
+def test_orkeon_run_help_names_every_exit_code_of_the_table(capsys) -> None:
+    from orkeon_run.__main__ import main
+
+    assert main(["run", "--help"]) == 0
+    shown = " ".join(capsys.readouterr().out.split())  # unwrapped
+    for row in exit_table(ROOT / "README.md"):
+        code = row.split("|")[1].strip()
+        assert re.search(rf"(Exit|,) {code} \w", shown), (code, shown[:400])
 
 
 def test_a_step_that_cannot_start_its_work_says_input(tmp_path: Path) -> None:

@@ -4,10 +4,10 @@ first message; full role names `BATCH/ROLE`.
 
 After each batch the audit (audit.py) checks what changed against the batch's roots, then
 builds and tests; a batch that changed no file is warned about (a `warning` event, which
-the progress view shows) and, with `audit.require_changes`, fails its audit. A failed audit, or a role that did not succeed, stops the step after
-that batch's audit. Each batch that passes is recorded in state.json at once, so
-`--resume` continues from the first batch that did not pass and never runs a finished
-batch again.
+the progress view shows) and, with `audit.require_changes`, fails its audit. A failed
+audit, or a role that did not succeed, stops the step after that batch's audit. Each
+batch that passes is recorded in state.json at once, so `--resume` continues from the
+first batch that did not pass and never runs a finished batch again.
 
 state.json: `batches_passed` (names, in order), `batches` (each passed batch's role results
 and audit record), `current` (the batch under way: the workspace snapshot it is audited
