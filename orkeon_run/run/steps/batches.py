@@ -2,7 +2,7 @@
 inputs.concurrency at once), each as the crew's `worker` with its roots and its task as
 first message; full role names `BATCH/ROLE`.
 
-After each batch the audit (audit.py) checks what changed against the batch's roots, then
+After each batch the audit (auditing.py) checks what changed against the batch's roots, then
 builds and tests; a batch that changed no file is warned about (a `warning` event, which
 the progress view shows) and, with `audit.require_changes`, fails its audit. A failed
 audit, or a role that did not succeed, stops the step after that batch's audit. Each
@@ -20,7 +20,6 @@ its audit. Resumed roles continue their conversations (from their transcripts).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +30,7 @@ from ...config.inputs import Batch, Inputs, Plan, PlanRole
 from .. import audit
 from ..context import StepOutcome, StepRun
 from ..prepare import DEFAULT_PLAN, load_plan
-from . import messages
+from . import auditing, messages
 from .common import SavedRole, crew_of, finish, role_agent, role_context
 
 ROLES = ("worker",)
@@ -121,11 +120,6 @@ async def run(sr: StepRun) -> StepOutcome:
     assert plan is not None  # check() loaded it
     variables = {"plan": plan_rel or DEFAULT_PLAN}
     pipeline = sr.pipeline(crew.rule_sets_for("worker", variables))
-    ignore = audit.ignore_list(sr.workspace, sr.guarded_dir or sr.run_dir)  # a pipeline's too
-    patterns = tuple(sr.inputs.audit.ignore)
-    audit_git = sr.audit_git()
-    build, test = sr.inputs.audit.build, sr.inputs.audit.test
-
     # What an earlier attempt of this run finished (--resume); a fresh run starts clean.
     state = sr.state if sr.resume else {}
     done: dict[str, Any] = dict(state.get("batches", {}))
@@ -157,21 +151,12 @@ async def run(sr: StepRun) -> StepOutcome:
             progress["roles"] = dict(current.get("roles", {}))
         else:
             try:
-                before = await anyio.to_thread.run_sync(
-                    partial(
-                        audit.snapshot,
-                        sr.workspace,
-                        ignore,
-                        git_mode,
-                        patterns=patterns,
-                        tools=audit_git,
-                    )
-                )
+                before = await auditing.snapshot(sr, git_mode)
             except audit.AuditError as exc:  # e.g. the repository went away since
                 record = audit.record(batch.name, passed=False, output_tail=str(exc))
                 audits.append(record)
-                audited(sr, record)
-                why = audit_error(record)
+                auditing.audited(sr, record)
+                why = auditing.audit_error(record)
                 return finish(sr, roles, audits=audits, error=why, kind="audit", blame=[])
             progress = {"batch": batch.name, "snapshot": before.to_json(), "roles": {}}
         current = None
@@ -179,21 +164,8 @@ async def run(sr: StepRun) -> StepOutcome:
         sr.save_state(current=progress, audit_git=git_mode)
         results = await run_batch(sr, crew, "worker", batch, plan_rel, pipeline, progress)
         roles.extend(results)
-        record = await audit.run_audit(
-            sr.workspace,
-            batch.name,
-            roots,
-            before,
-            build=build,
-            test=test,
-            # A spent budget still gets the paths checked, not a build and tests.
-            run_commands=not sr.ledger.spent(),
-            git=audit_git,
-            commands=sr.audit_commands(),
-            require_changes=sr.inputs.audit.require_changes,
-        )
+        record = await auditing.audit_batch(sr, batch.name, roots, before)
         audits.append(record)
-        audited(sr, record)
         failed_roles = [r for r in results if r.status != "succeeded"]
         ok = record["passed"] and not failed_roles
         sr.events.emit("batch.end", step=sr.step, batch=batch.name, passed=ok)
@@ -205,31 +177,9 @@ async def run(sr: StepRun) -> StepOutcome:
         if not record["passed"]:
             # A resumed run repeats this batch with the audit's output in each message.
             sr.save_state(current={**progress, "audit": record})
-        error = None if record["passed"] else audit_error(record)
+        error = None if record["passed"] else auditing.audit_error(record)
         return finish(sr, roles, audits=audits, error=error, kind="audit", blame=results)
     return finish(sr, roles, audits=audits)
-
-
-def audited(sr: StepRun, record: dict[str, Any]) -> None:
-    """The `audit` event; for a batch that changed no file, a `warning` event after it (the
-    progress view shows it; with `audit.require_changes` the audit fails as well)."""
-    sr.events.emit("audit", step=sr.step, **record)
-    if record.get("changed") == 0:
-        message = "no role changed any file"
-        sr.events.emit("warning", step=sr.step, batch=record["batch"], message=message)
-
-
-def audit_error(record: dict[str, Any]) -> str:
-    batch = record["batch"]
-    if record["outside_roots"]:
-        return f"the audit of batch {batch} failed: changed outside the roots: " + ", ".join(
-            record["outside_roots"]
-        )
-    if record["failed_command"]:
-        return f"the audit of batch {batch} failed: {' '.join(record['failed_command'])}"
-    if record.get("changed") == 0:
-        return f"the audit of batch {batch} failed: no role changed any file"
-    return f"the audit of batch {batch} failed: {record['output_tail']}"
 
 
 def failed_batch(run_dir: Path, environ: Mapping[str, str] | None = None) -> dict[str, Any] | None:

@@ -10,19 +10,16 @@ given again: `prepare` merges them into the inputs once (docs/inputs.md, "tasks-
 
 from __future__ import annotations
 
-from functools import partial
 from pathlib import Path
 from typing import Any
-
-import anyio
 
 from ...config.inputs import Inputs, Plan, PlanRole
 from ...errors import InputError
 from .. import audit
 from ..context import StepOutcome, StepRun
 from ..prepare import DEFAULT_PLAN, load_plan
-from . import messages
-from .batches import audit_error, audited, role_variables
+from . import auditing, messages
+from .batches import role_variables
 from .common import StepError, crew_of, error_outcome, finish, role_agent, role_context
 
 ROLES = ("repairer",)
@@ -72,8 +69,6 @@ async def run(sr: StepRun) -> StepOutcome:
     variables["run"] = str(failed.run_dir)
     pipeline = sr.pipeline(crew.rule_sets_for("repairer", {"plan": variables["plan"]}))
     ctx = role_context(sr, repair.role, batch=batch.name, roots=role.roots)
-    ignore = audit.ignore_list(sr.workspace, sr.guarded_dir or sr.run_dir)  # a pipeline's too
-    audit_git = sr.audit_git()
     # The failed run's audit mode, so a role that made the workspace a repository there
     # cannot have this audit read through git.
     git_mode = failed.state.get("audit_git")
@@ -84,16 +79,7 @@ async def run(sr: StepRun) -> StepOutcome:
         before = audit.Snapshot.from_json(first_snapshot)
     else:
         try:
-            before = await anyio.to_thread.run_sync(
-                partial(
-                    audit.snapshot,
-                    sr.workspace,
-                    ignore,
-                    git_mode if isinstance(git_mode, bool) else None,
-                    patterns=tuple(sr.inputs.audit.ignore),
-                    tools=audit_git,
-                )
-            )
+            before = await auditing.snapshot(sr, git_mode if isinstance(git_mode, bool) else None)
         except audit.AuditError as exc:  # e.g. the failed run's repository went away since
             return error_outcome(StepError(f"the audit cannot start: {exc}"), kind="audit")
     sr.save_state(audit_git=before.git, snapshot=before.to_json())
@@ -102,18 +88,6 @@ async def run(sr: StepRun) -> StepOutcome:
         sr, crew, "repairer", ctx, pipeline, variables, resume=sr.resume
     ) as agent:
         result = await agent.run(first)
-    record = await audit.run_audit(
-        sr.workspace,
-        batch.name,
-        role.roots,
-        before,
-        build=sr.inputs.audit.build,
-        test=sr.inputs.audit.test,
-        run_commands=not sr.ledger.spent(),
-        git=audit_git,
-        commands=sr.audit_commands(),
-        require_changes=sr.inputs.audit.require_changes,
-    )
-    audited(sr, record)
-    error = None if record["passed"] else audit_error(record)
+    record = await auditing.audit_batch(sr, batch.name, role.roots, before)
+    error = None if record["passed"] else auditing.audit_error(record)
     return finish(sr, [result], audits=[record], error=error, kind="audit")
