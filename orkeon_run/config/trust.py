@@ -120,11 +120,23 @@ def doc_is_trusted(
     """Whether this document (already read from the workspace's file) is trusted. Loading
     hooks uses this on the very document it then runs, so the file cannot change between
     the check and the use."""
+    digest = config_hash(doc)
+    return _trusted(_key(workspace), digest, config_dir, environ, stdin_is_tty)
+
+
+def _trusted(
+    key: str,
+    digest: str,
+    config_dir: Path | None,
+    environ: Mapping[str, str] | None,
+    stdin_is_tty: bool | None,
+) -> bool:
+    """`ORKEON_TRUST_PROJECT_HOOKS=1` (stdin not a TTY), or `digest` recorded for `key`."""
     env = os.environ if environ is None else environ
     if env_trusts(env, stdin_is_tty):
         return True
     store = _read_store((config_dir or default_config_dir(env)) / TRUST_FILE)
-    return store.get(_key(workspace)) == config_hash(doc)
+    return store.get(key) == digest
 
 
 def is_trusted(
@@ -212,6 +224,11 @@ def mcp_json_path(workspace: Path) -> Path:
     return Path(workspace) / ".mcp.json"
 
 
+def _mcp_key(workspace: Path) -> str:
+    """The trust store's key for a workspace's `.mcp.json` (its settings' key is the path)."""
+    return _key(workspace) + "::mcp"
+
+
 def mcp_json_hash(doc: Mapping[str, Any]) -> str:
     """SHA-256 over the file's `mcpServers` (canonical JSON, as `config_hash`)."""
     return _digest({"mcpServers": doc.get("mcpServers")})
@@ -227,18 +244,15 @@ def mcp_json_trusted(
 ) -> bool:
     """Whether this document (already read from the workspace's `.mcp.json`) is trusted:
     its recorded hash matches, or `ORKEON_TRUST_PROJECT_HOOKS=1` with stdin not a TTY."""
-    env = os.environ if environ is None else environ
-    if env_trusts(env, stdin_is_tty):
-        return True
-    store = _read_store((config_dir or default_config_dir(env)) / TRUST_FILE)
-    return store.get(_key(workspace) + "::mcp") == mcp_json_hash(doc)
+    digest = mcp_json_hash(doc)
+    return _trusted(_mcp_key(workspace), digest, config_dir, environ, stdin_is_tty)
 
 
 def record_mcp_json_trust(workspace: Path, *, config_dir: Path | None = None) -> str:
     """Trust the workspace's `.mcp.json` as it is now. InputError when it is missing or not
     a JSON object."""
     digest = mcp_json_hash(read_settings_doc(mcp_json_path(workspace)))
-    _store_put(_key(workspace) + "::mcp", digest, config_dir)
+    _store_put(_mcp_key(workspace), digest, config_dir)
     return digest
 
 
