@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kit import ROOT
+from kit import ROOT, spawn
 from kit.mcp import FAKE, git_server, group_running, running, spec_crew, use_crew
 from kit.steps import call, environ, make_workspace, read_jsonl, run_step, scripted, write
 
@@ -35,16 +35,7 @@ def ws(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def orkeon(*args: str, cwd: Path) -> subprocess.Popen[str]:
-    env = environ(cwd)
-    env["PYTHONPATH"] = str(ROOT)
-    return subprocess.Popen(
-        [sys.executable, "-m", "orkeon_run", *args],
-        cwd=cwd,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    return spawn(*args, env={**environ(cwd), "PYTHONPATH": str(ROOT)}, cwd=cwd)
 
 
 def wait_for(path: Path, found: Any, deadline: float) -> dict[str, Any]:

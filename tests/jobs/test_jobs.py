@@ -13,10 +13,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kit import DATA, git
+from kit import DATA, git, spawn
 from kit.fakes import openai_api
 from kit.fakes.server import Recorded, Reply
-from kit.jobs import KINDS, environ, make_list, orkeon, spawn, template
+from kit.jobs import KINDS, environ, make_list, orkeon, template
 from kit.steps import scripted, write
 
 from orkeon_run.cli import run_cli

@@ -43,3 +43,12 @@ def git(cwd: Path, *args: str) -> str:
         ["git", *args], cwd=cwd, env=env, check=True, capture_output=True, text=True
     )
     return done.stdout
+
+
+def spawn(*args: str, env: dict[str, str], cwd: Path | None = None) -> subprocess.Popen[str]:
+    """`orkeon ARGS` started in a child process (ORKEON), its stdout and stderr piped as
+    text: for a test that signals it or reads it while it runs."""
+    return subprocess.Popen(
+        [*ORKEON, *args], env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True,
+    )  # fmt: skip

@@ -90,14 +90,3 @@ def orkeon(
     return subprocess.run(
         [*ORKEON, *args], env=env, cwd=cwd, capture_output=True, text=True, timeout=120
     )
-
-
-def spawn(*args: str, env: dict[str, str], cwd: Path | None = None) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [*ORKEON, *args],
-        env=env,
-        cwd=cwd,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )

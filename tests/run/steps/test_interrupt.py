@@ -5,27 +5,14 @@ from __future__ import annotations
 
 import json
 import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
-from kit import ROOT
+from kit import ROOT, spawn
 from kit.steps import environ, events, make_workspace, read_jsonl, scripted, shell, state, write
 
 FILES = {"README.md": "# app\n", "src/a/__init__.py": "", "src/b/__init__.py": ""}
-
-
-def orkeon(*args: str, cwd: Path, env: dict[str, str]) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [sys.executable, "-m", "orkeon_run", *args],
-        cwd=cwd,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
 
 
 def wait_for_call(run_dir: Path, role: str, deadline: float) -> None:
@@ -53,7 +40,7 @@ def run_then_signal(
     inputs = cwd / "inputs.json"
     inputs.write_text(json.dumps(doc))
     args = ["run", "dev-batches", "--inputs", f"@{inputs}", "--workspace", str(ws)]
-    proc = orkeon(*args, "--run-dir", str(rd), "--output", "json", cwd=cwd, env=env)
+    proc = spawn(*args, "--run-dir", str(rd), "--output", "json", cwd=cwd, env=env)
     try:
         wait_for_call(rd, role, time.monotonic() + 20)
         proc.send_signal(sig)
@@ -95,7 +82,7 @@ def test_sigint_mid_batch_then_resume(tmp_path: Path) -> None:
     assert 1 <= len(b_calls) < 13
 
     args = ["run", "dev-batches", "--resume", str(rd), "--workspace", str(ws), "--output", "json"]
-    proc = orkeon(*args, cwd=tmp_path, env=env)
+    proc = spawn(*args, cwd=tmp_path, env=env)
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 0, err
     result = json.loads(out)
