@@ -16,7 +16,6 @@ start-up to both). Medians of REPEAT runs of each, in turn.
 from __future__ import annotations
 
 import json
-import os
 import statistics
 import subprocess
 import tempfile
@@ -24,7 +23,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .common import PY, header, row
+from .common import header, row, run_argv, run_environ
 
 CALLS = 10
 HOOK = "sleep 0.1"
@@ -73,23 +72,16 @@ def run_once(argv: list[str], env: dict[str, str], run_dir: Path) -> tuple[float
 def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp).resolve()
-        ws, config = root / "ws", root / "config"
-        config.mkdir()
+        ws = root / "ws"
         for r in ("r1", "r2"):
             (ws / "src" / r).mkdir(parents=True)
             (ws / "src" / r / "a.py").write_text("x = 1\n")
-        env = {
-            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-            "HOME": str(root),
-            "ORKEON_CONFIG_DIR": str(config),  # no user settings file
-            "ORKEON_LOG_LEVEL": "warning",
-        }
+        env = run_environ(root)
         argvs = {}
         for together in (True, False):
             doc = root / f"inputs-{together}.json"
             doc.write_text(json.dumps(inputs(together)))
-            argvs[together] = [PY, "-m", "orkeon_run", "run", "dev-batches", "--inputs",
-                               f"@{doc}", "--workspace", str(ws), "--output", "json"]  # fmt: skip
+            argvs[together] = run_argv(doc, ws)
         run_once(argvs[True], env, root / "warm")  # warm the page cache
         step: dict[bool, list[float]] = {True: [], False: []}
         wall: dict[bool, list[float]] = {True: [], False: []}

@@ -27,7 +27,7 @@ from orkeon_run.hooks.claude.run import user_shell
 from tests.kit.fakes import anthropic_api
 from tests.kit.fakes.server import Recorded, Reply
 
-from .common import PY, command_seconds, header, row
+from .common import PY, command_seconds, header, row, run_argv, run_environ
 
 SHORT, LONG = 10, 50
 REPEAT = 9
@@ -92,22 +92,14 @@ def session(
 def main() -> None:
     with tempfile.TemporaryDirectory() as tmp, SessionFake() as server:
         root = Path(tmp).resolve()
-        ws, config = root / "ws", root / "config"
+        ws = root / "ws"
         (ws / "src").mkdir(parents=True)
-        config.mkdir()
         (ws / "src" / "x.py").write_text("".join(f"line_{i} = {i}\n" for i in range(40)))
         marks = root / "marks.txt"
         doc = root / "inputs.json"
         doc.write_text(json.dumps(inputs(server.url, marks)))
-        env = {
-            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-            "HOME": str(root),
-            "ORKEON_CONFIG_DIR": str(config),  # no user settings file
-            "ORKEON_LOG_LEVEL": "warning",
-            "ANTHROPIC_API_KEY": KEY,
-        }
-        argv = [PY, "-m", "orkeon_run", "run", "dev-batches", "--inputs", f"@{doc}",
-                "--workspace", str(ws), "--output", "json"]  # fmt: skip
+        env = run_environ(root, ANTHROPIC_API_KEY=KEY)
+        argv = run_argv(doc, ws)
         session(server, SHORT, argv, env, marks)  # warm the page cache
         times: dict[int, list[float]] = {SHORT: [], LONG: []}
         for _ in range(REPEAT):

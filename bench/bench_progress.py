@@ -34,7 +34,7 @@ import threading
 import time
 from pathlib import Path
 
-from .common import PY, header, row
+from .common import header, row, run_argv, run_environ
 
 CALLS = 1_000
 PER_TURN = 10
@@ -131,22 +131,13 @@ def replay(run_dir: Path) -> float:
 def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp).resolve()
-        ws, config = root / "ws", root / "config"
+        ws = root / "ws"
         (ws / "src").mkdir(parents=True)
-        config.mkdir()
         (ws / "src" / "a.py").write_text("x = 1\n")
-        env = {
-            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-            "HOME": str(root),
-            "ORKEON_CONFIG_DIR": str(config),  # no user settings file
-            "ORKEON_LOG_LEVEL": "warning",
-            "TERM": "xterm-256color",
-        }
+        env = run_environ(root, TERM="xterm-256color")
 
         def argv(calls: int) -> list[str]:
-            return [PY, "-m", "orkeon_run", "run", "dev-batches", "--inputs",
-                    f"@{write_inputs(root, calls)}", "--workspace", str(ws), "--output",
-                    "json"]  # fmt: skip
+            return run_argv(write_inputs(root, calls), ws)
 
         full, empty = argv(CALLS), argv(0)
         k = 0

@@ -22,13 +22,12 @@ times each:
 from __future__ import annotations
 
 import json
-import os
 import statistics
 import subprocess
 import tempfile
 from pathlib import Path
 
-from .common import PY, header, median_seconds, row
+from .common import PY, header, median_seconds, row, run_argv, run_environ
 
 SMALL, LARGE = 2_500, 10_000
 PER_TURN = 10
@@ -89,23 +88,16 @@ def run_once(
 def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp).resolve()
-        ws, config = root / "ws", root / "config"
+        ws = root / "ws"
         (ws / "src").mkdir(parents=True)
-        config.mkdir()
         (ws / "src" / "a.py").write_text("x = 1\n")
-        env = {
-            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-            "HOME": str(root),
-            "ORKEON_CONFIG_DIR": str(config),  # no user settings file
-            "ORKEON_LOG_LEVEL": "warning",
-        }
+        env = run_environ(root)
         argvs: dict[int, list[str]] = {}
         for n in (0, SMALL, LARGE):
             script(root / f"script{n}.json", n)
             doc = root / f"inputs{n}.json"
             doc.write_text(json.dumps(inputs(root / f"script{n}.json")))
-            argvs[n] = [PY, "-m", "orkeon_run", "run", "dev-batches", "--inputs", f"@{doc}",
-                        "--workspace", str(ws), "--output", "json"]  # fmt: skip
+            argvs[n] = run_argv(doc, ws)
         seconds: dict[int, list[float]] = {SMALL: [], LARGE: []}
         peak: dict[int, list[float]] = {0: [], SMALL: [], LARGE: []}
         k = 0

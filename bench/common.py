@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import os
 import statistics
 import subprocess
 import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 
 def median_seconds(fn: Callable[[], object], repeat: int) -> float:
@@ -24,6 +26,29 @@ def command_seconds(argv: list[str], repeat: int, **kw: object) -> float:
 
     once()  # warm the page cache
     return median_seconds(once, repeat)
+
+
+PY = sys.executable
+
+
+def run_environ(root: Path, **more: str) -> dict[str, str]:
+    """The environment of a benchmarked `orkeon` process: PATH, `root` as HOME, a
+    configuration folder of its own under it (no user settings file), warnings only."""
+    config = root / "config"
+    config.mkdir(exist_ok=True)
+    return {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": str(root),
+        "ORKEON_CONFIG_DIR": str(config),
+        "ORKEON_LOG_LEVEL": "warning",
+        **more,
+    }
+
+
+def run_argv(doc: Path, ws: Path, *more: str) -> list[str]:
+    """`orkeon run dev-batches` of the inputs file `doc` in `ws`, the result on stdout."""
+    return [PY, "-m", "orkeon_run", "run", "dev-batches", "--inputs", f"@{doc}",
+            "--workspace", str(ws), "--output", "json", *more]  # fmt: skip
 
 
 NAME, TARGET = 48, 18  # column widths
@@ -48,6 +73,3 @@ def header() -> None:
         f"| {'target':<{TARGET}} |        |"
     )
     print(f"|{'-' * (NAME + 2)}|{'-' * 14}|{'-' * 14}|{'-' * 9}|{'-' * (TARGET + 2)}|--------|")
-
-
-PY = sys.executable
