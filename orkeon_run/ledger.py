@@ -198,6 +198,11 @@ class Ledger:
         """What a call the budget stops reads (after `refuse()`): whose budget, which."""
         return spent_text(self.reached or "seconds")
 
+    def time_spent_text(self) -> str:
+        """Why work that `cap` left no time for cannot run: `the step's time budget is
+        spent` (a RoleLedger: the role's, unless the step's ran out)."""
+        return spent_text("seconds")
+
     def role(self) -> Ledger:
         """The ledger one role charges: this one, or with `per_role` limits a RoleLedger
         of its own over it."""
@@ -283,6 +288,11 @@ class RoleLedger(Ledger):
         if self.parent.spent():
             return self.parent.refusal_text()
         return spent_text(self.reached or "seconds", "role")
+
+    def time_spent_text(self) -> str:
+        if self.parent.remaining_seconds() == 0:
+            return self.parent.time_spent_text()
+        return spent_text("seconds", "role")
 
     def exhaust(self, which: BudgetName) -> None:
         # Cut at the smaller of the two time limits: the step's when it has none left.

@@ -196,10 +196,10 @@ async def run_hook(
     return NativeRun(run, None)
 
 
-def budget_spent(hook: NativeHook, *, tool: str, path: object) -> NativeRun:
-    """A hook that cannot run because the step's time budget is spent."""
+def budget_spent(hook: NativeHook, *, tool: str, path: object, reason: str) -> NativeRun:
+    """A hook that cannot run because the time budget is spent (`reason`: whose,
+    Ledger.time_spent_text)."""
     cmd = expand(hook.command, tool=tool, event=hook.event, path=path)
-    reason = "the step's time budget is spent"
     run = HookRun(hook.n, hook.event, cmd, None, 0.0, False, reason)
     return NativeRun(run, f"[{hook.event} hook #{hook.n} ({cmd}) could not run: {reason}]")
 
@@ -275,13 +275,21 @@ class NativeHooks(Hooks):
         for hook in self.post:
             limit = ledger.cap(HOOK_LIMIT)
             if limit <= 0:
-                nr = budget_spent(hook, tool=call.name, path=call.raw_path)
+                nr = budget_spent(
+                    hook, tool=call.name, path=call.raw_path, reason=ledger.time_spent_text()
+                )
             else:
                 nr = await self._run(hook, call, limit, ledger)
                 if nr.run.timed_out and limit < HOOK_LIMIT:  # cut short by the budget
                     ledger.refuse()
                     nr = NativeRun(
-                        nr.run, budget_spent(hook, tool=call.name, path=call.raw_path).line
+                        nr.run,
+                        budget_spent(
+                            hook,
+                            tool=call.name,
+                            path=call.raw_path,
+                            reason=ledger.time_spent_text(),
+                        ).line,
                     )
             out.runs.append(nr.run)
             if nr.line is not None:

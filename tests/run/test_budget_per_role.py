@@ -178,3 +178,45 @@ def test_no_per_role_limits_leave_the_steps_ledger_as_it_is() -> None:
     left.add_turn()
     # A pipeline's next step runs on what is left, each of its roles with the same limit.
     assert left.left().per_role == RoleLimits(turns=3) and left.left().turns == 9
+
+
+def test_a_hook_the_time_left_no_room_for_says_whose_time_is_spent(workspace: Path) -> None:
+    """A role whose own time is spent: its post-tool hooks cannot run, and the line the
+    model reads names the role's budget, not the step's (which has time left); once the
+    step's is spent too, the step's."""
+    import anyio
+    from kit.pipeline import sample_call
+
+    from orkeon_run.calls import CallContext
+    from orkeon_run.config.inputs import NativeHook
+    from orkeon_run.hooks.claude.run import CommandRunner
+    from orkeon_run.hooks.native import NativeHooks
+    from orkeon_run.hooks.protocol import PreToolVerdict
+    from orkeon_run.policy.programs import ShellRules
+
+    step = Ledger(BudgetLimits(seconds=10, per_role=RoleLimits(seconds=2)))
+    role = step.role()
+    role.charge("tool", 2.0)
+    hooks = NativeHooks(
+        [NativeHook(event="post-tool", command="true")],
+        workspace=workspace,
+        program_rules=ShellRules(),
+    )
+    call = sample_call(workspace, "file_read", {"file_path": "README.md"})
+    ctx = CallContext(step="dev-batches", role="b1/api", workspace=workspace, batch="b1")
+
+    def post_line(ledger: Ledger) -> str:
+        v = anyio.run(hooks.post_tool, ctx, call, "x", "id", ledger, PreToolVerdict())
+        return v.lines[-1]
+
+    assert post_line(role) == (
+        "[post-tool hook #1 (true) could not run: the role's time budget is spent]"
+    )
+    runner = CommandRunner(workspace, {}, "/bin/sh")
+    ran = anyio.run(runner.run_one, "true", 10.0, b"", role)
+    assert ran.error == "the role's time budget is spent"
+    step.charge("model", 8.0)  # the step's ten seconds are gone as well
+    assert post_line(role).endswith("could not run: the step's time budget is spent]")
+    assert anyio.run(runner.run_one, "true", 10.0, b"", role).error == (
+        "the step's time budget is spent"
+    )

@@ -105,7 +105,7 @@ class EnvFiles:
             return {}
         limit = ledger.cap(timeout)
         if limit <= 0:
-            self.problems.append("not read: the step's time budget is spent")
+            self.problems.append(f"not read: {ledger.time_spent_text()}")
             return {}
         from ... import proc
 

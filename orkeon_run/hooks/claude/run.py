@@ -102,9 +102,7 @@ class CommandRunner:
         `CLAUDE_ENV_FILE`)."""
         limit = ledger.cap(timeout)
         if limit <= 0:
-            return Ran(
-                command, timeout, None, "", "", 0.0, False, "the step's time budget is spent"
-            )
+            return Ran(command, timeout, None, "", "", 0.0, False, ledger.time_spent_text())
         res = await proc.arun(
             [self.shell, "-c", command],
             cwd=self.workspace,
