@@ -35,6 +35,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
+from typing import Protocol
 
 # How long to keep reading once the direct child has exited but the pipes are still open.
 PIPE_GRACE = 0.08
@@ -96,6 +97,58 @@ def _exit_code(status: int) -> int:
     return 128 - status if status < 0 else status
 
 
+class Child(Protocol):
+    """A started command as `collect` watches it: a process orkeon spawned (`_Spawned`),
+    or a command of a kept-up sandbox (tools/sandbox/session.py)."""
+
+    exit_fd: int  # readable once the command may have exited; -1: ask `exited` every 10 ms
+
+    def exited(self) -> bool:
+        """Whether the command has exited (called when `exit_fd` is readable, or often)."""
+        ...
+
+    def signal(self, sig: int) -> None:
+        """Send `sig` to the command and everything it started."""
+        ...
+
+    def reap(self) -> int:
+        """Kill whatever is left of the command, wait for it, and give its wait status
+        (negative: the signal that killed it)."""
+        ...
+
+
+class _Spawned:
+    """A child of this process in a session of its own, watched through a pidfd."""
+
+    __slots__ = ("exit_fd", "popen", "pid")
+
+    def __init__(self, popen: subprocess.Popen[bytes]) -> None:
+        self.popen = popen
+        self.pid = popen.pid
+        self.exit_fd = -1
+        if _HAS_PIDFD:
+            with contextlib.suppress(OSError):
+                self.exit_fd = os.pidfd_open(self.pid)
+
+    def exited(self) -> bool:
+        if self.exit_fd >= 0:
+            return True
+        # Peek at the child without reaping it, so its pgid stays reserved.
+        info = os.waitid(os.P_PID, self.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+        return info is not None and info.si_pid == self.pid
+
+    def signal(self, sig: int) -> None:
+        _killpg(self.pid, sig)
+
+    def reap(self) -> int:
+        if self.exit_fd >= 0:
+            os.close(self.exit_fd)
+        # Whatever the child left in its group (finished or not) goes with it. The child is
+        # not reaped yet, so the group id cannot belong to anyone else.
+        _killpg(self.pid, signal.SIGKILL)
+        return self.popen.wait()
+
+
 def run(
     argv: list[str],
     *,
@@ -119,25 +172,78 @@ def run(
     started = time.monotonic()
     if not argv or not argv[0]:
         return ProcResult(None, "", "", 0, 0, 0.0, False, "the command is empty")
+    pipes = Pipes(stdin)
     try:
-        proc = subprocess.Popen(
+        popen = subprocess.Popen(
             argv,
             cwd=cwd,
             env=env,
-            stdin=subprocess.DEVNULL if stdin is None else subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
+            stdin=subprocess.DEVNULL if pipes.child_in < 0 else pipes.child_in,
+            stdout=pipes.child_out,
+            stderr=pipes.child_err,
             start_new_session=True,
         )
     except OSError as exc:
+        pipes.close()
         return _could_not_run(argv, cwd, exc, started)
     except ValueError as exc:  # an embedded NUL in argv or env
+        pipes.close()
         return ProcResult(None, "", "", 0, 0, time.monotonic() - started, False, str(exc))
+    pipes.started()
+    return collect(
+        _Spawned(popen), pipes, started=started, timeout=timeout, cap=cap,
+        kill_grace=kill_grace, cancel_check=cancel_check, errors=errors,
+    )  # fmt: skip
 
-    pid = proc.pid
+
+class Pipes:
+    """The pipes of one command: stdout, stderr and, when `stdin` is bytes, stdin. The
+    child's ends (`child_*`) are closed by `started()` once it has them."""
+
+    __slots__ = ("child_err", "child_in", "child_out", "err", "input", "out", "to_in")
+
+    def __init__(self, stdin: bytes | None) -> None:
+        self.out, self.child_out = os.pipe()
+        self.err, self.child_err = os.pipe()
+        self.child_in = self.to_in = -1
+        self.input = stdin
+        if stdin is not None:
+            self.child_in, self.to_in = os.pipe()
+
+    def child_fds(self) -> list[int]:
+        """The child's ends, stdout, stderr (and stdin when given)."""
+        return [self.child_out, self.child_err, *([self.child_in] if self.child_in >= 0 else [])]
+
+    def started(self) -> None:
+        for fd in self.child_fds():
+            if fd >= 0:
+                os.close(fd)
+        self.child_out = self.child_err = self.child_in = -1
+
+    def close(self) -> None:
+        self.started()
+        for fd in (self.out, self.err, self.to_in):
+            if fd >= 0:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+        self.out = self.err = self.to_in = -1
+
+
+def collect(
+    child: Child,
+    pipes: Pipes,
+    *,
+    started: float,
+    timeout: float,
+    cap: int,
+    kill_grace: float,
+    cancel_check: Callable[[], None] | None,
+    errors: str,
+) -> ProcResult:
+    """Read a started command's output until it exited, and reap it: the time-out, the
+    grace, the caps and the cancellation of `run` (module docstring). Closes `pipes`."""
     deadline = started + max(timeout, 0.0)
-    assert proc.stdout is not None and proc.stderr is not None
-    out_fd, err_fd = proc.stdout.fileno(), proc.stderr.fileno()
+    out_fd, err_fd = pipes.out, pipes.err
     bufs: dict[int, bytearray] = {out_fd: bytearray(), err_fd: bytearray()}
     scratch = bytearray(_READ_SIZE)
     scratch_view = memoryview(scratch)
@@ -148,25 +254,20 @@ def run(
     reading = 2
 
     in_fd = -1
-    in_view = memoryview(b"")
+    in_view = memoryview(pipes.input or b"")
     in_off = 0
-    if proc.stdin is not None:
-        in_view = memoryview(stdin or b"")
+    if pipes.to_in >= 0:
         if in_view:
-            in_fd = proc.stdin.fileno()
+            in_fd = pipes.to_in
             poller.register(in_fd, _POLLOUT)
         else:
-            proc.stdin.close()
+            os.close(pipes.to_in)
+            pipes.to_in = -1
+    exit_fd = child.exit_fd
+    if exit_fd >= 0:
+        poller.register(exit_fd, select.POLLIN)
 
-    pidfd = -1
-    if _HAS_PIDFD:
-        try:
-            pidfd = os.pidfd_open(pid)
-            poller.register(pidfd, select.POLLIN)
-        except OSError:
-            pidfd = -1
-
-    exited = False  # the direct child has exited (not yet reaped when watched by pidfd)
+    exited = False  # the direct child has exited (not yet reaped)
     timed_out = False
     cancelled: BaseException | None = None  # what cancel_check raised
     term_sent = False  # SIGTERM went to the group (time-out or cancellation)
@@ -181,10 +282,10 @@ def run(
                 timed_out = cancelled is None
                 term_sent = True
                 kill_at = now + kill_grace
-                _killpg(pid, signal.SIGTERM)
+                child.signal(signal.SIGTERM)
             if term_sent and not killed and now >= kill_at:
                 killed = True
-                _killpg(pid, signal.SIGKILL)
+                child.signal(signal.SIGKILL)
             if exited:
                 if not reading and in_fd < 0:
                     break
@@ -199,13 +300,13 @@ def run(
             if exited:
                 wait = stop_at - now
             elif killed:
-                wait = 0.05  # SIGKILL is on its way; the pidfd wakes us sooner
+                wait = 0.05  # SIGKILL is on its way; the exit fd wakes us sooner
             elif term_sent:
                 wait = kill_at - now
             else:
                 wait = deadline - now
-            if pidfd < 0 and not exited:
-                wait = min(wait, 0.01)  # no pidfd: look at the child every 10 ms
+            if exit_fd < 0 and not exited:
+                wait = min(wait, 0.01)  # no exit fd: look at the child every 10 ms
             if cancel_check is not None and cancelled is None:
                 wait = min(wait, CANCEL_POLL)
             try:
@@ -214,9 +315,11 @@ def run(
                 continue
 
             for fd, ev in events:
-                if fd == pidfd:
-                    exited = True
-                    poller.unregister(pidfd)
+                if fd == exit_fd:
+                    if child.exited():
+                        exited = True
+                        poller.unregister(exit_fd)
+                        exit_fd = -2  # watched no more (and not "poll the child")
                 elif fd == in_fd:
                     try:
                         in_off += os.write(in_fd, in_view[in_off : in_off + _PIPE_BUF])
@@ -225,9 +328,9 @@ def run(
                     if in_off >= len(in_view):
                         poller.unregister(in_fd)
                         in_fd = -1
-                        assert proc.stdin is not None
                         with contextlib.suppress(OSError):
-                            proc.stdin.close()
+                            os.close(pipes.to_in)
+                        pipes.to_in = -1
                 else:
                     # Into one buffer read after read: a child printing 100 MB in
                     # reads of whatever size the pipe gives makes no garbage, so orkeon's
@@ -249,21 +352,11 @@ def run(
                     cancel_check()
                 except BaseException as exc:  # the caller's cancellation, whatever its class
                     cancelled = exc
-            if pidfd < 0 and not exited:
-                # Peek at the child without reaping it, so its pgid stays reserved.
-                info = os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
-                exited = info is not None and info.si_pid == pid
+            if exit_fd == -1 and not exited:
+                exited = child.exited()
     finally:
-        if pidfd >= 0:
-            os.close(pidfd)
-        # Whatever the child left in its group (finished or not) goes with it. The child is
-        # not reaped yet, so the group id cannot belong to anyone else.
-        _killpg(pid, signal.SIGKILL)
-        for f in (proc.stdin, proc.stdout, proc.stderr):
-            if f is not None:
-                with contextlib.suppress(OSError):
-                    f.close()
-        status = proc.wait()
+        pipes.close()
+        status = child.reap()
     if cancelled is not None:
         raise cancelled
 

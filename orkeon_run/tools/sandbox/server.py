@@ -1,0 +1,266 @@
+"""The exec server of a kept-up sandbox (docs/security.md, "The kept-up sandbox").
+
+It runs inside one bubblewrap sandbox made from a role's `SandboxPolicy` (bwrap.py, the
+same command line a single command gets, plus three capabilities for this server alone),
+started as `python -I -S -c SOURCE FD` by session.py: the standard library only, nothing
+of orkeon imported (the package may lie where the sandbox hides it). FD is its end of a
+SOCK_SEQPACKET socket pair with orkeon.
+
+One request a command, on that socket: a JSON object `{"argv", "cwd", "env"}` with the
+descriptors [reply socket, stdout, stderr, stdin?] attached (no stdin: /dev/null). For
+each the server forks an init, pid 1 of a new PID namespace, which in a new mount and
+IPC namespace mounts its own /proc (only its own processes in it), a fresh /tmp and
+/dev/shm, makes /dev read-only, drops every capability (bounding set included; no new
+privileges is bubblewrap's), and starts the command from `cwd`. When the command exits
+the init sends `{"exit": CODE}` (128 + N for a signal N) and exits, and the kernel kills
+whatever the command left in its namespace; its /tmp, /dev/shm and SysV IPC objects go
+with their namespaces. `{"error": TEXT}` instead: it could not start.
+
+On the reply socket orkeon may send `{"signal": N}`: SIGTERM reaches every process of
+the command's namespace (the init passes it on), SIGKILL takes the namespace down.
+Orkeon closing the reply socket kills it too; orkeon closing the main socket ends the
+server, and with it the sandbox.
+
+Why a command cannot reach the server: it sees no process outside its namespace (its
+/proc is its own), holds none of the server's descriptors (close-on-exec, and closed in
+the init), has no capability and cannot get one (no user namespace can be made in the
+sandbox: the server sets their limit to 0, as `--disable-userns` would), and the server
+is not dumpable.
+"""
+
+import ctypes
+import errno
+import json
+import os
+import select
+import signal
+import socket
+import sys
+
+CLONE_NEWNS, CLONE_NEWIPC, CLONE_NEWPID = 0x00020000, 0x08000000, 0x20000000
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
+MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
+PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_CAPBSET_DROP = 1, 4, 24
+PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL = 47, 4
+CAPS = (8, 21, 24)  # CAP_SETPCAP, CAP_SYS_ADMIN, CAP_SYS_RESOURCE: the server's, never a command's
+PROC_COVERS = ("sys", "sysrq-trigger", "irq", "bus")  # read-only, as bubblewrap leaves them
+PASSED_ON = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+DEFAULTS = (*PASSED_ON, signal.SIGPIPE, signal.SIGXFSZ)  # python's own dispositions, undone
+MAX_MESSAGE = 1 << 22
+
+libc = ctypes.CDLL(None, use_errno=True)
+
+
+class _CapHeader(ctypes.Structure):
+    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+
+class _CapData(ctypes.Structure):
+    _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32),
+                ("inheritable", ctypes.c_uint32)]  # fmt: skip
+
+
+def check(result, what):
+    if result != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"{what}: {os.strerror(err)}")
+
+
+def mount(source, target, fstype, flags, data=None):
+    enc = [None if x is None else x.encode() for x in (source, target, fstype, data)]
+    check(libc.mount(enc[0], enc[1], enc[2], flags, enc[3]), f"mount {target}")
+
+
+def drop_capabilities():
+    """No capability left in any set; the bounding set emptied of what the server kept."""
+    for cap in CAPS:
+        check(libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0), "drop the bounding set")
+    check(libc.prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0), "clear ambient")
+    header = _CapHeader(0x20080522, 0)  # _LINUX_CAPABILITY_VERSION_3
+    data = (_CapData * 2)()
+    check(libc.capset(ctypes.byref(header), data), "capset")
+
+
+def own_namespace():
+    """In the init: the command's mounts, in a mount namespace of its own."""
+    mount(None, "/", None, MS_REC | MS_PRIVATE)  # nothing done here reaches the server's
+    mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+    for name in PROC_COVERS:
+        path = "/proc/" + name
+        if os.path.exists(path):
+            mount(path, path, None, MS_BIND | MS_REC)
+            mount(None, path, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV
+                  | MS_NOEXEC)  # fmt: skip
+    mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755")
+    # /dev is the sandbox's, shared by every command: read-only here (its devices stay
+    # usable), /dev/shm a fresh one.
+    mount("/dev", "/dev", None, MS_BIND)
+    mount(None, "/dev", None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID)
+    if os.path.isdir("/dev/shm"):
+        mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777")
+
+
+def program(argv0, env):
+    """The file `argv0` names, found on the command's PATH as execvp would."""
+    if "/" in argv0:
+        return argv0
+    for folder in os.get_exec_path(env):
+        candidate = os.path.join(folder, argv0)
+        if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+            return candidate
+    raise FileNotFoundError(2, "No such file or directory", argv0)
+
+
+def could_not_run(prog, exc):
+    """The words proc uses for a program that cannot start."""
+    if exc.errno == errno.ENOENT:
+        return f"no such program: {prog}"
+    if exc.errno == errno.EACCES:
+        return f"permission denied: {prog}"
+    if exc.errno == errno.ENOEXEC:
+        return f"not an executable (a script needs a #! line): {prog}"
+    return f"{exc.strerror or exc}: {prog}"
+
+
+def send(sock, obj):
+    try:
+        sock.send(json.dumps(obj).encode())
+    except OSError:
+        pass  # orkeon has gone: nothing to tell
+
+
+def init(request, reply, stdio):
+    """pid 1 of the command's PID namespace. Never returns."""
+    code = 127
+    try:
+        check(libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0), "die with the server")
+        check(libc.unshare(CLONE_NEWNS | CLONE_NEWIPC), "unshare")
+        own_namespace()
+        drop_capabilities()
+        env = request["env"]
+        try:
+            os.chdir(request["cwd"])
+        except OSError as exc:
+            send(reply, {"error": f"cannot use the working directory {request['cwd']}: "
+                                  f"{exc.strerror}"})  # fmt: skip
+            os._exit(code)
+        actions = [(os.POSIX_SPAWN_DUP2, fd, n) for n, fd in enumerate(stdio)]
+        for sig in PASSED_ON:
+            signal.signal(sig, lambda n, _frame: os.kill(-1, n))
+        try:
+            child = os.posix_spawn(
+                program(request["argv"][0], env), request["argv"], env,
+                file_actions=actions, setsid=True, setsigdef=DEFAULTS, setsigmask=(),
+            )  # fmt: skip
+        except OSError as exc:
+            send(reply, {"error": could_not_run(request["argv"][0], exc)})
+            os._exit(code)
+        for fd in stdio:
+            os.close(fd)
+        while True:
+            pid, status = os.waitpid(-1, 0)
+            if pid == child:
+                got = os.waitstatus_to_exitcode(status)
+                send(reply, {"exit": 128 - got if got < 0 else got})
+                code = 0
+                break
+    except BaseException as exc:  # noqa: BLE001 - an init must end, whatever went wrong
+        send(reply, {"error": f"the sandbox's init failed: {exc}"})
+    os._exit(code)
+
+
+class Server:
+    def __init__(self, fd):
+        self.sock = socket.socket(fileno=fd)
+        self.sock.set_inheritable(False)
+        self.pidns = os.open("/proc/self/ns/pid", os.O_RDONLY | os.O_CLOEXEC)
+        self.poller = select.poll()
+        self.poller.register(self.sock, select.POLLIN)
+        self.commands = {}  # pidfd -> (init pid, reply socket)
+        self.replies = {}  # reply socket fd -> (init pid, reply socket)
+
+    def start(self, request, fds):
+        """Start one command: fds are [reply socket, stdout, stderr, stdin?]."""
+        reply = socket.socket(fileno=fds[0])
+        stdin = fds[3] if len(fds) > 3 else os.open("/dev/null", os.O_RDONLY | os.O_CLOEXEC)
+        stdio = [stdin, fds[1], fds[2]]
+        try:
+            check(libc.unshare(CLONE_NEWPID), "unshare the PID namespace")
+            try:
+                pid = os.fork()
+                if pid == 0:
+                    keep = sorted({reply.fileno(), *stdio})
+                    low = 3
+                    for fd in keep:
+                        os.closerange(low, fd)
+                        low = fd + 1
+                    os.closerange(low, 1 << 16)
+                    init(request, reply, stdio)
+            finally:
+                check(libc.setns(self.pidns, CLONE_NEWPID), "setns")
+        except OSError as exc:
+            send(reply, {"error": str(exc)})
+            reply.close()
+            return
+        finally:
+            for fd in stdio:
+                os.close(fd)
+        pidfd = os.pidfd_open(pid)
+        self.commands[pidfd] = self.replies[reply.fileno()] = (pid, reply)
+        self.poller.register(pidfd, select.POLLIN)
+        self.poller.register(reply, select.POLLIN)
+
+    def serve(self):
+        while True:
+            for fd, _ev in self.poller.poll():
+                if fd == self.sock.fileno():
+                    msg, fds, _flags, _addr = socket.recv_fds(
+                        self.sock, MAX_MESSAGE, 4, socket.MSG_CMSG_CLOEXEC
+                    )
+                    if not msg:
+                        return  # orkeon closed the session
+                    self.start(json.loads(msg), list(fds))
+                elif fd in self.commands:
+                    pid, reply = self.commands.pop(fd)
+                    self.poller.unregister(fd)
+                    os.close(fd)
+                    os.waitpid(pid, 0)
+                    if self.replies.pop(reply.fileno(), None) is not None:
+                        self.poller.unregister(reply)
+                    reply.close()
+                elif fd in self.replies:
+                    pid, reply = self.replies[fd]
+                    try:
+                        got = reply.recv(256)
+                    except OSError:
+                        got = b""
+                    sig = json.loads(got)["signal"] if got else signal.SIGKILL
+                    if not got:  # orkeon let go of the command: it goes
+                        del self.replies[fd]
+                        self.poller.unregister(fd)
+                    try:
+                        os.kill(pid, sig)
+                    except ProcessLookupError:
+                        pass
+
+
+def main():
+    fd = int(sys.argv[1])
+    os.closerange(3, fd)
+    os.closerange(fd + 1, 1 << 16)
+    check(libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0), "not dumpable")
+    # No user namespace below this one: a command could map itself a root with every
+    # capability in one (what bubblewrap's --disable-userns prevents for a single command).
+    with open("/proc/sys/user/max_user_namespaces", "w") as f:
+        f.write("0")
+    server = Server(fd)
+    server.sock.send(json.dumps({"ready": os.getpid()}).encode())
+    null = os.open("/dev/null", os.O_RDWR)
+    for n in (0, 1, 2):
+        os.dup2(null, n)
+    os.close(null)
+    server.serve()
+
+
+if __name__ == "__main__":
+    main()
