@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +15,7 @@ import pytest
 
 from orkeon_run.policy.programs import ShellRules
 from orkeon_run.tools import sandbox as sb
-from orkeon_run.tools.sandbox import SandboxPolicy
+from orkeon_run.tools.sandbox import SandboxPolicy, session
 from orkeon_run.tools.sandbox.bwrap import unseen
 from orkeon_run.tools.shell import shell
 
@@ -73,3 +74,22 @@ def sh(
             command, workspace=ws, rules=rules, timeout=timeout, environ=ENV, sandbox=policy
         )
     )
+
+
+# The two ways a policy's commands run (docs/security.md, "The kept-up sandbox"): each in
+# the policy's kept-up sandbox, or each in a sandbox of its own (the fallback).
+MODES = ("kept-up", "per-call")
+
+
+@pytest.fixture(params=MODES)
+def sandbox_mode(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """Run the test with the policy's commands in its kept-up sandbox, then again with a
+    sandbox per command; the kept-up run fails where no kept-up sandbox can be made (it
+    would silently have tested the fallback twice)."""
+    monkeypatch.setattr(session, "ENABLED", request.param == "kept-up")
+    try:
+        yield request.param
+        if request.param == "kept-up":
+            assert session.refused() is None, f"no kept-up sandbox here: {session.refused()}"
+    finally:
+        session.close_all()

@@ -9,7 +9,8 @@ build and test, which run the model's code. See docs/security.md, "The shell san
 output caps, cancellation and the group kill are proc's, and the sandbox's PID namespace
 and `--die-with-parent` make sure nothing the command started outlives it. Each command
 gets a private /tmp (TMPDIR): in memory, or a folder made before it starts and removed
-once it ended.
+once it ended. Where it can, a policy's commands share one sandbox kept up for it, each
+in namespaces of its own (session.py, server.py); `release(policy)` ends it.
 """
 
 from __future__ import annotations
@@ -33,11 +34,19 @@ __all__ = [
     "find_git_dirs",
     "prefetch",
     "probe",
+    "release",
     "run",
     "warn_unconfined_once",
 ]
 
 _warned = False
+
+
+def release(policy: SandboxPolicy) -> None:
+    """End the kept-up sandbox of `policy`, if one is up (its role has ended)."""
+    from . import session
+
+    session.release(policy)
 
 
 def warn_unconfined_once() -> None:
@@ -84,19 +93,6 @@ def _unrunnable(
     return None
 
 
-def _start(
-    policy: SandboxPolicy, argv: Sequence[str], cwd: Path, env: Mapping[str, str]
-) -> tuple[list[str], Path | None] | proc.ProcResult:
-    avail = probe(policy.bwrap)
-    if not avail.ok or avail.bwrap is None:
-        return _not_run(f"the shell sandbox is not available here: {avail.reason}")
-    why = _unrunnable(policy, argv, cwd, env)
-    if why is not None:
-        return _not_run(why)
-    tmp = make_temp(policy)
-    return command(policy, argv, cwd=cwd, tmp=tmp, bwrap=avail.bwrap), tmp
-
-
 def run(
     policy: SandboxPolicy,
     argv: Sequence[str],
@@ -110,17 +106,32 @@ def run(
     cancel_check: Callable[[], None] | None = None,
     errors: str = "replace",
 ) -> proc.ProcResult:
-    """`proc.run(argv, ...)` inside a sandbox made from `policy`. `env` is required: the
-    sandbox passes it on as given (scrub it first). A sandbox that cannot be made, or a
-    program that cannot start, is a result with `error`, as in proc."""
-    started = _start(policy, argv, cwd, env)
-    if isinstance(started, proc.ProcResult):
-        return started
-    wrapped, tmp = started
+    """`proc.run(argv, ...)` inside a sandbox made from `policy`: the policy's kept-up
+    sandbox (session.py) where one can be made, else one made for this command. `env` is
+    required: the sandbox passes it on as given (scrub it first). A sandbox that cannot
+    be made, or a program that cannot start, is a result with `error`, as in proc."""
+    avail = probe(policy.bwrap)
+    if not avail.ok or avail.bwrap is None:
+        return _not_run(f"the shell sandbox is not available here: {avail.reason}")
+    why = _unrunnable(policy, argv, cwd, env)
+    if why is not None:
+        return _not_run(why)
+    from . import session
+
+    kept = session.kept_up(policy, avail.bwrap)
+    if kept is not None:
+        res = kept.run(
+            argv, cwd=cwd, timeout=timeout, env=env, stdin=stdin, cap=cap,
+            kill_grace=kill_grace, cancel_check=cancel_check, errors=errors,
+        )  # fmt: skip
+        if res is not None:
+            return res
+    tmp = make_temp(policy)
     try:
         return proc.run(
-            wrapped, cwd=cwd, timeout=timeout, env=env, stdin=stdin, cap=cap,
-            kill_grace=kill_grace, cancel_check=cancel_check, errors=errors,
+            command(policy, argv, cwd=cwd, tmp=tmp, bwrap=avail.bwrap), cwd=cwd,
+            timeout=timeout, env=env, stdin=stdin, cap=cap, kill_grace=kill_grace,
+            cancel_check=cancel_check, errors=errors,
         )  # fmt: skip
     finally:
         remove_temp(tmp)

@@ -32,6 +32,7 @@ import ctypes
 import errno
 import json
 import os
+import re
 import select
 import signal
 import socket
@@ -49,6 +50,7 @@ DEFAULTS = (*PASSED_ON, signal.SIGPIPE, signal.SIGXFSZ)  # python's own disposit
 MAX_MESSAGE = 1 << 22
 
 libc = ctypes.CDLL(None, use_errno=True)
+UNDER_TMP = []  # the sandbox's mounts under /tmp, found when the server starts
 
 
 class _CapHeader(ctypes.Structure):
@@ -81,7 +83,40 @@ def drop_capabilities():
     check(libc.capset(ctypes.byref(header), data), "capset")
 
 
-def own_namespace():
+def mounted_under(top):
+    """The mount points below `top` that no other one below `top` holds, from this
+    sandbox's mount table (the workspace and the policy's paths when they lie in /tmp)."""
+    points = []
+    with open("/proc/self/mountinfo", encoding="utf-8", errors="surrogateescape") as f:
+        for line in f:
+            point = line.split(" ", 5)[4]
+            point = re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), point)
+            if point.startswith(top + "/"):
+                points.append(point)
+    outer = []
+    for point in sorted(set(points)):
+        if not any(point.startswith(o + "/") for o in outer):
+            outer.append(point)
+    return outer
+
+
+def fresh_tmp(under):
+    """A new, empty /tmp holding again what the sandbox mounted under its own (`under`),
+    bound from the old one with every mount below (their read-only state with them)."""
+    old = os.open("/tmp", os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+    mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755")
+    for point in under:
+        source = f"/proc/self/fd/{old}{point[len('/tmp'):]}"
+        if os.path.isdir(source):
+            os.makedirs(point, exist_ok=True)
+        else:
+            os.makedirs(os.path.dirname(point), exist_ok=True)
+            os.close(os.open(point, os.O_CREAT | os.O_WRONLY | os.O_CLOEXEC, 0o600))
+        mount(source, point, None, MS_BIND | MS_REC)
+    os.close(old)
+
+
+def own_namespace(under_tmp):
     """In the init: the command's mounts, in a mount namespace of its own."""
     mount(None, "/", None, MS_REC | MS_PRIVATE)  # nothing done here reaches the server's
     mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
@@ -91,11 +126,10 @@ def own_namespace():
             mount(path, path, None, MS_BIND | MS_REC)
             mount(None, path, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV
                   | MS_NOEXEC)  # fmt: skip
-    mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755")
-    # /dev is the sandbox's, shared by every command: read-only here (its devices stay
-    # usable), /dev/shm a fresh one.
-    mount("/dev", "/dev", None, MS_BIND)
-    mount(None, "/dev", None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID)
+    fresh_tmp(under_tmp)
+    # /dev is the sandbox's, shared by every command: read-only here (its devices, each a
+    # mount of its own, stay usable), /dev/shm a fresh one.
+    mount(None, "/dev", None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)
     if os.path.isdir("/dev/shm"):
         mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777")
 
@@ -135,7 +169,7 @@ def init(request, reply, stdio):
     try:
         check(libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0), "die with the server")
         check(libc.unshare(CLONE_NEWNS | CLONE_NEWIPC), "unshare")
-        own_namespace()
+        own_namespace(UNDER_TMP)
         drop_capabilities()
         env = request["env"]
         try:
@@ -219,6 +253,8 @@ class Server:
                     )
                     if not msg:
                         return  # orkeon closed the session
+                    for got in fds:  # so that the command gets none but its 0, 1 and 2
+                        os.set_inheritable(got, False)
                     self.start(json.loads(msg), list(fds))
                 elif fd in self.commands:
                     pid, reply = self.commands.pop(fd)
@@ -253,6 +289,7 @@ def main():
     # capability in one (what bubblewrap's --disable-userns prevents for a single command).
     with open("/proc/sys/user/max_user_namespaces", "w") as f:
         f.write("0")
+    UNDER_TMP[:] = mounted_under("/tmp")
     server = Server(fd)
     server.sock.send(json.dumps({"ready": os.getpid()}).encode())
     null = os.open("/dev/null", os.O_RDWR)
