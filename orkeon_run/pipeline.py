@@ -176,6 +176,15 @@ class Pipeline:
         self.tool_timeout = tool_timeout
         self._seq: dict[str, Iterator[int]] = {}
 
+    def end_role(self, ctx: CallContext) -> None:
+        """The role of `ctx` has ended: its kept-up shell sandbox goes (docs/security.md,
+        "The kept-up sandbox")."""
+        box = self.tool_env.sandbox
+        if box is not None:
+            from .tools.sandbox import release
+
+            release(box.with_roots(ctx.roots))
+
     async def call(
         self,
         ctx: CallContext,

@@ -159,3 +159,20 @@ def test_a_sandbox_per_command_where_no_kept_up_one_can_be_made(
     assert session.refused() == "bwrap: no server for you"
     assert sh(ws, "cat README.md", policy)["stdout"] == "# readme\n"  # one of its own
     assert session._sessions == {}
+
+
+def test_a_roles_sandbox_starts_with_its_first_shell_call_and_ends_with_it(ws: Path) -> None:
+    from kit.pipeline import make_pipeline, shell_call
+    from kit.sandbox import RULES
+
+    from orkeon_run.calls import CallContext
+
+    step = role(ws, None)
+    pipeline = make_pipeline(ws, rules=RULES, environ=ENV, sandbox=step)
+    mine = step.with_roots(("src",))
+    assert session._sessions == {}
+    assert shell_call(pipeline, "touch src/x", ("src",))["exit_code"] == 0
+    kept = session._sessions[mine]
+    ctx = CallContext(step=pipeline.step, role="b1/a", workspace=ws, batch="b1", roots=("src",))
+    pipeline.end_role(ctx)
+    assert mine not in session._sessions and kept.popen.poll() is not None
