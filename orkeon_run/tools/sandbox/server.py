@@ -28,6 +28,7 @@ sandbox: the server sets their limit to 0, as `--disable-userns` would), and the
 is not dumpable.
 """
 
+import contextlib
 import ctypes
 import errno
 import json
@@ -163,44 +164,68 @@ def send(sock, obj):
         pass  # orkeon has gone: nothing to tell
 
 
-def init(request, reply, stdio):
-    """pid 1 of the command's PID namespace. Never returns."""
+def spare(link):
+    """pid 1 of a new PID namespace, made ready before a command asks for it (a fork of
+    the server costs more than the command's own start): its mount and IPC namespaces
+    made, capabilities dropped; then it waits on `link` for one command. Never returns."""
     code = 127
+    reply = None
     try:
         check(libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0), "die with the server")
         check(libc.unshare(CLONE_NEWNS | CLONE_NEWIPC), "unshare")
         own_namespace(UNDER_TMP)
         drop_capabilities()
-        env = request["env"]
-        try:
-            os.chdir(request["cwd"])
-        except OSError as exc:
-            send(reply, {"error": f"cannot use the working directory {request['cwd']}: "
-                                  f"{exc.strerror}"})  # fmt: skip
-            os._exit(code)
-        actions = [(os.POSIX_SPAWN_DUP2, fd, n) for n, fd in enumerate(stdio)]
         for sig in PASSED_ON:
             signal.signal(sig, lambda n, _frame: os.kill(-1, n))
-        try:
-            child = os.posix_spawn(
-                program(request["argv"][0], env), request["argv"], env,
-                file_actions=actions, setsid=True, setsigdef=DEFAULTS, setsigmask=(),
-            )  # fmt: skip
-        except OSError as exc:
-            send(reply, {"error": could_not_run(request["argv"][0], exc)})
-            os._exit(code)
-        for fd in stdio:
-            os.close(fd)
-        while True:
-            pid, status = os.waitpid(-1, 0)
-            if pid == child:
-                got = os.waitstatus_to_exitcode(status)
-                send(reply, {"exit": 128 - got if got < 0 else got})
-                code = 0
-                break
+        msg, fds, _flags, _addr = socket.recv_fds(link, MAX_MESSAGE, 4)
+        if not msg:
+            os._exit(0)  # the server is closing
+        link.close()
+        for got in fds:  # so that the command gets none but its 0, 1 and 2
+            os.set_inheritable(got, False)
+        reply = socket.socket(fileno=fds[0])
+        stdin = fds[3] if len(fds) > 3 else os.open("/dev/null", os.O_RDONLY | os.O_CLOEXEC)
+        code = run(json.loads(msg), reply, [stdin, fds[1], fds[2]])
     except BaseException as exc:  # noqa: BLE001 - an init must end, whatever went wrong
-        send(reply, {"error": f"the sandbox's init failed: {exc}"})
+        if reply is not None:
+            send(reply, {"error": f"the sandbox's init failed: {exc}"})
     os._exit(code)
+
+
+def run(request, reply, stdio):
+    """Start the command, wait for it, kill what it left, say how it ended."""
+    env = request["env"]
+    try:
+        os.chdir(request["cwd"])
+    except OSError as exc:
+        send(reply, {"error": f"cannot use the working directory {request['cwd']}: "
+                              f"{exc.strerror}"})  # fmt: skip
+        return 127
+    actions = [(os.POSIX_SPAWN_DUP2, fd, n) for n, fd in enumerate(stdio)]
+    try:
+        child = os.posix_spawn(
+            program(request["argv"][0], env), request["argv"], env,
+            file_actions=actions, setsid=True, setsigdef=DEFAULTS, setsigmask=(),
+        )  # fmt: skip
+    except OSError as exc:
+        send(reply, {"error": could_not_run(request["argv"][0], exc)})
+        return 127
+    for fd in stdio:
+        os.close(fd)
+    while True:
+        pid, status = os.waitpid(-1, 0)
+        if pid == child:
+            break
+    # Whatever the command left goes before orkeon hears it ended: nothing of it is left
+    # when its call returns.
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(-1, signal.SIGKILL)
+    with contextlib.suppress(ChildProcessError):
+        while True:
+            os.waitpid(-1, 0)
+    got = os.waitstatus_to_exitcode(status)
+    send(reply, {"exit": 128 - got if got < 0 else got})
+    return 0
 
 
 class Server:
@@ -212,32 +237,41 @@ class Server:
         self.poller.register(self.sock, select.POLLIN)
         self.commands = {}  # pidfd -> (init pid, reply socket)
         self.replies = {}  # reply socket fd -> (init pid, reply socket)
+        self.ready = None  # (pid, link socket) of the spare init
 
-    def start(self, request, fds):
-        """Start one command: fds are [reply socket, stdout, stderr, stdin?]."""
-        reply = socket.socket(fileno=fds[0])
-        stdin = fds[3] if len(fds) > 3 else os.open("/dev/null", os.O_RDONLY | os.O_CLOEXEC)
-        stdio = [stdin, fds[1], fds[2]]
+    def make_spare(self):
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        check(libc.unshare(CLONE_NEWPID), "unshare the PID namespace")
         try:
-            check(libc.unshare(CLONE_NEWPID), "unshare the PID namespace")
-            try:
-                pid = os.fork()
-                if pid == 0:
-                    keep = sorted({reply.fileno(), *stdio})
-                    low = 3
-                    for fd in keep:
-                        os.closerange(low, fd)
-                        low = fd + 1
-                    os.closerange(low, 1 << 16)
-                    init(request, reply, stdio)
-            finally:
-                check(libc.setns(self.pidns, CLONE_NEWPID), "setns")
+            pid = os.fork()
+            if pid == 0:
+                keep = theirs.fileno()
+                os.closerange(3, keep)
+                os.closerange(keep + 1, 1 << 16)
+                spare(theirs)
+        finally:
+            check(libc.setns(self.pidns, CLONE_NEWPID), "setns")
+        theirs.close()
+        self.ready = (pid, ours)
+
+    def start(self, msg, fds):
+        """Hand one command to the spare init (made now if there is none): fds are
+        [reply socket, stdout, stderr, stdin?]. The next spare is made once a command
+        has ended, not while this one starts."""
+        reply = socket.socket(fileno=fds[0])
+        try:
+            if self.ready is None:
+                self.make_spare()
+            pid, link = self.ready
+            self.ready = None
+            socket.send_fds(link, [msg], fds)
+            link.close()
         except OSError as exc:
-            send(reply, {"error": str(exc)})
+            send(reply, {"error": f"the sandbox's server failed: {exc}"})
             reply.close()
             return
         finally:
-            for fd in stdio:
+            for fd in fds[1:]:
                 os.close(fd)
         pidfd = os.pidfd_open(pid)
         self.commands[pidfd] = self.replies[reply.fileno()] = (pid, reply)
@@ -255,7 +289,7 @@ class Server:
                         return  # orkeon closed the session
                     for got in fds:  # so that the command gets none but its 0, 1 and 2
                         os.set_inheritable(got, False)
-                    self.start(json.loads(msg), list(fds))
+                    self.start(msg, list(fds))
                 elif fd in self.commands:
                     pid, reply = self.commands.pop(fd)
                     self.poller.unregister(fd)
@@ -264,6 +298,9 @@ class Server:
                     if self.replies.pop(reply.fileno(), None) is not None:
                         self.poller.unregister(reply)
                     reply.close()
+                    if self.ready is None:  # the next one, made once the last has ended
+                        with contextlib.suppress(OSError):  # else the next request makes it
+                            self.make_spare()
                 elif fd in self.replies:
                     pid, reply = self.replies[fd]
                     try:
@@ -284,18 +321,23 @@ def main():
     fd = int(sys.argv[1])
     os.closerange(3, fd)
     os.closerange(fd + 1, 1 << 16)
-    check(libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0), "not dumpable")
-    # No user namespace below this one: a command could map itself a root with every
-    # capability in one (what bubblewrap's --disable-userns prevents for a single command).
-    with open("/proc/sys/user/max_user_namespaces", "w") as f:
-        f.write("0")
-    UNDER_TMP[:] = mounted_under("/tmp")
-    server = Server(fd)
-    server.sock.send(json.dumps({"ready": os.getpid()}).encode())
     null = os.open("/dev/null", os.O_RDWR)
     for n in (0, 1, 2):
         os.dup2(null, n)
     os.close(null)
+    server = Server(fd)
+    try:
+        check(libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0), "not dumpable")
+        # No user namespace below this one: a command could map itself a root with every
+        # capability in one (what bubblewrap's --disable-userns prevents for one command).
+        with open("/proc/sys/user/max_user_namespaces", "w") as f:
+            f.write("0")
+        UNDER_TMP[:] = mounted_under("/tmp")
+        server.make_spare()
+    except OSError as exc:
+        send(server.sock, {"error": f"the sandbox's server could not start: {exc}"})
+        return
+    server.sock.send(json.dumps({"ready": os.getpid()}).encode())
     server.serve()
 
 

@@ -134,9 +134,10 @@ class _Command:
         """Wait until the server has reaped the command's namespace (then every process
         of it is gone), killing it first if it still runs."""
         try:
-            if not self.ended:
-                if self.error is None and self.code == -9:
-                    self.signal(9)
+            if not self.ended and self.error is None and self.code == -9:
+                # No word from the init: kill it, and wait until its namespace is gone
+                # (an init that answered killed what the command left first).
+                self.signal(9)
                 ready = select.select([self.sock], [], [], _REAP_TIMEOUT)[0]
                 while ready and self.sock.recv(4096):
                     ready = select.select([self.sock], [], [], _REAP_TIMEOUT)[0]
@@ -176,11 +177,13 @@ class Session:
             ready = select.select([ours], [], [], START_TIMEOUT)[0] and ours.recv(4096)
         except OSError:
             ready = b""
-        if not ready or "ready" not in json.loads(ready):
+        answer = json.loads(ready) if ready else {}
+        if "ready" not in answer:
             self.close()
             assert self.popen.stderr is not None
             said = self.popen.stderr.read().decode(errors="replace").strip().splitlines()
-            raise SessionError(said[-1] if said else "the server did not start")
+            why = answer.get("error") or (said[-1] if said else "the server did not start")
+            raise SessionError(why)
         assert self.popen.stderr is not None
         self.popen.stderr.close()  # the server writes nothing more; bubblewrap only dying
 
