@@ -14,8 +14,9 @@ Contract:
   to the whole group, so a script under a wrapper shell that dies at once still gets it.
 - A program that cannot run (missing, not executable, bad cwd) is a `ProcResult` with
   `error`, never an exception.
-- `arun` runs `run` in a worker thread; cancelling its task stops the group the same way
-  (SIGTERM, SIGKILL after `kill_grace`), so no child outlives a cancelled role.
+- `arun` is `run` for async code (the event loop watches the child); cancelling its task
+  stops the group the same way (SIGTERM, SIGKILL after `kill_grace`), so no child
+  outlives a cancelled role.
 
 The child's exit is watched through a pidfd (Linux >= 5.3) in the same poll set, which
 tells us it exited without reaping it: the zombie keeps the process-group id reserved
@@ -33,7 +34,6 @@ import subprocess
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from functools import partial
 from pathlib import Path
 from typing import Protocol
 
@@ -105,16 +105,13 @@ class Child(Protocol):
 
     def exited(self) -> bool:
         """Whether the command has exited (called when `exit_fd` is readable, or often)."""
-        ...
 
     def signal(self, sig: int) -> None:
         """Send `sig` to the command and everything it started."""
-        ...
 
     def reap(self) -> int:
         """Kill whatever is left of the command, wait for it, and give its wait status
         (negative: the signal that killed it)."""
-        ...
 
 
 class _Spawned:
@@ -170,30 +167,37 @@ def run(
     `errors` is how bytes that are not UTF-8 are decoded: "surrogateescape" keeps file
     names exact (`os.fsencode` gives the bytes back)."""
     started = time.monotonic()
-    if not argv or not argv[0]:
-        return ProcResult(None, "", "", 0, 0, 0.0, False, "the command is empty")
     pipes = Pipes(stdin)
+    child = spawn(argv, cwd=cwd, env=env, pipes=pipes, started=started)
+    if isinstance(child, ProcResult):
+        return child
+    return collect(
+        child, pipes, started=started, timeout=timeout, cap=cap, kill_grace=kill_grace,
+        cancel_check=cancel_check, errors=errors,
+    )  # fmt: skip
+
+
+def spawn(
+    argv: list[str], *, cwd: Path, env: Mapping[str, str] | None, pipes: Pipes, started: float
+) -> _Spawned | ProcResult:
+    """Start `argv` on `pipes`, in a session of its own; a program that cannot run is a
+    ProcResult with `error` (and `pipes` closed)."""
     try:
+        if not argv or not argv[0]:
+            raise ValueError("the command is empty")
         popen = subprocess.Popen(
-            argv,
-            cwd=cwd,
-            env=env,
+            argv, cwd=cwd, env=env, start_new_session=True,
             stdin=subprocess.DEVNULL if pipes.child_in < 0 else pipes.child_in,
-            stdout=pipes.child_out,
-            stderr=pipes.child_err,
-            start_new_session=True,
-        )
+            stdout=pipes.child_out, stderr=pipes.child_err,
+        )  # fmt: skip
     except OSError as exc:
         pipes.close()
         return _could_not_run(argv, cwd, exc, started)
-    except ValueError as exc:  # an embedded NUL in argv or env
+    except ValueError as exc:  # that, or an embedded NUL in argv or env
         pipes.close()
         return ProcResult(None, "", "", 0, 0, time.monotonic() - started, False, str(exc))
     pipes.started()
-    return collect(
-        _Spawned(popen), pipes, started=started, timeout=timeout, cap=cap,
-        kill_grace=kill_grace, cancel_check=cancel_check, errors=errors,
-    )  # fmt: skip
+    return _Spawned(popen)
 
 
 class Pipes:
@@ -382,20 +386,12 @@ async def arun(
     cap: int = 1 << 20,
     kill_grace: float = 2.0,
 ) -> ProcResult:
-    """`run` in a worker thread, so concurrent roles do not block each other's event loop.
-    Cancelling the calling task stops the child's group (SIGTERM, SIGKILL after
-    `kill_grace`) and waits for it, so nothing outlives the cancellation."""
-    from anyio import from_thread, to_thread  # sync callers should not pay for anyio
+    """`run` from async code without blocking the event loop (proc_loop.py: the loop
+    watches the child itself, or a worker thread runs `run`). Cancelling the calling task
+    stops the child's group (SIGTERM, SIGKILL after `kill_grace`) and waits for it, so
+    nothing outlives the cancellation."""
+    from .proc_loop import arun as in_loop  # sync callers should not pay for anyio
 
-    call = partial(
-        run,
-        argv,
-        cwd=cwd,
-        timeout=timeout,
-        env=env,
-        stdin=stdin,
-        cap=cap,
-        kill_grace=kill_grace,
-        cancel_check=from_thread.check_cancelled,
+    return await in_loop(
+        argv, cwd=cwd, timeout=timeout, env=env, stdin=stdin, cap=cap, kill_grace=kill_grace
     )
-    return await to_thread.run_sync(call)
