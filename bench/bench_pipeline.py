@@ -70,9 +70,11 @@ def pipeline(
     realistic: bool,
     hooks: list[NativeHook] | None = None,
     redactor: Redactor | None = None,
+    events_path: Path | None = None,
 ) -> Pipeline:
     rules = ShellRules()
-    events = EventLog(ws.parent / "events.jsonl", redactor=redactor) if realistic else NullLog()
+    path = events_path or ws.parent / "events.jsonl"
+    events = EventLog(path, redactor=redactor) if realistic else NullLog()
     return Pipeline(
         workspace=ws,
         step="dev-batches",

@@ -176,3 +176,17 @@ def test_a_roles_sandbox_starts_with_its_first_shell_call_and_ends_with_it(ws: P
     ctx = CallContext(step=pipeline.step, role="b1/a", workspace=ws, batch="b1", roots=("src",))
     pipeline.end_role(ctx)
     assert mine not in session._sessions and kept.popen.poll() is not None
+
+
+def test_the_audits_git_commands_share_one_sandbox(ws: Path) -> None:
+    """docs/security.md, "The kept-up sandbox": the audit's git uses it too."""
+    from orkeon_run.run.audit.gitcmd import AuditGit
+    from orkeon_run.run.audit.snapshot import changed_paths, snapshot
+    from orkeon_run.run.confine import find_git
+
+    policy = sb.SandboxPolicy.for_git(Path("/"), run_dir=ws / ".orkeon/runs/r1")
+    how = AuditGit(find_git(ws, os.environ.get("PATH")), policy)
+    before = snapshot(ws, tools=how)
+    (ws / "README.md").write_text("changed\n")
+    assert changed_paths(ws, before, how) == ["README.md"]
+    assert len(session._sessions) == 1  # every git command of both, in one sandbox
