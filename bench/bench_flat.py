@@ -82,8 +82,10 @@ def main() -> None:
         row(f"orkeon's CPU per call, {n:,} calls", f"{per_call[n] * 1e6:.0f} µs",
             f"{base * 1e6:.0f} µs", ratio, f"≤ {FLAT:g}× (flat)" if n != SIZES[0] else "",
             ratio <= FLAT if n != SIZES[0] else None)  # fmt: skip
-    print(f"(CPU time of this process a call, one role's session start to result, medians of "
-          f"{ROUNDS} sessions of each size; baseline: the {SIZES[0]}-call session's)")
+    print(
+        f"(CPU time of this process a call, one role's session start to result, medians of "
+        f"{ROUNDS} sessions of each size; baseline: the {SIZES[0]}-call session's)"
+    )
 
 
 if __name__ == "__main__":

@@ -117,7 +117,7 @@ class Child(Protocol):
 class _Spawned:
     """A child of this process in a session of its own, watched through a pidfd."""
 
-    __slots__ = ("exit_fd", "popen", "pid")
+    __slots__ = ("exit_fd", "pid", "popen")
 
     def __init__(self, popen: subprocess.Popen[bytes]) -> None:
         self.popen = popen

@@ -21,7 +21,6 @@ import pytest
 from kit import ROOT
 from kit.pipeline import make_pipeline, shell_call
 from kit.sandbox import ENV, LINUX_ONLY, PY, RULES, SCRIPTS, make_ws, require_sandbox, role, sh
-from kit.sandbox import sandbox_mode  # noqa: F401 - a fixture: every test in both modes
 
 from orkeon_run.policy.programs import ShellRules
 from orkeon_run.tools import sandbox as sb

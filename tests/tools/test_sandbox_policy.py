@@ -12,7 +12,6 @@ from pathlib import Path
 import pytest
 from kit.pipeline import make_pipeline, shell_call
 from kit.sandbox import ENV, LINUX_ONLY, RULES, make_ws, require_sandbox, role, sh
-from kit.sandbox import sandbox_mode  # noqa: F401 - a fixture: every test in both modes
 
 from orkeon_run.tools import sandbox as sb
 from orkeon_run.tools.sandbox import CREDENTIAL_STORES, SandboxPolicy, find_git_dirs

@@ -147,12 +147,10 @@ def test_cancelling_a_call_kills_its_namespace(ws: Path) -> None:
     assert session.kept_up(policy, bwrap()) is not None  # the sandbox stays up
 
 
-def test_a_sandbox_per_command_where_no_kept_up_one_can_be_made(
-    ws: Path, tmp_path: Path
-) -> None:
+def test_a_sandbox_per_command_where_no_kept_up_one_can_be_made(ws: Path, tmp_path: Path) -> None:
     assert session.kept_up(role(ws, None, temp_root=tmp_path), bwrap()) is None  # /tmp on disk
     broken = tmp_path / "bwrap"
-    broken.write_text(f"#!/bin/sh\necho 'bwrap: no server for you' >&2\nexit 1\n")
+    broken.write_text("#!/bin/sh\necho 'bwrap: no server for you' >&2\nexit 1\n")
     broken.chmod(0o755)
     policy = role(ws, None)
     assert session.kept_up(policy, broken) is None

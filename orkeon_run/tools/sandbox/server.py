@@ -28,6 +28,8 @@ sandbox: the server sets their limit to 0, as `--disable-userns` would), and the
 is not dumpable.
 """
 
+from __future__ import annotations
+
 import contextlib
 import ctypes
 import errno
@@ -51,7 +53,7 @@ DEFAULTS = (*PASSED_ON, signal.SIGPIPE, signal.SIGXFSZ)  # python's own disposit
 MAX_MESSAGE = 1 << 22
 
 libc = ctypes.CDLL(None, use_errno=True)
-UNDER_TMP = []  # the sandbox's mounts under /tmp, found when the server starts
+UNDER_TMP: list[str] = []  # the sandbox's mounts under /tmp, found when the server starts
 
 
 class _CapHeader(ctypes.Structure):
@@ -94,7 +96,7 @@ def mounted_under(top):
             point = re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), point)
             if point.startswith(top + "/"):
                 points.append(point)
-    outer = []
+    outer: list[str] = []
     for point in sorted(set(points)):
         if not any(point.startswith(o + "/") for o in outer):
             outer.append(point)
@@ -107,7 +109,7 @@ def fresh_tmp(under):
     old = os.open("/tmp", os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
     mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755")
     for point in under:
-        source = f"/proc/self/fd/{old}{point[len('/tmp'):]}"
+        source = f"/proc/self/fd/{old}{point[len('/tmp') :]}"
         if os.path.isdir(source):
             os.makedirs(point, exist_ok=True)
         else:
@@ -158,10 +160,8 @@ def could_not_run(prog, exc):
 
 
 def send(sock, obj):
-    try:
+    with contextlib.suppress(OSError):  # orkeon has gone: nothing to tell
         sock.send(json.dumps(obj).encode())
-    except OSError:
-        pass  # orkeon has gone: nothing to tell
 
 
 def spare(link):
@@ -186,7 +186,7 @@ def spare(link):
         reply = socket.socket(fileno=fds[0])
         stdin = fds[3] if len(fds) > 3 else os.open("/dev/null", os.O_RDONLY | os.O_CLOEXEC)
         code = run(json.loads(msg), reply, [stdin, fds[1], fds[2]])
-    except BaseException as exc:  # noqa: BLE001 - an init must end, whatever went wrong
+    except BaseException as exc:  # an init must end, whatever went wrong
         if reply is not None:
             send(reply, {"error": f"the sandbox's init failed: {exc}"})
     os._exit(code)
@@ -253,6 +253,7 @@ class Server:
             check(libc.setns(self.pidns, CLONE_NEWPID), "setns")
         theirs.close()
         self.ready = (pid, ours)
+        return self.ready
 
     def start(self, msg, fds):
         """Hand one command to the spare init (made now if there is none): fds are
@@ -260,9 +261,8 @@ class Server:
         has ended, not while this one starts."""
         reply = socket.socket(fileno=fds[0])
         try:
-            if self.ready is None:
-                self.make_spare()
-            pid, link = self.ready
+            ready = self.ready or self.make_spare()
+            pid, link = ready
             self.ready = None
             socket.send_fds(link, [msg], fds)
             link.close()
@@ -304,17 +304,15 @@ class Server:
                 elif fd in self.replies:
                     pid, reply = self.replies[fd]
                     try:
-                        got = reply.recv(256)
+                        said = reply.recv(256)
                     except OSError:
-                        got = b""
-                    sig = json.loads(got)["signal"] if got else signal.SIGKILL
-                    if not got:  # orkeon let go of the command: it goes
+                        said = b""
+                    sig = json.loads(said)["signal"] if said else signal.SIGKILL
+                    if not said:  # orkeon let go of the command: it goes
                         del self.replies[fd]
                         self.poller.unregister(fd)
-                    try:
+                    with contextlib.suppress(ProcessLookupError):
                         os.kill(pid, sig)
-                    except ProcessLookupError:
-                        pass
 
 
 def main():

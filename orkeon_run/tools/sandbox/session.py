@@ -33,7 +33,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from functools import cache
+from functools import cache, partial
 from pathlib import Path
 from typing import Any
 
@@ -67,7 +67,7 @@ class _Spawner:
         self._thread: threading.Thread | None = None
 
     def call(self, fn: Callable[[], Any]) -> Any:
-        done, box = threading.Event(), []
+        done, box = threading.Event(), list[Any]()
         with self._lock:
             if self._thread is None:
                 self._thread = threading.Thread(target=self._serve, name="orkeon-sandboxes",
@@ -159,14 +159,13 @@ class Session:
         python = os.path.realpath(sys.executable)
         server = [python, "-I", "-S", "-c", _source(), str(theirs.fileno())]
         argv = command(policy, server, cwd=policy.workspace, tmp=None, bwrap=bwrap, server=True)
+        start = partial(
+            subprocess.Popen, argv, cwd=policy.workspace, env={"PATH": os.defpath},
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+            pass_fds=(theirs.fileno(),), start_new_session=True,
+        )  # fmt: skip
         try:
-            self.popen: subprocess.Popen[bytes] = _spawner.call(
-                lambda: subprocess.Popen(
-                    argv, cwd=policy.workspace, env={"PATH": os.defpath},
-                    stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                    pass_fds=(theirs.fileno(),), start_new_session=True,
-                )  # fmt: skip
-            )
+            self.popen: subprocess.Popen[bytes] = _spawner.call(start)
         except OSError as exc:
             ours.close()
             raise SessionError(f"bubblewrap could not start: {exc}") from None

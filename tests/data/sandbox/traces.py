@@ -30,10 +30,14 @@ if sys.argv[1] == "leave":
     print("left")
 else:
     pids = sorted(int(p) for p in os.listdir("/proc") if p.isdigit())
-    print(json.dumps({
-        "tmp": os.listdir("/tmp"),
-        "shm": os.listdir("/dev/shm"),
-        "sysv": sysv("shm") + sysv("msg"),
-        "pids": pids,
-        "fds": sorted(int(fd) for fd in os.listdir("/proc/self/fd")),
-    }))
+    print(
+        json.dumps(
+            {
+                "tmp": os.listdir("/tmp"),
+                "shm": os.listdir("/dev/shm"),
+                "sysv": sysv("shm") + sysv("msg"),
+                "pids": pids,
+                "fds": sorted(int(fd) for fd in os.listdir("/proc/self/fd")),
+            }
+        )
+    )
