@@ -221,7 +221,8 @@ def main() -> None:
     print(f"(value: a shell tool call sandboxed, baseline: the same call unconfined, alternating; "
           f"p10: 10th percentile; {ROUNDS} calls "
           f"of `true` and {ROUNDS // 3} of `git status` each; CPU: orkeon's and its children's "
-          f"a call; free core: under SCHED_FIFO, {'measured' if free else 'not permitted here'}; "
+          f"a call (kept-up: the sandbox's server and the command are not orkeon's children, "
+          f"and are left out); free core: under SCHED_FIFO, {'measured' if free else 'not permitted here'}; "
           f"load average {os.getloadavg()[0]:.1f}; {avail.bwrap})")  # fmt: skip
 
 
