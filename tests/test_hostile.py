@@ -35,7 +35,7 @@ from orkeon_run.hooks.native import NativeHook, argv_for, run_hook
 from orkeon_run.pipeline import Pipeline
 from orkeon_run.policy.gate import Gate
 from orkeon_run.policy.programs import ShellRules
-from orkeon_run.policy.rules import RuleSet, call_subjects
+from orkeon_run.policy.rules import RuleSet
 from orkeon_run.policy.words import OPERATORS, split_command
 
 SETTINGS = settings(
@@ -724,10 +724,10 @@ def test_rules_that_backtracked_give_the_right_verdict_in_linear_time(
         for subject, matches in ((miss, False), (hit, True)):
             if tool == "shell":
                 input: dict[str, Any] = {"command": subject}
-                subjects = call_subjects(tool, input, None)
+                subjects = kit.pipeline.subjects(tool, input)
             else:
                 input = {"file_path": subject}
-                subjects = call_subjects(tool, input, subject)
+                subjects = kit.pipeline.subjects(tool, input, subject)
             start = time.thread_time()
             verdict = gate.refusal(tool, subjects)
             assert time.thread_time() - start < 1.0, (kind, matches)
