@@ -130,7 +130,10 @@ def test_every_provider_config_has_its_registry_entry() -> None:
 @pytest.mark.parametrize("provider", list(models.PROVIDERS))
 def test_every_registered_provider_class_is_a_provider(provider: str) -> None:
     module, _, name = models.PROVIDERS[provider].partition(":")
-    cls = getattr(importlib.import_module(f"orkeon_run.models.{module}"), name, None)
+    try:
+        cls = getattr(importlib.import_module(f"orkeon_run.models.{module}"), name, None)
+    except ImportError as exc:
+        pytest.fail(f"{provider}: models.PROVIDERS names {module}:{name}, no such module: {exc}")
     assert cls is not None, f"{provider}: models/{module}.py has no class {name}"
     for method in ("for_role", "price", "context_tokens", "aclose"):
         assert callable(getattr(cls, method, None)), f"{provider}: {name} has no {method}"
