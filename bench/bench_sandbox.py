@@ -35,6 +35,7 @@ from typing import Any
 import anyio
 
 from orkeon_run.policy.programs import ShellRules
+from orkeon_run.policy.words import split_command
 from orkeon_run.tools import sandbox
 from orkeon_run.tools.sandbox import session
 from orkeon_run.tools.sandbox.probe import _probe
@@ -58,6 +59,7 @@ def paired(
     """Seconds per call, unconfined, in the role's kept-up sandbox and in a sandbox of its
     own, measured in turn."""
     rules = ShellRules()
+    argv = split_command(command)  # as the pipeline's check splits it, once
 
     cpu = dict.fromkeys(MODES, 0.0)
 
@@ -66,7 +68,7 @@ def paired(
         used = cpu_seconds()
         start = time.perf_counter()
         got: Any = await shell(
-            command, workspace=ws, rules=rules, timeout=60, environ=ENV,
+            argv, workspace=ws, rules=rules, timeout=60, environ=ENV,
             sandbox=None if mode == "plain" else policy,
         )  # fmt: skip
         took = time.perf_counter() - start
