@@ -188,3 +188,32 @@ def test_the_audits_git_commands_share_one_sandbox(ws: Path) -> None:
     (ws / "README.md").write_text("changed\n")
     assert changed_paths(ws, before, how) == ["README.md"]
     assert len(session._sessions) == 1  # every git command of both, in one sandbox
+
+
+def test_commands_of_one_sandbox_may_run_at_the_same_time(ws: Path) -> None:
+    """Each in its own namespaces: two at once, neither sees the other."""
+    policy = role(ws, ["src"])
+    started = ws / "src" / "first"
+    look = f"{PY} {SCRIPTS / 'traces.py'} look"
+    seen: list[str] = []
+
+    async def first() -> None:
+        res = await sb.arun(
+            policy, [PY, "-c", f"open({str(started)!r}, 'w'); import time; time.sleep(3600)"],
+            cwd=ws, timeout=3600, env=ENV,
+        )  # fmt: skip
+        seen.append(f"first ended: {res.exit_code}")
+
+    async def main() -> None:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(first)
+            with anyio.fail_after(60):
+                while not started.exists():
+                    await anyio.sleep(0.02)
+            res = await sb.arun(policy, look.split(), cwd=ws, timeout=60, env=ENV)
+            seen.append(res.stdout)
+            tg.cancel_scope.cancel()
+
+    anyio.run(main)
+    assert json.loads(seen[0])["pids"] == [1, 2]  # the first command is not in sight
+    assert len(session._sessions) == 1
