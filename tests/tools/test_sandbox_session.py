@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import uuid
 from pathlib import Path
 
 import anyio
 import pytest
+from kit import ROOT
 from kit.sandbox import ENV, LINUX_ONLY, PY, SCRIPTS, make_ws, require_sandbox, role, sh
 
 from orkeon_run.tools import sandbox as sb
@@ -217,3 +219,32 @@ def test_commands_of_one_sandbox_may_run_at_the_same_time(ws: Path) -> None:
     anyio.run(main)
     assert json.loads(seen[0])["pids"] == [1, 2]  # the first command is not in sight
     assert len(session._sessions) == 1
+
+
+def test_a_workspace_beside_a_mount_in_the_hosts_tmp(ws: Path, tmp_path: Path) -> None:
+    """The host's own mounts under its /tmp (covered in the sandbox) are not among those
+    each command's fresh /tmp holds again: with one beside the workspace, the command
+    runs (a kept-up sandbox refused it once)."""
+    if (
+        ws.is_relative_to("/tmp") is False
+        or subprocess.run(["unshare", "-rm", "true"], capture_output=True, check=False).returncode
+    ):
+        pytest.skip("needs the workspace in /tmp and `unshare -rm`")
+    from orkeon_run.tools.sandbox import server
+
+    assert server.INIT_FAILED == session.INIT_FAILED
+    other = tmp_path / "other"
+    other.mkdir()
+    script = (
+        "import os, sys; from pathlib import Path; from orkeon_run.tools import sandbox as sb;"
+        "from orkeon_run.tools.sandbox import session;"
+        f"ws = Path({str(ws)!r}); policy = sb.SandboxPolicy.for_role(ws, None, run_dir=None);"
+        "r = sb.run(policy, ['cat', 'README.md'], cwd=ws, timeout=60, env={'PATH': os.defpath});"
+        "print(r.stdout.strip(), session.refused())"
+    )
+    mount = f"mount -t tmpfs tmpfs {other}"
+    got = subprocess.run(
+        ["unshare", "-rm", "sh", "-c", f'{mount} && exec "$0" -c "$1"', PY, script],
+        capture_output=True, text=True, env={**ENV, "PYTHONPATH": str(ROOT)}, check=False,
+    )  # fmt: skip
+    assert got.stdout == "# readme None\n", got.stderr

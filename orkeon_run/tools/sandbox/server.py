@@ -87,20 +87,21 @@ def drop_capabilities():
 
 
 def mounted_under(top):
-    """The mount points below `top` that no other one below `top` holds, from this
-    sandbox's mount table (the workspace and the policy's paths when they lie in /tmp)."""
-    points = []
+    """The mount points right under the mount that shows `top` (the workspace and the
+    policy's paths, when they lie in /tmp), from this sandbox's mount table; those the
+    mounts on `top` cover (the host's own, under the host's /tmp) are not among them."""
+    entries = []  # (mount id, parent id, mount point)
     with open("/proc/self/mountinfo", encoding="utf-8", errors="surrogateescape") as f:
         for line in f:
-            point = line.split(" ", 5)[4]
-            point = re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), point)
-            if point.startswith(top + "/"):
-                points.append(point)
-    outer: list[str] = []
-    for point in sorted(set(points)):
-        if not any(point.startswith(o + "/") for o in outer):
-            outer.append(point)
-    return outer
+            fields = line.split(" ", 5)
+            point = re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), fields[4])
+            entries.append((fields[0], fields[1], point))
+    on_top = [e for e in entries if e[2] == top]
+    covered = {e[1] for e in on_top}
+    shown = [e[0] for e in on_top if e[0] not in covered]
+    if not shown:
+        return []
+    return sorted({point for _id, parent, point in entries if parent == shown[-1] and point != top})
 
 
 def fresh_tmp(under):
@@ -164,17 +165,25 @@ def send(sock, obj):
         sock.send(json.dumps(obj).encode())
 
 
+INIT_FAILED = "the sandbox's init failed: "  # session.py makes a sandbox per command then
+
+
 def spare(link):
     """pid 1 of a new PID namespace, made ready before a command asks for it (a fork of
     the server costs more than the command's own start): its mount and IPC namespaces
-    made, capabilities dropped; then it waits on `link` for one command. Never returns."""
+    made, capabilities dropped; then it waits on `link` for one command. Never returns.
+    When the namespaces cannot be made, the command is answered INIT_FAILED and why."""
     code = 127
     reply = None
+    failed = None
     try:
         check(libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0), "die with the server")
         check(libc.unshare(CLONE_NEWNS | CLONE_NEWIPC), "unshare")
         own_namespace(UNDER_TMP)
         drop_capabilities()
+    except OSError as exc:
+        failed = str(exc)
+    try:
         for sig in PASSED_ON:
             signal.signal(sig, lambda n, _frame: os.kill(-1, n))
         msg, fds, _flags, _addr = socket.recv_fds(link, MAX_MESSAGE, 4)
@@ -184,11 +193,13 @@ def spare(link):
         for got in fds:  # so that the command gets none but its 0, 1 and 2
             os.set_inheritable(got, False)
         reply = socket.socket(fileno=fds[0])
+        if failed is not None:
+            raise RuntimeError(failed)
         stdin = fds[3] if len(fds) > 3 else os.open("/dev/null", os.O_RDONLY | os.O_CLOEXEC)
         code = run(json.loads(msg), reply, [stdin, fds[1], fds[2]])
     except BaseException as exc:  # an init must end, whatever went wrong
         if reply is not None:
-            send(reply, {"error": f"the sandbox's init failed: {exc}"})
+            send(reply, {"error": INIT_FAILED + str(exc)})
     os._exit(code)
 
 

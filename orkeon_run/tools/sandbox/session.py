@@ -42,6 +42,9 @@ from .bwrap import command, mounts, unseen
 from .policy import SandboxPolicy
 
 ENABLED = True
+# What server.py answers when a command's namespaces cannot be made (server.INIT_FAILED;
+# not imported: the server's module loads ctypes, which orkeon itself does not need).
+INIT_FAILED = "the sandbox's init failed: "
 START_TIMEOUT = 20.0  # a loaded CI machine; the server is ready in tens of milliseconds
 _REAP_TIMEOUT = 30.0  # the server reaps a command's namespace in microseconds
 
@@ -227,6 +230,9 @@ class Session:
             cancel_check=cancel_check, errors=errors,
         )  # fmt: skip
         if child.error is not None:
+            if child.error.startswith(INIT_FAILED):  # the command never started
+                _refuse(self, child.error)
+                return None
             return proc.ProcResult(None, "", "", 0, 0, res.seconds, False, child.error)
         return res
 
@@ -283,6 +289,15 @@ def kept_up(policy: SandboxPolicy, bwrap: Path) -> Session | None:
 def refused() -> str | None:
     """Why no kept-up sandbox can be made here (None: none refused so far)."""
     return _refused[0] if _refused else None
+
+
+def _refuse(session: Session, why: str) -> None:
+    """The kernel refused a command's namespaces: no kept-up sandbox for this process."""
+    from ... import logs
+
+    _refused.append(why)
+    logs.get().debug("no kept-up sandbox here: a sandbox per command", why=why)
+    _drop(session.policy, session)
 
 
 def _drop(policy: SandboxPolicy, session: Session) -> None:
