@@ -140,6 +140,11 @@ class StepRun:
         return self.config.confinement.state
 
     @property
+    def unpinned(self) -> list[str]:
+        """The files pinned at run start whose content changed since (config/pins.py)."""
+        return self.config.pins.changed_all()
+
+    @property
     def hidden_run_dir(self) -> Path:
         """The run directory the sandboxed commands may not see (a pipeline's own, for one
         of its steps)."""
@@ -169,7 +174,7 @@ class StepRun:
                 own = relative(ws, resolve_in_workspace(ws, own_output))
             except PathOutside:
                 own = None
-        return guard(rel_run, own)
+        return guard(rel_run, own, pinned=self.config.pins.paths)
 
     def save_state(self, **changes: Any) -> None:
         """Record progress (e.g. batches that passed) so --resume can continue. Raises
@@ -212,6 +217,7 @@ def step_hooks(config: RunConfig, events: EventLog) -> Hooks:
             workspace=config.workspace,
             program_rules=config.shell_rules,
             env=child_environ(config, credentials=True),
+            pins=config.pins,
         )
     settings: Hooks = NO_HOOKS
     if config.settings_hooks:
@@ -222,6 +228,7 @@ def step_hooks(config: RunConfig, events: EventLog) -> Hooks:
             workspace=config.workspace,
             events=events,
             extra_env_remove=[config.key_env] if config.key_env else [],
+            pins=config.pins,
         )
     return chain([native, settings])
 

@@ -367,7 +367,7 @@ async def _finish(sr: StepRun, outcome: StepOutcome) -> dict[str, Any]:
     """Write the result (result.json, the `result` event) and return it. A result.json the
     disk refuses makes the run's status "error" with that cause; the document is returned
     (and printed) all the same."""
-    result = result_document(sr.run_id, sr.step, outcome, sr.ledger, sr.sandbox)
+    result = result_document(sr.run_id, sr.step, outcome, sr.ledger, sr.sandbox, sr.unpinned)
     try:
         sr.write_record("result.json", result)
     except RecordsError as exc:

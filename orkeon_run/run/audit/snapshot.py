@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ...policy.guards import guard_files
 from .git import (
     Repo,
     git_moved,
@@ -20,7 +21,6 @@ from .git import (
 )
 from .gitcmd import AuditGit, Git
 from .nested import git_entries, guard_changes, guards_of, nested_files, walk
-from ...policy.guards import guard_files
 from .paths import ALWAYS_IGNORED, AuditError, Ignore, fingerprint, stat_key
 
 

@@ -26,6 +26,7 @@ async def snapshot(sr: StepRun, git_mode: bool | None) -> audit.Snapshot:
             git_mode,
             patterns=tuple(sr.inputs.audit.ignore),
             tools=sr.audit_git(),
+            pinned=sr.config.pins.paths,
         )
     )
 
