@@ -130,9 +130,26 @@ class StepRun:
                 mcp=self.mcp,
             ),
             gate=self.config.gate,
-            rule_sets=[self.guard(own_output), *rule_sets],
+            rule_sets=[self.guard(own_output), *rule_sets, *self.git_mcp_rules(rule_sets)],
             hooks=self.hooks,
         )
+
+    def git_mcp_rules(self, rule_sets: Sequence[RuleSet]) -> list[RuleSet]:
+        """Where the step's rule sets read git as read-only (the batch), the rule set that
+        refuses the tools of git-shaped MCP servers the gate does not allow
+        (policy/mcpgit.py)."""
+        from ..policy import mcpgit
+
+        if self.mcp is None or not any(c.name == mcpgit.CHECK for r in rule_sets for c in r.checks):
+            return []
+        servers = {n: (s.argv, s.git) for n, s in self.config.mcp_servers.items()}
+        allow = self.config.gate.rules.allow
+        found = mcpgit.git_tool_rules(
+            servers,
+            (t.name for t in self.catalog.added),
+            lambda tool: any(r.matches(tool, ()) for r in allow),
+        )
+        return [found] if found is not None else []
 
     @property
     def sandbox(self) -> str:

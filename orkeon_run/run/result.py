@@ -7,7 +7,6 @@ writes them builds plain dicts (docs/output.md).
 from __future__ import annotations
 
 from collections.abc import Sequence
-
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field

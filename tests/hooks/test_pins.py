@@ -137,3 +137,23 @@ def test_a_pinned_file_that_cannot_be_read_stops_the_run(
     assert "cannot be read" in line and "Traceback" not in err
     assert not (ws / "src/x.py").exists()
     assert not (ws / ".orkeon/runs").exists()
+
+
+def test_validate_warns_of_a_hook_program_found_inside_the_workspace(
+    ws: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """docs/security.md, "Guards": a hook that runs a program resolved from the workspace
+    (`.venv/bin`, `node_modules/.bin`) is named by `orkeon validate` with a warning."""
+    tool = ws / "node_modules/.bin/lint-hook"
+    tool.parent.mkdir(parents=True)
+    tool.write_text("#!/bin/sh\nexit 0\n")
+    tool.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tool.parent}{os.pathsep}{os.environ['PATH']}")
+    doc = scripted({}, hooks={"PostToolUse": [{"hooks": [{"type": "command",
+                                                          "command": "lint-hook --fix"}]}]})  # fmt: skip
+    code, _, err = orkeon(capsys, "validate", "--workspace", str(ws), "--inputs", json.dumps(doc))
+    assert code == 0, err
+    assert (
+        "warning: hooks: lint-hook is found on PATH inside the workspace "
+        "(node_modules/.bin/lint-hook)"
+    ) in err
