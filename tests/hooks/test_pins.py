@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kit.cli import clean_environment, orkeon, run_dir, run_json
+from kit.cli import clean_environment, orkeon, pipeline_doc, pipeline_script, run_dir, run_json
 from kit.steps import calls, make_workspace, scripted, shell, write
 
 PY = sys.executable
@@ -157,3 +157,30 @@ def test_validate_warns_of_a_hook_program_found_inside_the_workspace(
         "warning: hooks: lint-hook is found on PATH inside the workspace "
         "(node_modules/.bin/lint-hook)"
     ) in err
+
+
+def test_a_pipeline_starts_no_step_after_a_pinned_file_changed(
+    ws: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """docs/security.md, "Guards": a pinned file changed mid-run is never run. In a
+    pipeline the batch role's change fails its audit, and the repair that would follow
+    (a step of its own, which pins at its start) does not start: its hook would run the
+    model's script."""
+    script = pipeline_script()
+    script["b1/api"] = [{"tool_calls": [shell("cp src/evil.py .claude/hooks/check.py")]}]
+    script["tasks-repair"] = [{"tool_calls": [write("src/x.py", "x\n")]}, {"text": "done"}]
+    doc = {
+        **pipeline_doc(),
+        "model": {"provider": "scripted", "script": script},
+        "shell": {"sandbox": "off"},
+        "hooks": settings("PostToolUse"),
+        "repair": {"attempts": 1},
+    }
+    code, result, _ = run_json(capsys, "pipeline", ws, doc=doc)
+    assert not (tmp_path / "pwned").exists()
+    assert (code, result["status"]) == (1, "error")
+    assert result["error"]["message"] == (
+        "tasks-repair-1 could not start: .claude/hooks/check.py changed since the run "
+        "started (pinned files)"
+    )
+    assert result["pinned_changed"] == [".claude/hooks/check.py"]
