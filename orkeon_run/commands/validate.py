@@ -28,14 +28,15 @@ def main(inputs: str, *, step: str | None = None, workspace: str | None = None) 
         sys.stderr.write(f"warning: {line}\n")
     from ..config.pins import hook_commands, in_workspace_programs
 
-    commands = hook_commands(config.inputs.native_hooks, config.settings_hooks)
-    commands += [s.argv for s in config.mcp_servers.values() if s.argv]
     path = os.environ.get("PATH", os.defpath)
-    for program, where in in_workspace_programs(config.workspace, commands, path):
-        sys.stderr.write(
-            f"warning: hooks: {program} is found on PATH inside the workspace ({where}), "
-            "where the model's work can replace it: name a program outside the workspace\n"
-        )
+    named = [("hooks", hook_commands(config.inputs.native_hooks, config.settings_hooks))]
+    named += [(f"mcp_servers.{n}", [s.argv]) for n, s in config.mcp_servers.items() if s.argv]
+    for field, commands in named:
+        for program, where in in_workspace_programs(config.workspace, commands, path):
+            sys.stderr.write(
+                f"warning: {field}: {program} is found on PATH inside the workspace ({where}), "
+                "where the model's work can replace it: name a program outside the workspace\n"
+            )
     confinement = config.confinement  # where the sandbox can be made, nothing to say
     if confinement.state == "off":
         sys.stderr.write(

@@ -55,6 +55,27 @@ def test_a_guard_a_role_rewrote_with_the_sandbox_off_fails_the_audit_whatever_th
     """docs/security.md, "Guards": with `"shell": {"sandbox": "off"}` and roots `.` or
     `.orkeon`, a role's `cp` over a hook script, the settings or `.mcp.json` fails the
     audit, each guard named."""
+    guards_rewritten(ws, capsys, roots)
+
+
+def test_the_guards_hold_in_a_workspace_that_is_no_repository(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """docs/security.md, "Guards": the same where the audit works from content hashes."""
+    clean_environment(tmp_path, monkeypatch)
+    guards_rewritten(make_workspace(tmp_path, FILES, git=False), capsys, ["."])
+
+
+def test_a_guard_git_ignores_is_still_a_guard(ws: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """docs/security.md, "The audit": the workspace's guards are read directly, not
+    through git, whatever git's ignore rules say."""
+    (ws / ".gitignore").write_text(".orkeon/\n.claude/\n.mcp.json\nbuild/\n")
+    git(ws, "rm", "-rq", "--cached", ".orkeon", ".claude", ".mcp.json")
+    git(ws, "commit", "-qam", "ignore them")
+    guards_rewritten(ws, capsys, ["src/"])
+
+
+def guards_rewritten(ws: Path, capsys: pytest.CaptureFixture[str], roots: list[str]) -> None:
     calls = [shell(f"cp src/evil.py {g}") for g in GUARDS]
     code, result, _ = run_json(capsys, "dev-batches", ws, doc=batch(calls, roots, shell=OFF))
     (rec,) = result["audits"]
