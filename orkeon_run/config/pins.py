@@ -39,7 +39,7 @@ def digest(path: Path) -> str:
     path exists but cannot be read."""
     try:
         st = os.stat(path)
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):
         if os.path.lexists(path):  # a dangling or looping symlink: named, not readable
             raise
         return MISSING
