@@ -8,14 +8,19 @@ hook, no gate, no budget charge.
    Paths under `.orkeon/` (and the run directory) are not the crew's work, nor those the
    operator's `audit.ignore` names. git is the audit's own (gitcmd.py): found before any
    role ran, with every setting that would start a program switched off.
-2. Every changed path must lie under the batch's roots. The guards of the repository and
-   of every nested one (`config`, `config.worktree`, `hooks/`, `info/` of their git
-   folders) must not change at all, whatever the roots: a role that wrote them (`cp` into
-   `.git/config`) made every later `git` run a program of its choosing.
+2. Every changed path must lie under the batch's roots. The guards must not change at all,
+   whatever the roots and whatever the ignore rules: those of the repository and of every
+   nested one (`config`, `config.worktree`, `hooks/`, `info/` of their git folders: a role
+   that wrote them, `cp` into `.git/config`, made every later `git` run a program of its
+   choosing), and the workspace's (policy/guards.py: orkeon's and Claude Code's settings,
+   hooks, crews, `.mcp.json`, the run's pinned files), read directly. The history must be
+   as it was: HEAD, every branch and tag, the stash (git.py `git_refs`).
 3. With `audit.require_changes`, at least one file must have changed: a batch whose roles
    changed nothing did not do its work (a small model that only read and talked).
 4. `audit.build`, then `audit.test`, when given: each must exit 0. They run the model's
-   code: inside the audit's sandbox (`Commands`) unless the sandbox is off.
+   code: inside the audit's sandbox (`Commands`) unless the sandbox is off. After each,
+   the workspace is compared again with the batch's start, and what it changed is judged
+   by 2 (named as that command's doing).
 
 The first failing check decides the record: `{batch, passed, changed, outside_roots,
 failed_command, output_tail}`; `changed` is how many files changed (null when the audit
