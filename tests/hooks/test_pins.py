@@ -48,19 +48,25 @@ def batch(calls: list[dict[str, Any]], **more: Any) -> dict[str, Any]:
 def test_a_native_hook_whose_script_changed_refuses_the_call(
     ws: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """docs/hooks.md, "Pinned files": a pre-tool hook whose file changed since the run
-    started is not run and refuses the call:
-    `[pre-tool hook #N (CMD) could not run: FILE changed since the run started]`."""
-    hook = {"event": "pre-tool", "command": f"{PY} .orkeon/hooks/guard.py {{tool}} {{path}}"}
+    """docs/hooks.md, "Pinned files": a hook whose file changed since the run started is
+    not run: a pre-tool hook refuses the call,
+    `[pre-tool hook #N (CMD) could not run: FILE changed since the run started]`, a
+    post-tool hook adds that line after the result."""
+    command = f"{PY} .orkeon/hooks/guard.py {{tool}} {{path}}"
+    hooks = [{"event": "pre-tool", "command": command}, {"event": "post-tool", "command": command}]
     doc = batch(
         [shell("cp src/evil.py .orkeon/hooks/guard.py"), write("src/x.py", "x\n")],
-        hooks=[hook],
+        hooks=hooks,
         shell={"sandbox": "off", "extra_allowed_commands": [PY]},
     )
     code, result, _ = run_json(capsys, "dev-batches", ws, doc=doc)
     assert not (tmp_path / "pwned").exists()  # the model's script never ran
     cp, second = calls(run_dir(ws, result), "b1/a")
-    assert cp["outcome"] == "ran"
+    assert cp["outcome"] == "ran"  # its pre-tool hook ran the script as it was
+    assert cp["result"].endswith(  # its post-tool hook did not run the model's copy
+        f"[post-tool hook #2 ({PY} .orkeon/hooks/guard.py shell -) could not run: "
+        ".orkeon/hooks/guard.py changed since the run started]"
+    )
     assert (second["outcome"], second["refused_by"]) == ("refused", "hook")
     assert second["result"] == (
         f"[pre-tool hook #1 ({PY} .orkeon/hooks/guard.py file_write src/x.py) could not run: "
