@@ -23,7 +23,7 @@ import shlex
 import shutil
 import stat
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ..errors import InputError
@@ -86,6 +86,19 @@ class Pins:
     def files_of(self, words: Sequence[str]) -> tuple[str, ...]:
         """The workspace files `words` name (see the module's docstring)."""
         return named_files(self.workspace, words, self.search_path)
+
+    @property
+    def saved(self) -> dict[str, str]:
+        """For state.json: a resumed run, and a repair of this run, keep these digests."""
+        return dict(self.digests)
+
+    def since(self, saved: object) -> Pins:
+        """These pins with the digests `saved` at an earlier start (a resumed run's first,
+        the failed run's for its repair): a file changed since then has changed."""
+        if not isinstance(saved, dict):
+            return self
+        kept = {k: v for k, v in saved.items() if isinstance(k, str) and isinstance(v, str)}
+        return replace(self, digests={**self.digests, **kept})
 
     def changed(self, words: Sequence[str]) -> list[str]:
         """The files `words` name whose content is not what it was at run start (one not

@@ -9,7 +9,7 @@ document and the exit code; a step runner never writes result.json itself.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -211,6 +211,19 @@ class StepRun:
             atomic_write_json(self.run_dir / name, obj)
         except OSError as exc:
             raise RecordsError.writing(self.run_dir / name, exc) from None
+
+
+def with_saved_pins(config: RunConfig, state: Mapping[str, Any]) -> RunConfig:
+    """`config` pinned as of the run's first start: a resumed run keeps the digests its
+    state saved, a tasks-repair those of the run it repairs (docs/security.md, "Guards"),
+    so a file changed in an earlier attempt is still changed."""
+    pins = config.pins.since(state.get("pins"))  # the earliest start's digests win
+    if config.repair is not None:
+        pins = pins.since(config.repair.state.get("pins"))
+    if pins.digests == config.pins.digests:
+        return config
+    confinement = replace(config.confinement, pinned=pins.paths)
+    return replace(config, pins=pins, confinement=confinement)
 
 
 def child_environ(config: RunConfig, *, credentials: bool) -> dict[str, str]:
