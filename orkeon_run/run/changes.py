@@ -36,7 +36,6 @@ import anyio
 
 from .. import gitpatch
 from ..environ import Redactor
-from ..jsonio import atomic_write_bytes
 from . import audit
 
 if TYPE_CHECKING:
@@ -50,6 +49,7 @@ UNKNOWN = "unknown"
 # The uncommitted files kept when a step begins, at most (a nested repository's files all
 # count as uncommitted).
 START_FILES = 5000
+GIT_ARGS = 500  # paths per git command line
 
 
 class Store:
@@ -78,7 +78,11 @@ class Store:
         if self._used + len(data) > STORE_CAP:
             return None
         self.root.mkdir(parents=True, exist_ok=True)
-        atomic_write_bytes(path, data)
+        # Renamed into place whole, but not synced: a content lost in a crash is reported
+        # as not kept, and a sync per file would cost more than the whole record.
+        part = path.with_name(f".{digest}.{os.getpid()}")
+        part.write_bytes(data)
+        part.replace(path)
         self._used += len(data)
         return digest
 
@@ -175,6 +179,8 @@ def record_batch(
     paths, _ = audit.compare(workspace, before, git)
     known = _known(read_log(run_dir))
     runner = git.bind(workspace) if before.git and git.program is not None else None
+    clean = [p for p in paths if p not in known and before.git and p not in before.entries]
+    committed = _committed(runner, before, clean, store)
     files = []
     for rel in paths:
         data, mode = _read(workspace / rel)
@@ -182,7 +188,12 @@ def record_batch(
         after: str | None = None
         if data is not None:
             after = UNKNOWN if large else (store.put(data) or UNKNOWN)
-        was = known[rel] if rel in known else _before(runner, before, rel, store)
+        if rel in known:
+            was: str | None = known[rel]
+        elif rel in committed:
+            was = committed[rel]
+        else:
+            was = _before(before, rel)
         if was is None and after is None:
             continue
         old, new = store.get(was), store.get(after)
@@ -207,23 +218,49 @@ def record_batch(
     return doc
 
 
-def _before(runner: Any, before: audit.Snapshot, rel: str, store: Store) -> str | None:
-    """The digest of `rel` when the batch began, from the snapshot and git: None when there
-    was no file, UNKNOWN when it was there but its content was not kept."""
+def _before(before: audit.Snapshot, rel: str) -> str | None:
+    """A path the snapshot knows: None when there was no file, UNKNOWN when it was there
+    but its content was not kept."""
     entry = before.entries.get(rel)
     if not before.git:
         return None if entry is None else UNKNOWN
-    if entry is not None:  # dirty when the batch began: (XY, fingerprint)
-        missing = isinstance(entry, tuple | list) and tuple(entry[-1])[:1] == ("missing",)
-        return None if missing else UNKNOWN
+    missing = isinstance(entry, tuple | list) and tuple(entry[-1])[:1] == ("missing",)
+    return None if entry is None or missing else UNKNOWN
+
+
+def _committed(
+    runner: Any, before: audit.Snapshot, paths: Sequence[str], store: Store
+) -> dict[str, str | None]:
+    """The digests of `paths` (clean when the batch began) as the commit HEAD named then:
+    None for a path that commit does not have. Two git commands for all of them: `ls-tree`
+    names each path's blob and size, `show` prints the blobs one after another."""
+    if not paths:
+        return {}
     if runner is None or before.head is None:
-        return None
-    r = runner("cat-file", "blob", f"{before.head}:{before.prefix}{rel}")
-    if r.exit_code != 0:
-        return None
-    if r.stdout_dropped:
-        return UNKNOWN
-    return store.put(r.stdout.encode("utf-8", "surrogateescape")) or UNKNOWN
+        return dict.fromkeys(paths)
+    found: dict[str, str | None] = dict.fromkeys(paths)
+    for i in range(0, len(paths), GIT_ARGS):
+        chunk = [before.prefix + p for p in paths[i : i + GIT_ARGS]]
+        listed = runner("ls-tree", "-z", "-l", "--full-tree", before.head, "--", *chunk)
+        if listed.exit_code != 0 or listed.stdout_dropped:
+            raise audit.AuditError(f"git ls-tree failed: {listed.first_line()}")
+        blobs = []  # (path, object id, size)
+        for entry in listed.stdout.split("\0"):
+            meta, _, name = entry.partition("\t")
+            fields = meta.split()
+            if len(fields) == 4 and fields[1] == "blob" and fields[3].isdigit():
+                blobs.append((name.removeprefix(before.prefix), fields[2], int(fields[3])))
+        if not blobs:
+            continue
+        shown = runner("show", "--no-textconv", *(oid for _, oid, _ in blobs))
+        data = shown.stdout.encode("utf-8", "surrogateescape")
+        if shown.exit_code != 0 or shown.stdout_dropped or len(data) != sum(n for *_, n in blobs):
+            raise audit.AuditError(f"git show failed: {shown.first_line() or 'short output'}")
+        at = 0
+        for rel, _, size in blobs:
+            found[rel] = store.put(data[at : at + size]) or UNKNOWN
+            at += size
+    return found
 
 
 async def start(sr: StepRun, before: audit.Snapshot) -> None:
