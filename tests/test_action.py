@@ -258,7 +258,7 @@ def test_a_warm_install_is_reused_and_a_broken_one_replaced(
     """ "The action caches its install (keyed on orkeon's version and the Python version) so
     a warm run installs in seconds": the cache restores the virtual environment where the
     install step looks, which then only checks it."""
-    tmp, env, orkeon = installed
+    _, env, orkeon = installed
     runner = Runner(tmp_path, {"step": "x", "inputs": "{}", "python": sys.executable}, env)
     assert runner.run("key", "install") == 0, runner.last.stderr[-2000:]
     assert runner.last.stdout.startswith("orkeon: the cached install: orkeon ")
@@ -296,7 +296,7 @@ def test_the_cache_key_names_the_runner_the_python_and_the_sources(tmp_path: Pat
         return runner.steps["key"]["key"]
 
     first = key()
-    version = "%d.%d.%d" % sys.version_info[:3]
+    version = ".".join(map(str, sys.version_info[:3]))
     assert first.startswith(f"orkeon-Linux-ARM64-CPython{version}-0.1.0-"), first
     assert key() == first
     (copy / "orkeon_run" / "cli.py").write_text("# changed\n", encoding="utf-8")
