@@ -68,7 +68,7 @@ _NOT_READ = {
 def ignored_keys(doc: Mapping[str, Any], origin: str) -> list[str]:
     """A warning for each key of a settings document orkeon does not honour (an empty one
     asks for nothing)."""
-    return [f"{origin}: {key}: ignored: {why}" for key, why in _NOT_READ.items() if key in doc]
+    return [f"{origin}: {key}: ignored: {why}" for key, why in _NOT_READ.items() if doc.get(key)]
 
 
 def _matcher_warnings(
