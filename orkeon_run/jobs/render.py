@@ -13,6 +13,7 @@ import json
 import re
 from typing import Any
 
+from ..units import duration, money
 from .collect import STAGES
 from .jobdir import OUTCOMES
 
@@ -23,7 +24,7 @@ _NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 
 
 def _usd(value: Any) -> str:
-    return "unknown" if value is None else f"${value:.4f}"
+    return money(value)
 
 
 def _cells(row: dict[str, Any]) -> list[str]:
@@ -56,7 +57,7 @@ def _summary_lines(rep: dict[str, Any]) -> list[tuple[str, str]]:
         ("model turns", str(rep["turns"])),
         ("tokens in / out", f"{rep['tokens_in']} / {rep['tokens_out']}"),
         ("cost", cost),
-        ("time charged", f"{rep['seconds']:.2f} s"),
+        ("time charged", duration(rep["seconds"])),
     ]
 
 
@@ -70,7 +71,7 @@ def markdown(rep: dict[str, Any]) -> str:
     out = ["# orkeon jobs", "", "| | |", "| --- | --- |"]
     out += [f"| {k} | {_md_text(v)} |" for k, v in _summary_lines(rep)]
     out += ["", "## Slowest", ""]
-    out += [f"- {_md_text(s['id'])}: {s['seconds']:.2f} s" for s in rep["slowest"]]
+    out += [f"- {_md_text(s['id'])}: {duration(s['seconds'])}" for s in rep["slowest"]]
     out += ["", "## Most expensive", ""]
     out += [
         f"- {_md_text(c['id'])}: {_usd(c['usd'])}, {c['tokens']} tokens"
@@ -111,7 +112,7 @@ def html_page(rep: dict[str, Any]) -> str:
         "<h1>orkeon jobs</h1><table>",
         *(f"<tr><th>{e(k)}</th><td>{e(v)}</td></tr>" for k, v in _summary_lines(rep)),
         "</table><h2>Slowest</h2><ol>",
-        *(f"<li><code>{e(s['id'])}</code>: {s['seconds']:.2f} s</li>" for s in rep["slowest"]),
+        *(f"<li><code>{e(s['id'])}</code>: {duration(s['seconds'])}</li>" for s in rep["slowest"]),
         "</ol><h2>Most expensive</h2><ol>",
         *(
             f"<li><code>{e(c['id'])}</code>: {e(_usd(c['usd']))}, {c['tokens']} tokens</li>"

@@ -170,7 +170,7 @@ def test_a_killed_run_and_settings_hooks(runs: Runs) -> None:
     assert "unfinished: no result, the run was killed or is still running" in "".join(killed.text)
     stopped = "".join(parse(render(runs.stopped, "html")).text)
     assert "Hooks outside calls" in stopped and "the stop hook broke" in stopped
-    assert "$0.0243" in stopped and "usd (% of $5.0000)" in stopped
+    assert "$0.0243" in stopped and "usd (% of $5.00)" in stopped  # units.money
 
 
 def test_chromium_runs_the_script_and_filters(runs: Runs, tmp_path: Path) -> None:
