@@ -24,7 +24,7 @@ from .commands.knobs import (
     ModelOpt,
 )
 from .errors import EXIT_INTERRUPTED, EXIT_USAGE, InputError, OrkeonError, exit_code_for, one_line
-from .vocabulary import STEPS
+from .run.steps import STEPS
 
 app = typer.Typer(
     name="orkeon",
