@@ -273,6 +273,9 @@ class Plan(Frozen):
 
 
 class Inputs(Frozen):
+    # An editor's pointer to the schema (`orkeon schema inputs` saved as a file, or a URL):
+    # allowed so a document can name it, and otherwise ignored.
+    schema_: str | None = Field(default=None, alias="$schema")
     workspace: str | None = None
     model: ModelConfig = Field(
         default_factory=lambda: ScriptedModel(provider="scripted"), discriminator="provider"

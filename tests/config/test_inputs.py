@@ -251,3 +251,13 @@ def test_values_of_the_wrong_json_type_are_refused_not_coerced() -> None:
             parse_inputs(doc)
         assert err.value.problems == [line]
     assert parse_inputs({**base, "concurrency": 4, "budget": {"seconds": 30}}).concurrency == 4
+
+
+def test_a_schema_pointer_is_allowed() -> None:
+    """An editor's `$schema` (the file `orkeon schema inputs` wrote, or a URL) is not an
+    unknown key; anything else unknown still is."""
+    doc = {"$schema": "./inputs.schema.json", "model": {"provider": "scripted", "script": {}}}
+    assert parse_inputs(doc).schema_ == "./inputs.schema.json"
+    with pytest.raises(InputError) as err:
+        parse_inputs({**doc, "$schemas": "x"})
+    assert err.value.problems == ["$schemas: unknown key"]
