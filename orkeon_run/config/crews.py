@@ -42,7 +42,8 @@ from ..errors import InputError
 from ..ledger import BudgetLimits
 from ..policy.mcpnames import is_mcp_name, split_pattern
 from ..vocabulary import CrewStep
-from .inputs import NAME_RE, error_lines
+from .errorlines import error_lines
+from .inputs import NAME_RE
 
 
 def _known_tool(name: str) -> str:

@@ -109,7 +109,8 @@ def check_inputs(
     what needs the workspace's files (a plan or spec file, the workspace's own crews and
     settings) is checked when the job runs. Raises InputError naming every problem;
     `warn` gets each distinct warning once."""
-    from ..run.prepare import prepare, repair_document, stdin_tty
+    from ..run.failed import repair_document
+    from ..run.prepare import prepare, stdin_tty
 
     problems: list[str] = []
     warned: set[str] = set()

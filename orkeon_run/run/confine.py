@@ -23,10 +23,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, ParamSpec, TypeVar
 
+from .audit import AuditGit, Commands
+from .audit.gitcmd import find_git
+
 if TYPE_CHECKING:
     from ..config.inputs import Inputs
     from ..tools.sandbox import SandboxPolicy
-    from .audit import AuditGit, Commands
 
 SandboxState = Literal["on", "off", "unavailable"]
 _said: set[str] = set()  # the reasons `announce` gave
@@ -101,8 +103,6 @@ class Confinement:
         """How the audit runs git: its own program, in a sandbox with nothing writable when
         the sandbox is on (the fence behind the switches; `run_dir` hidden), unconfined
         otherwise."""
-        from .audit import AuditGit
-
         box = None
         if self.state == "on":
             from ..tools.sandbox import SandboxPolicy
@@ -116,8 +116,6 @@ class Confinement:
         """How the audit's build and test run: in the audit's sandbox (the workspace
         writable except its `.git` folders, `.orkeon/` and the run directory), refused
         when it cannot be made, unconfined when it is off."""
-        from .audit import Commands
-
         if self.state == "off":
             return Commands(env=env)
         if self.state == "unavailable":
@@ -137,29 +135,6 @@ class Confinement:
             )
 
         return Commands(env=env, sandbox=policy)
-
-
-def find_git(workspace: Path, search_path: str | None) -> Path | None:
-    """The first `git` on `search_path` (a PATH value), resolved, skipping folders that are
-    relative or lie in `workspace` and a program that resolves into it: a `git` planted in
-    the workspace (a git-ignored `.venv/bin`) is never the audit's. None when there is none."""
-    ws = os.fspath(os.path.realpath(workspace))
-    for folder in (search_path if search_path is not None else os.defpath).split(os.pathsep):
-        if not folder or not os.path.isabs(folder):
-            continue
-        real = os.path.realpath(folder)
-        if _within(ws, real):
-            continue
-        candidate = os.path.join(real, "git")
-        if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
-            target = os.path.realpath(candidate)
-            if not _within(ws, target):
-                return Path(target)
-    return None
-
-
-def _within(base: str, path: str) -> bool:
-    return path == base or path.startswith(base.rstrip("/") + "/")
 
 
 def prefetch(doc: Any) -> threading.Thread | None:
