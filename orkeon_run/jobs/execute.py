@@ -1,6 +1,6 @@
 """`orkeon jobs run`: one shard's jobs, K at a time, in one process and one event loop.
 
-Each job runs as `orkeon run` would (`run.runner.run_async`), in its own run directory
+Each job runs as `orkeon run` would (`run.runner.run`), in its own run directory
 `OUT/ID/` with its own budget, events and result. A finished job (jobdir.py) is skipped;
 any other is run again, resumed where its run directory holds an earlier attempt. One
 job's failure, crash or bad inputs never stops the others.
@@ -125,7 +125,7 @@ async def _run_job(job: Job, out: Path, shard: str, stop: anyio.Event) -> None:
         else:
             ws = source
         resume = (jd / "inputs.json").is_file()
-        await runner.run_async(
+        await runner.run(
             job.step,
             job.inputs,
             workspace=str(ws),

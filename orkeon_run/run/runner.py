@@ -3,7 +3,7 @@
 `open_run` does everything that can fail on bad input (exit 2) before anything is
 written, then opens the run directory; `execute` runs the step in the caller's event loop
 and is the one place that turns its outcome (or an exception) into the result document
-and the exit code; `run` does both for one command. SIGINT and SIGTERM cancel the step:
+and the exit code; `run` does both, in the running event loop. SIGINT and SIGTERM cancel the step:
 no new call starts, what finished is kept, the result says "interrupted", exit 130. The
 MCP servers the crew names run for the step's whole length (run/mcp.py) and are stopped
 after SIGINT/SIGTERM too.
@@ -89,37 +89,13 @@ def open_run(
     a step of a pipeline, whose knobs, warnings, progress and traces are the pipeline's
     (steps/pipeline.py)."""
     step_module(step)  # an unknown step is a usage error before anything is read
-    resumed: Resumed | None = None
+    resumed = None
+    if resume_dir is not None:
+        resumed = resumed_run(resolve(resume_dir), step, doc, environ)
+        doc = resumed.doc
     try:
-        if resume_dir is not None:
-            resumed = resumed_run(resolve(resume_dir), step, doc, environ)
-            doc = resumed.doc
-        config = prepare(
-            doc,
-            step=step,
-            workspace=workspace,
-            environ=environ,
-            stdin_is_tty=stdin_tty(),
-            flags=flags,
-            knobs=not nested,
-            hook_files="skip" if nested else "warn",
-            pinned=resumed.pinned if resumed else None,
-        )
-        if not nested:
-            for line in config.warnings:
-                logs.warn(line)
-        check_seals_dir(config.workspace, environ)
-        redactor = Redactor.from_environ(environ, config.key_env)
-        logs.redact(redactor.secrets)
-        if resumed is None:
-            run_id = new_run_id()
-            rd = resolve(run_dir) if run_dir else default_run_dir(config.workspace, run_id)
-            state: dict[str, Any] = {"run_id": run_id, "step": step}
-            if config.plan is not None:  # the plan as it is now: --resume and repairs run it
-                state["plan"] = pin(config.plan, config.plan_rel)
-        else:
-            rd, state = resumed.records.run_dir, resumed.state
-            run_id = state.get("run_id") or rd.name
+        config, redactor = _prepared(step, doc, resumed, workspace, environ, flags, nested)
+        rd, run_id, state = _where(step, config, resumed, run_dir)
     except BaseException:
         if resumed is not None:
             resumed.lock.release()
@@ -162,6 +138,52 @@ def open_run(
     )
 
 
+def _prepared(
+    step: str,
+    doc: Any,
+    resumed: Resumed | None,
+    workspace: str | None,
+    environ: Mapping[str, str] | None,
+    flags: Mapping[str, str | None] | None,
+    nested: bool,
+) -> tuple[RunConfig, Redactor]:
+    """The run's checked configuration (its warnings said, unless the pipeline said them)
+    and what its records redact; the seals' folder checked before anything is written."""
+    config = prepare(
+        doc,
+        step=step,
+        workspace=workspace,
+        environ=environ,
+        stdin_is_tty=stdin_tty(),
+        flags=flags,
+        knobs=not nested,
+        hook_files="skip" if nested else "warn",
+        pinned=resumed.pinned if resumed else None,
+    )
+    if not nested:
+        for line in config.warnings:
+            logs.warn(line)
+    check_seals_dir(config.workspace, environ)
+    redactor = Redactor.from_environ(environ, config.key_env)
+    logs.redact(redactor.secrets)
+    return config, redactor
+
+
+def _where(
+    step: str, config: RunConfig, resumed: Resumed | None, run_dir: str | None
+) -> tuple[Path, str, dict[str, Any]]:
+    """The run's directory, its id and its state: a new run's, or the resumed run's own."""
+    if resumed is not None:
+        rd, saved = resumed.records.run_dir, resumed.state
+        return rd, saved.get("run_id") or rd.name, saved
+    run_id = new_run_id()
+    rd = resolve(run_dir) if run_dir else default_run_dir(config.workspace, run_id)
+    state: dict[str, Any] = {"run_id": run_id, "step": step}
+    if config.plan is not None:  # the plan as it is now: --resume and repairs run it
+        state["plan"] = pin(config.plan, config.plan_rel)
+    return rd, run_id, state
+
+
 def _watchers(progress: str) -> list[Any]:
     from . import progress as progress_view
     from . import telemetry
@@ -171,32 +193,7 @@ def _watchers(progress: str) -> list[Any]:
     return [*watchers, traces] if traces is not None else watchers
 
 
-def run(
-    step: str,
-    doc: Any,
-    *,
-    workspace: str | None,
-    run_dir: str | None,
-    resume_dir: str | None,
-    stream: IO[str] | None,
-    environ: Mapping[str, str] | None = None,
-) -> dict[str, Any]:
-    """Run one step; return the result document."""
-    import anyio
-
-    opened = open_run(
-        step,
-        doc,
-        workspace=workspace,
-        run_dir=run_dir,
-        resume_dir=resume_dir,
-        stream=stream,
-        environ=environ,
-    )
-    return anyio.run(execute, opened)
-
-
-async def run_async(
+async def run(
     step: str,
     doc: Any,
     *,
@@ -208,8 +205,10 @@ async def run_async(
     watch_signals: bool = True,
     stop: anyio.Event | None = None,
 ) -> dict[str, Any]:
-    """`run` inside a running event loop, so that many runs can share one (`orkeon jobs
-    run`, docs/scale.md). The preparation runs in the loop's thread and blocks it briefly."""
+    """Run one step in the running event loop (`anyio.run(partial(run, ...))` for one
+    command; many runs share one loop in `orkeon jobs run`, docs/scale.md); return the
+    result document. The preparation runs in the loop's thread and blocks it briefly.
+    `watch_signals` and `stop` are `execute`'s."""
     opened = open_run(
         step,
         doc,

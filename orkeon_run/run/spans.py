@@ -22,7 +22,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..vocabulary import error_kind, error_message
-from .progress import clean
+from .progress.text import clean
 
 _PRE = ("pre-tool", "PreToolUse", "Notification")
 
