@@ -33,6 +33,7 @@ INHERITED = (
     "mcp_servers",
 )
 
+
 @dataclass(frozen=True)
 class FailedRun:
     """The run a tasks-repair starts from: its directory and what it recorded (each

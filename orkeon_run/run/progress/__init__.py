@@ -74,7 +74,6 @@ def listeners(mode: str) -> list[Listener]:
     return []
 
 
-
 def _tty(stream: Any) -> bool:
     try:
         return bool(stream.isatty())

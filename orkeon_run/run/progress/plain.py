@@ -46,6 +46,7 @@ HEARTBEAT = 60.0  # seconds of waiting before the first heartbeat line, then bet
 FLUSH = 0.2  # seconds a line may wait to be written with the next ones
 _PIPE_BUF = 4096  # POSIX: a write of at most this many bytes to a pipe is never split
 
+
 class PlainProgress:
     """The plain view; an `EventLog` listener. Thread-safe: lines are made and written
     under one lock, whole."""
