@@ -87,7 +87,7 @@ def open_run(
     plain, none) is shown on stderr; traces are exported when the OTEL_* variables ask for
     them (run/telemetry.py). `flags` are the command line's knobs (prepare.py). `nested`:
     a step of a pipeline, whose knobs, warnings, progress and traces are the pipeline's
-    (steps/pipeline.py)."""
+    (steps/chain.py)."""
     step_module(step)  # an unknown step is a usage error before anything is read
     resumed = None
     if resume_dir is not None:

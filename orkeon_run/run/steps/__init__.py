@@ -31,7 +31,7 @@ STEPS: dict[str, str] = {
     "dev-plan": "plan",
     "dev-batches": "batches",
     "tasks-repair": "repair",
-    "pipeline": "pipeline",
+    "pipeline": "chain",
 }
 
 

@@ -30,8 +30,8 @@ from ...config.inputs import Batch, Inputs, Plan, PlanRole
 from .. import audit
 from ..context import StepOutcome, StepRun
 from ..prepare import DEFAULT_PLAN, load_plan
-from . import auditing, messages
-from .common import SavedRole, crew_of, finish, role_agent, role_context
+from . import auditing, role_messages
+from .roles import SavedRole, crew_of, finish, role_agent, role_context
 
 ROLES = ("worker",)
 
@@ -90,8 +90,8 @@ async def run_batch(
         variables = role_variables(batch, role, plan_rel)
         prompt = role.task
         if failed_audit is not None:
-            wrong = messages.what_went_wrong({"audits": [failed_audit]}, batch.name, full)
-            prompt = messages.repair(role.task, sr.run_id, wrong)
+            wrong = role_messages.what_went_wrong({"audits": [failed_audit]}, batch.name, full)
+            prompt = role_messages.repair(role.task, sr.run_id, wrong)
         async with (
             limiter,
             role_agent(sr, crew, template, ctx, pipeline, variables, resume=sr.resume) as agent,

@@ -14,8 +14,8 @@ from ...config.inputs import Inputs, load_document, parse_plan
 from ...errors import InputError
 from ..context import StepOutcome, StepRun
 from ..prepare import DEFAULT_PLAN
-from . import messages
-from .common import (
+from . import role_messages
+from .roles import (
     StepError,
     crew_of,
     error_outcome,
@@ -80,7 +80,7 @@ async def run(sr: StepRun) -> StepOutcome:
     pipeline = sr.pipeline(crew.rule_sets_for("planner", variables), own_output=plan_rel)
     problems: list[str] = []
     async with role_agent(sr, crew, "planner", ctx, pipeline, variables, resume=sr.resume) as agent:
-        result = await agent.run(messages.planner(spec_rel, spec_text, plan_rel))
+        result = await agent.run(role_messages.planner(spec_rel, spec_text, plan_rel))
         for attempt in range(MAX_RETRIES + 1):
             if result.status != "succeeded":
                 return finish(sr, [result])
@@ -90,6 +90,6 @@ async def run(sr: StepRun) -> StepOutcome:
             sr.events.emit("plan.invalid", step=sr.step, attempt=attempt + 1, problems=problems)
             if attempt == MAX_RETRIES or sr.ledger.spent():
                 break
-            result = await agent.run(messages.plan_retry(plan_rel, problems))
+            result = await agent.run(role_messages.plan_retry(plan_rel, problems))
     error = f"the plan in {plan_rel} is not valid:\n" + "\n".join(problems)
     return finish(sr, [result], error=error)

@@ -16,8 +16,8 @@ from typing import Any
 from ...config.inputs import Inputs
 from ...errors import InputError
 from ..context import StepOutcome, StepRun
-from . import messages
-from .common import (
+from . import role_messages
+from .roles import (
     SavedRole,
     StepError,
     crew_of,
@@ -60,7 +60,7 @@ async def run(sr: StepRun) -> StepOutcome:
         async with role_agent(
             sr, crew, "analyst", analyst_ctx, pipeline, variables, resume=sr.resume
         ) as agent:
-            analyst = await agent.run(messages.analyst(request))
+            analyst = await agent.run(role_messages.analyst(request))
         report = analyst.final_text or ""
         sr.save_state(analyst={"role": analyst.to_json(), "report": report})
     roles.append(analyst)
@@ -80,7 +80,7 @@ async def run(sr: StepRun) -> StepOutcome:
     async with role_agent(
         sr, crew, "writer", writer_ctx, pipeline, variables, resume=sr.resume
     ) as agent:
-        writer = await agent.run(messages.writer(request, report, spec_rel))
+        writer = await agent.run(role_messages.writer(request, report, spec_rel))
     roles.append(writer)
     if writer.status != "succeeded":
         return finish(sr, roles)

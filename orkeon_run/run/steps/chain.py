@@ -38,7 +38,7 @@ from ...ledger import BudgetLimits
 from ...vocabulary import error_message, spent_text
 from ..context import StepOutcome, StepRun
 from . import spec
-from .common import SavedRole
+from .roles import SavedRole
 
 ROLES: tuple[str, ...] = ()
 STAGES = ("dev-spec", "dev-plan", "dev-batches")
