@@ -31,7 +31,8 @@ from .. import audit
 from ..context import StepOutcome, StepRun
 from ..prepare import DEFAULT_PLAN, load_plan
 from . import auditing, role_messages
-from .roles import SavedRole, crew_of, finish, role_agent, role_context
+from .outcome import finish
+from .roles import SavedRole, crew_of, role_agent, role_context
 
 ROLES = ("worker",)
 

@@ -11,20 +11,12 @@ from __future__ import annotations
 from pathlib import Path
 
 from ...config.inputs import Inputs, load_document, parse_plan
-from ...errors import InputError
+from ...errors import InputError, StepError
 from ..context import StepOutcome, StepRun
 from ..prepare import DEFAULT_PLAN
 from . import role_messages
-from .roles import (
-    StepError,
-    crew_of,
-    error_outcome,
-    finish,
-    role_agent,
-    role_context,
-    stat_key,
-    workspace_file,
-)
+from .outcome import error_outcome, finish
+from .roles import crew_of, role_agent, role_context, stat_key, workspace_file
 
 MAX_RETRIES = 2
 ROLES = ("planner",)

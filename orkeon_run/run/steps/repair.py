@@ -14,13 +14,14 @@ from pathlib import Path
 from typing import Any
 
 from ...config.inputs import Inputs, Plan, PlanRole
-from ...errors import InputError
+from ...errors import InputError, StepError
 from .. import audit
 from ..context import StepOutcome, StepRun
 from ..prepare import DEFAULT_PLAN, load_plan
 from . import auditing, role_messages
 from .batches import role_variables
-from .roles import StepError, crew_of, error_outcome, finish, role_agent, role_context
+from .outcome import error_outcome, finish
+from .roles import crew_of, role_agent, role_context
 
 ROLES = ("repairer",)
 

@@ -14,20 +14,11 @@ from pathlib import Path
 from typing import Any
 
 from ...config.inputs import Inputs
-from ...errors import InputError
+from ...errors import InputError, StepError
 from ..context import StepOutcome, StepRun
 from . import role_messages
-from .roles import (
-    SavedRole,
-    StepError,
-    crew_of,
-    error_outcome,
-    finish,
-    role_agent,
-    role_context,
-    stat_key,
-    workspace_file,
-)
+from .outcome import error_outcome, finish
+from .roles import SavedRole, crew_of, role_agent, role_context, stat_key, workspace_file
 
 ROLES = ("analyst", "writer")
 
