@@ -21,6 +21,8 @@ one place: the step runner turns them into a result document, `exit_code_for` in
 
 from __future__ import annotations
 
+from .vocabulary import spent_text
+
 EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_USAGE = 2
@@ -64,8 +66,6 @@ class BudgetExhausted(OrkeonError):
     status = "budget_exhausted"
 
     def __init__(self, which: str, whose: str = "step") -> None:
-        from .vocabulary import spent_text
-
         self.which = which
         self.whose = whose  # "step", or "role": the role's own limit (budget.per_role)
         super().__init__(spent_text(which, whose))

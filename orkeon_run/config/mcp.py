@@ -25,6 +25,7 @@ MCP SDK.
 from __future__ import annotations
 
 import re
+import shlex
 from collections.abc import Iterable, Mapping
 from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit, urlunsplit
@@ -142,7 +143,6 @@ class McpServer(BaseModel):
         hold credentials."""
         if self.url is not None:
             return f"http: {shown_url(self.url)}"
-        import shlex
 
         return "stdio: " + shlex.join(self.argv)
 

@@ -26,6 +26,8 @@ from typing import Any
 from ..config.inputs import load_document
 from ..errors import InputError
 from ..jsonio import loads_strict
+from ..run.failed import repair_document
+from ..run.prepare import prepare, stdin_tty
 from ..run.steps import STEPS as STEP_MODULES
 
 # A job's id names its folder under --out and its artifact files: portable file names only.
@@ -109,9 +111,6 @@ def check_inputs(
     what needs the workspace's files (a plan or spec file, the workspace's own crews and
     settings) is checked when the job runs. Raises InputError naming every problem;
     `warn` gets each distinct warning once."""
-    from ..run.failed import repair_document
-    from ..run.prepare import prepare, stdin_tty
-
     problems: list[str] = []
     warned: set[str] = set()
     tty = stdin_tty()

@@ -23,6 +23,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, ParamSpec, TypeVar
 
+from .. import logs
+from ..environ import config_dir
+from ..tools.sandbox import SandboxPolicy, probe, warn_unconfined_once
+from ..tools.sandbox import prefetch as start
 from .audit import AuditGit, Commands
 from .audit.gitcmd import find_git
 
@@ -67,12 +71,9 @@ class Confinement:
         """Say on stderr, when a run starts, that its commands run unconfined (once a
         process) or that no sandbox can be made here (once a process and reason)."""
         if self.state == "off":
-            from ..tools.sandbox import warn_unconfined_once
-
             warn_unconfined_once()
         elif self.state == "unavailable" and self.reason not in _said:
             _said.add(self.reason)  # a pipeline runs several steps
-            from .. import logs
 
             logs.warn(
                 f"the shell sandbox is not available here: {self.reason}; every shell call "
@@ -88,7 +89,6 @@ class Confinement:
         reach the tool, and the tool itself refuses to run without a sandbox."""
         if self.state == "off":
             return None
-        from ..tools.sandbox import SandboxPolicy
 
         return SandboxPolicy.for_role(
             workspace,
@@ -105,8 +105,6 @@ class Confinement:
         otherwise."""
         box = None
         if self.state == "on":
-            from ..tools.sandbox import SandboxPolicy
-
             box = SandboxPolicy.for_git(
                 Path("/"), run_dir=run_dir, config_dir=self.config_dir, bwrap=self.bwrap
             )
@@ -124,8 +122,6 @@ class Confinement:
             )
 
         def policy() -> SandboxPolicy:
-            from ..tools.sandbox import SandboxPolicy
-
             return SandboxPolicy.for_audit(
                 workspace,
                 run_dir=run_dir,
@@ -143,7 +139,6 @@ def prefetch(doc: Any) -> threading.Thread | None:
     shell = doc.get("shell") if isinstance(doc, dict) else None
     if isinstance(shell, dict) and shell.get("sandbox") == "off":
         return None
-    from ..tools.sandbox import prefetch as start
 
     return start()
 
@@ -168,8 +163,6 @@ def while_probing(prepare: Callable[P, R]) -> Callable[P, R]:
 def decide(inputs: Inputs, workspace: Path, environ: Mapping[str, str]) -> Confinement:
     """The run's confinement from its inputs and this machine (the probe makes one
     sandbox, once per process)."""
-    from ..environ import config_dir
-
     try:
         cfg: Path | None = config_dir(environ)
     except RuntimeError:  # no home folder to find ~/.config in
@@ -178,7 +171,6 @@ def decide(inputs: Inputs, workspace: Path, environ: Mapping[str, str]) -> Confi
     network = inputs.shell.network
     if inputs.shell.sandbox == "off":
         return Confinement("off", network, git=git, config_dir=cfg)
-    from ..tools.sandbox import probe
 
     avail = probe()
     if not avail.ok:

@@ -15,8 +15,6 @@ from typing import Any
 
 from ..config.inputs import Plan
 from ..errors import InputError
-from .records import in_use, open_sealed, pinned_plan
-from .rundir import redact
 
 # What a repair takes from the failed run unless given again: its workspace and model, what
 # the role was asked to do and checked by, and the guards it ran under (the hooks registry
@@ -78,6 +76,10 @@ def failed_run(raw: str, environ: Mapping[str, str] | None = None) -> FailedRun:
     """The records of the run a repair starts from, each checked against the run's seal
     (records.open_sealed). Its result may be missing (a run killed before it): the repair
     then works from the task alone. A run still running is refused."""
+    # The run directory's code loads for a repair only: `orkeon validate` of another step
+    # starts without it (bench_startup.py).
+    from .records import in_use, open_sealed
+
     rd = run_dir_path(raw)
     if not (rd / "inputs.json").is_file():
         raise InputError(f"repair.run: not a run directory (no inputs.json): {rd}")
@@ -99,6 +101,9 @@ def failed_plan(doc: dict[str, Any], failed: FailedRun) -> tuple[Plan, str] | No
     """The plan a repair of `failed` runs: the one that run pinned when the repair's
     inputs give no plan, or give the one it was given (a pipeline's repairs do); None (the
     inputs' plan, read as given) for another."""
+    from .records import pinned_plan  # as in failed_run
+    from .rundir import redact
+
     if "plan" in doc and redact(doc["plan"]) != failed.inputs.get("plan"):
         return None
     return pinned_plan(failed.state, failed.run_dir)

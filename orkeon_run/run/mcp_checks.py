@@ -7,14 +7,17 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from ..config.crews import Crew
 from ..config.inputs import Inputs
 from ..config.mcp import McpServer, redacted_problems
 from ..config.mcp_sources import load_servers
 from ..errors import InputError
 from ..policy.mcpnames import is_mcp_name, normalize, split_pattern
 from ..tools.mcp.select import pattern_problem
+
+if TYPE_CHECKING:
+    from ..config.crews import Crew
 
 
 def servers_of(

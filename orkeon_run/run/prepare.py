@@ -19,9 +19,8 @@ import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
-from ..config.crews import Crew, load_crew
 from ..config.inputs import Inputs, MatcherGroup, Plan, load_document, parse_inputs, parse_plan
 from ..config.mcp import McpServer
 from ..config.run_settings import resolve, settings_files
@@ -39,6 +38,9 @@ from . import mcp_checks
 from .confine import Confinement, decide, while_probing
 from .failed import FailedRun, failed_plan, failed_run, inherit
 from .steps import StepModule, step_module
+
+if TYPE_CHECKING:
+    from ..config.crews import Crew
 
 T = TypeVar("T")
 
@@ -303,6 +305,10 @@ def _shell_rules(inputs: Inputs, ws: Path, env: Mapping[str, str], trusted: bool
 
 
 def _crew(step: str, ws: Path, roles: tuple[str, ...]) -> Crew:
+    # Loaded for a step only (TOML, the crews' rules): `orkeon validate` without a step
+    # starts without them (bench_startup.py).
+    from ..config.crews import load_crew
+
     return load_crew(step, ws, roles=roles)  # the built-in crew, or .orkeon/crews/STEP.toml
 
 

@@ -15,18 +15,22 @@ import signal
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, Any
+
+import anyio
+import anyio.abc
 
 from .. import logs
 from ..environ import Redactor
 from ..errors import RecordsError
 from ..events import EventLog
 from ..ledger import Ledger
+from ..models import build_provider
 from ..vocabulary import StepStatus
-
-if TYPE_CHECKING:
-    import anyio
+from . import progress as progress_view
+from . import telemetry
 from .context import StepOutcome, StepRun, step_hooks
+from .mcp import run_servers
 from .prepare import RunConfig, prepare, stdin_tty
 from .records import RunLock, RunRecords, check_seals_dir, pin
 from .result import result_document
@@ -185,9 +189,6 @@ def _where(
 
 
 def _watchers(progress: str) -> list[Any]:
-    from . import progress as progress_view
-    from . import telemetry
-
     watchers = progress_view.listeners(progress)
     traces = telemetry.from_environ()
     return [*watchers, traces] if traces is not None else watchers
@@ -229,10 +230,6 @@ async def execute(
     one loop watches them itself and sets `stop`, which ends the run as a signal would: no
     new call starts, what finished is kept, the result says "interrupted". Cancelled from
     outside, the run still leaves that result before the cancellation goes on."""
-    import anyio
-
-    from ..models import build_provider
-
     config = opened.config
     step = config.step
     assert step is not None
@@ -297,11 +294,6 @@ async def _outcome(
     stop: anyio.Event | None,
     environ: Mapping[str, str] | None = None,
 ) -> StepOutcome:
-    import anyio
-    import anyio.abc
-
-    from .mcp import run_servers
-
     log = logs.get()
     module = step_module(sr.step)
     outcome: StepOutcome | None = None

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..calls import result_text
 from ..vocabulary import error_kind, error_message
 from .progress.text import clean
 
@@ -267,8 +268,6 @@ def _value(v: Any) -> Any:
 
 
 def _text(result: Any) -> str:
-    from ..calls import result_text
-
     return result_text(result)
 
 

@@ -32,6 +32,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ... import proc
+from ...tools import sandbox
+from .paths import AuditError
 
 if TYPE_CHECKING:
     from ...tools.sandbox import SandboxPolicy
@@ -140,7 +142,6 @@ class Git:
                 argv, cwd=self.workspace, timeout=GIT_TIMEOUT, cap=_GIT_CAP, env=env,
                 errors="surrogateescape",
             )  # fmt: skip
-        from ...tools import sandbox
 
         return sandbox.run(
             self._policy, argv, cwd=self.workspace, timeout=GIT_TIMEOUT, cap=_GIT_CAP, env=env,
@@ -187,8 +188,6 @@ def driver_switches(names: Sequence[str]) -> list[str]:
     out = []
     for sub in dict.fromkeys(drivers):
         if "=" in sub or "\n" in sub:
-            from .paths import AuditError
-
             raise AuditError(
                 f"the repository's configuration defines a filter driver the audit cannot "
                 f"switch off ({sub!r}): a clean filter would run a program of its choosing"
@@ -248,7 +247,5 @@ def must_have_worked(r: proc.ProcResult, what: str) -> None:
     """AuditError unless `what` exited 0 with all of its output read: a partial list of
     paths would pass changes unseen."""
     if r.exit_code != 0 or r.stdout_dropped:
-        from .paths import AuditError
-
         why = r.error or r.first_line() or "its output was too long"
         raise AuditError(f"{what} failed: {why}")

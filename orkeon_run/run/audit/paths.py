@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from ...policy.pathglob import PathGlob
+
 ALWAYS_IGNORED = (".orkeon/",)
 # Under .orkeon/ only orkeon's own outputs (spec, plan, runs) are exempt. The guards a run
 # starts with are not: a role that rewrote a hook script, the settings or a crew would
@@ -82,8 +84,6 @@ class Ignore:
 
     def __post_init__(self) -> None:
         if self.patterns and not self._globs:
-            from ...policy.pathglob import PathGlob
-
             object.__setattr__(self, "_globs", tuple(PathGlob(p) for p in self.patterns))
 
     def __call__(self, path: str) -> bool:

@@ -15,9 +15,14 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import anyio
+
+from ... import __version__
+from ...agent.loop import Agent, RoleSpec
 from ...calls import CallContext
 from ...config.crews import Crew
 from ...errors import Interrupted, RecordsError, StepError
+from ...models.claude_transcript import ClaudeTranscript
 from ...policy.paths import PathOutside, resolve_in_workspace
 from ..context import StepRun
 
@@ -81,15 +86,8 @@ async def role_agent(
     """The agent of one role, built from the crew role `template`, with the tools its
     entries give (the MCP tools among them in `ctx`'s catalog); closed on the way out
     (also when the step is cancelled, within CLOSE_GRACE seconds)."""
-    import anyio
-
-    from ...agent.loop import Agent, RoleSpec
-
     claude = None
     if sr.config.settings_hooks:
-        from ... import __version__
-        from ...models.claude_transcript import ClaudeTranscript
-
         claude = ClaudeTranscript(
             sr.claude_transcript_path(ctx.role),
             session_id=ctx.session_id,
