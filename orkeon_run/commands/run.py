@@ -13,8 +13,9 @@ from ..config.inputs import load_document
 from ..config.run_settings import flag_values
 from ..errors import InputError
 from ..report.github import publish
+from ..run.opening import open_run
 from ..run.progress import choose
-from ..run.runner import execute, open_run
+from ..run.runner import execute
 from .summary import summary
 
 

@@ -38,8 +38,9 @@ from ...errors import EXIT_PROVIDER, InputError, UsageError
 from ...ledger import BudgetLimits
 from ...vocabulary import error_message, spent_text
 from ..context import StepOutcome, StepRun
+from ..opening import open_run
 from ..prepare import load_plan
-from ..runner import execute, open_run
+from ..runner import execute
 from . import spec, step_module
 from .batches import failed_batch, mark_repaired
 from .roles import SavedRole
