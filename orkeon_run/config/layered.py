@@ -17,8 +17,6 @@ from contextvars import ContextVar
 from functools import cache
 from typing import Any
 
-from pydantic.fields import FieldInfo
-
 Loader = Callable[[], dict[str, Any]]
 
 _pending: ContextVar[Sequence[Loader]] = ContextVar("orkeon_settings_sources")
@@ -29,6 +27,7 @@ def layered_base() -> Any:
     """A BaseSettings subclass whose instances take their sources per call:
     `Cls(_loaders=[highest precedence first, ...], **given)`, `given` above them all.
     Built on first use, so importing this module does not import pydantic-settings."""
+    from pydantic.fields import FieldInfo  # nor pydantic (config/shell_settings.py)
     from pydantic_settings import BaseSettings, PydanticBaseSettingsSource
 
     class Loaded(PydanticBaseSettingsSource):

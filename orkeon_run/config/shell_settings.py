@@ -25,8 +25,6 @@ from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
-
 from ..environ import config_dir
 from ..errors import InputError
 from ..policy.programs import ShellRules
@@ -158,6 +156,8 @@ def _env_values(environ: Mapping[str, str]) -> tuple[dict[str, Any], dict[str, s
 @cache
 def _settings_class() -> Any:
     """Built on first use so that importing this module does not import pydantic-settings."""
+    # Nor pydantic: the shell's settings module is imported where no model is built yet.
+    from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
     from pydantic_settings import SettingsConfigDict
 
     class ShellSection(BaseModel):
