@@ -17,6 +17,7 @@ from ..config import inputs
 from ..config.crews import Crew
 from ..errors import InputError
 from ..run import result as documents
+from ..run.steps import crew_steps
 
 NAMES = ("inputs", "plan", "script", "result", "event", "crew")
 
@@ -38,7 +39,10 @@ def schema(name: str) -> dict[str, Any]:
         out["title"] = "Event"
         return out
     if name == "crew":
-        return Crew.model_json_schema()
+        out = Crew.model_json_schema()
+        # The steps with a crew of their own, as the step registry has them.
+        out["properties"]["step"] = {"enum": list(crew_steps()), "title": "Step", "type": "string"}
+        return out
     raise KeyError(name)
 
 

@@ -12,14 +12,16 @@ def field_path(loc: tuple[int | str, ...]) -> str:
     for part in loc:
         if isinstance(part, int):
             out += f"[{part}]"
-        elif part in _UNION_TAGS or part.startswith(("function-", "list[", "dict[")):
+        elif part in UNION_TAGS or part.startswith(("function-", "list[", "dict[")):
             continue
         else:
             out += f".{part}" if out else str(part)
     return out or "inputs"
 
 
-_UNION_TAGS = {"scripted", "openai", "anthropic", "str", "Plan", "ScriptedModel"}
+# The tags pydantic puts in a location for the member of a union a value was tried as
+# (`plan`'s); config/inputs.py adds the providers' and their models' where it defines them.
+UNION_TAGS: set[str] = {"str", "Plan"}
 
 
 def error_lines(exc: ValidationError, prefix: str = "") -> list[str]:

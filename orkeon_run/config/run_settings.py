@@ -30,13 +30,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import Annotated, Any, get_args
+from typing import Annotated, Any
 
 from pydantic import Field, TypeAdapter, ValidationError
 
 from ..environ import config_dir
 from ..errors import InputError
-from .inputs import ModelConfig
+from .inputs import PROVIDER_NAMES
 from .layered import layered_base
 from .trust import read_settings_doc
 
@@ -234,8 +234,7 @@ def parse_model(raw: Any, where: str) -> tuple[str, str]:
 @cache
 def provider_names() -> tuple[str, ...]:
     """`model.provider`'s values, from the inputs' model union (inputs.ModelConfig)."""
-    members = get_args(get_args(ModelConfig)[0])
-    return tuple(get_args(m.model_fields["provider"].annotation)[0] for m in members)
+    return PROVIDER_NAMES
 
 
 @cache

@@ -30,6 +30,7 @@ from ..errors import InputError
 from ..hooks.claude.sources import load_settings_hooks
 from ..hooks.native_files import missing_files
 from ..ledger import BudgetLimits
+from ..models import check_model, check_price
 from ..policy.gate import Gate
 from ..policy.mcpnames import normalize, split_pattern
 from ..policy.programs import ShellRules
@@ -132,7 +133,7 @@ def prepare(
         found.lines.append(MODEL_REQUIRED)
     module, crew, default_budget = _step_parts(step, ws, found)
     gate = found.collect(lambda: _gate(inputs))
-    found.collect(lambda: _models().check_model(inputs.model, env))
+    found.collect(lambda: check_model(inputs.model, env))
     servers = found.collect(
         lambda: mcp_checks.servers_of(inputs, ws, env, stdin_is_tty, warnings.append)
     )
@@ -154,7 +155,7 @@ def prepare(
     budget = budget_limits(inputs, default_budget)
     warnings.extend(budget.per_role_warnings())
     if budget.usd is not None:  # a cost budget needs the model's price
-        found.collect(lambda: _check_price(inputs))
+        found.collect(lambda: check_price(inputs.model))  # loads the price database
     if found.lines:
         raise InputError(sorted(set(found.lines)))
     assert gate is not None and shell_rules is not None  # no problem: every check returned
@@ -270,16 +271,6 @@ def _gate(inputs: Inputs) -> Gate:
     if problems:
         raise InputError(problems)
     return Gate.from_inputs(inputs.gate)
-
-
-def _models() -> Any:
-    from .. import models
-
-    return models
-
-
-def _check_price(inputs: Inputs) -> None:
-    _models().check_price(inputs.model)  # loads the price database: only for a usd budget
 
 
 def _settings_hooks(
