@@ -4,8 +4,6 @@ pays for its own imports only) and exits with the code it returns. Every excepti
 one stderr line and an exit code here, in `guarded`, and nowhere else.
 """
 
-from __future__ import annotations
-
 import os
 import sys
 from collections.abc import Callable

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..catalog import TOOLS, Tool, canonical, declared_tool
+from ..escape import write_line
 from ..hooks.native import HOOK_LIMIT, RUN_EVENTS, HookSpec, ProgramRules, number, run_hook
 
 if TYPE_CHECKING:
@@ -186,7 +187,7 @@ def _config(inputs: str, workspace: str | None) -> Any:
         load_document(inputs), step=None, workspace=workspace, stdin_is_tty=stdin_tty()
     )
     for line in config.warnings:
-        sys.stderr.write(f"warning: {line}\n")
+        write_line(sys.stderr, f"warning: {line}")
     return config
 
 
@@ -199,7 +200,7 @@ def list_main(inputs: str, *, workspace: str | None = None) -> int:
     if config.mcp_servers:
         lines += role_lines(config)
     for line in lines:
-        sys.stdout.write(line + "\n")
+        write_line(sys.stdout, line)
     return 0
 
 
@@ -224,7 +225,7 @@ def check_main(inputs: str, *, tool: str, path: str, workspace: str | None = Non
         )
     )
     for line in lines:
-        sys.stdout.write(line + "\n")
+        write_line(sys.stdout, line)
     return code
 
 

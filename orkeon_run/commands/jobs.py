@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 from ..errors import InputError
+from ..escape import write_line
 from ..jobs import joblist
 from ..jobs.shards import check_count, parse_shard, shard_of
 
@@ -19,7 +20,7 @@ MAX_CONCURRENCY = 256
 
 
 def _warn(line: str) -> None:
-    sys.stderr.write(f"warning: {line}\n")
+    write_line(sys.stderr, f"warning: {line}")
 
 
 def _folder(text: str) -> Path:

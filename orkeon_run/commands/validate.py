@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import sys
 
+from ..escape import write_line
+
 
 def main(inputs: str, *, step: str | None = None, workspace: str | None = None) -> int:
     from ..config.inputs import load_document
@@ -21,7 +23,7 @@ def main(inputs: str, *, step: str | None = None, workspace: str | None = None) 
         hook_files="error",  # a hook that cannot run would refuse every call
     )
     for line in config.warnings:
-        sys.stderr.write(f"warning: {line}\n")
+        write_line(sys.stderr, f"warning: {line}")
     confinement = config.confinement  # where the sandbox can be made, nothing to say
     if confinement.state == "off":
         sys.stderr.write(
@@ -29,17 +31,18 @@ def main(inputs: str, *, step: str | None = None, workspace: str | None = None) 
             "commands and the audit's build and test would run unconfined\n"
         )
     elif confinement.state == "unavailable":
-        sys.stderr.write(
+        write_line(
+            sys.stderr,
             f"warning: shell sandbox: not available here: {confinement.reason}; every shell "
-            "call would be refused and the audit's build and test would not run\n"
-            f"fix: {confinement.fix}\n"
+            "call would be refused and the audit's build and test would not run",
         )
+        write_line(sys.stderr, f"fix: {confinement.fix}")
     from .mcp import validate_lines
 
     lines, warnings = validate_lines(config)
     for line in warnings:
-        sys.stderr.write(f"warning: {line}\n")
+        write_line(sys.stderr, f"warning: {line}")
     for line in lines:
-        sys.stdout.write(line + "\n")
+        write_line(sys.stdout, line)
     sys.stdout.write("inputs are valid\n")
     return 0

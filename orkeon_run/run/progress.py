@@ -24,6 +24,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from .. import escape
 from ..errors import InputError
 from ..vocabulary import BUDGET_WORDS, error_message
 
@@ -100,9 +101,7 @@ def clean(text: object, limit: int = 200) -> str:
     s = str(text)
     if len(s) > limit:
         s = s[: limit - 1] + "…"
-    if s.isprintable():
-        return s
-    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in s)
+    return escape.text(s)  # the one rule for what orkeon writes (escape.py)
 
 
 def first_line(text: object) -> str:
