@@ -92,3 +92,21 @@ def test_an_untrusted_server_name_starts_no_workflow_command(tmp_path: Path, ren
     if renderer == "JSON lines":  # every log record is one JSON object on one line
         records = [json.loads(x) for x in ran.stderr.splitlines() if x.startswith("{")]
         assert any(HOSTILE in r["event"] for r in records)
+
+
+def test_the_text_summary_keeps_a_hostile_path_on_its_line() -> None:
+    """`--output text` (docs/output.md): a changed file's name holding a line break and a
+    workflow command stays inside its line."""
+    from orkeon_run.commands.summary import summary
+
+    budget = {"used_seconds": 1.0, "limit_seconds": 60, "model_seconds": 0.0, "tool_seconds": 0.0,
+              "hook_seconds": 0.0, "turns": 1, "tokens_in": 0, "tokens_out": 0, "usd": None,
+              "exhausted": None}  # fmt: skip
+    audit = {"batch": "b1", "passed": False, "changed": 1,
+             "outside_roots": ["README.md\n::error file=x::pwned"], "failed_command": None}  # fmt: skip
+    result = {"step": "dev-batches", "status": "failed", "exit_code": 1, "run_id": "r",
+              "budget": budget, "roles": [], "audits": [audit], "artifacts": {},
+              "error": {"kind": "audit", "message": "x\n::stop-commands::tok"}}  # fmt: skip
+    text = summary(result)
+    assert "pwned" in text and "tok" in text
+    assert_safe(text.replace("\r", ""))
