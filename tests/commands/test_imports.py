@@ -1,6 +1,6 @@
-"""What a command imports (docs/performance.md, "Start-up"): the number of modules that
-`orkeon run --help` and a scripted `orkeon run` load, held to a ceiling (the count measured
-when the ceiling was set, plus a small margin). A module count does not depend on the
+"""What a command imports (docs/performance.md, "Start-up, back below the peers"): the
+number of modules that `orkeon run --help` and a scripted `orkeon run` load, held to a
+ceiling (the count measured when the ceiling was set, plus a small margin). A module count does not depend on the
 machine's speed; a new import that loads a heavy package shows up here first."""
 
 from __future__ import annotations

@@ -377,8 +377,8 @@ def test_a_program_in_a_hidden_folder_is_not_found(ws: Path) -> None:
 
 
 def test_one_probe_a_process_however_the_bwrap_is_named() -> None:
-    """docs/performance.md, "One probe a run": the run's confinement asks with no path,
-    the shell tool with the path that answer gave; both get the one answer, made once."""
+    """docs/performance.md, "One sandbox probe a process": the run's confinement asks with
+    no path, the shell tool with the path that answer gave; both get one answer, made once."""
     first = sb.probe()
     assert first.ok and first.bwrap is not None
     assert sb.probe(first.bwrap) is first and sb.probe() is first
