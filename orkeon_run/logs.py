@@ -144,8 +144,8 @@ def _readable_fields(event: str, fields: dict[str, Any]) -> tuple[str, dict[str,
 
 
 class Logger:
-    """A named logger; see the module docstring. `exc_info` and any other field pass
-    through to structlog."""
+    """A named logger; see the module docstring. Fields are the record's; `exc_info` (an
+    exception, or True for the one being handled) adds its traceback's text."""
 
     __slots__ = ("name",)
 
