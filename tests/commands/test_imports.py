@@ -25,9 +25,11 @@ COUNT = (
 
 
 def loaded(tmp: Path, *argv: str) -> tuple[int, list[str]]:
+    # JSON log lines, as in CI: FORCE_COLOR would ask for the readable form (structlog).
+    env = {k: v for k, v in environ(tmp).items() if k != "FORCE_COLOR"}
     proc = subprocess.run(
         [sys.executable, "-c", COUNT, *argv],
-        capture_output=True, text=True, env=environ(tmp), cwd=tmp, timeout=120,
+        capture_output=True, text=True, env=env, cwd=tmp, timeout=120,
     )  # fmt: skip
     out = json.loads(proc.stdout.splitlines()[-1])
     return out["rc"], out["modules"]
