@@ -50,9 +50,10 @@ def hostile_workspace(tmp: Path) -> Path:
 
 
 def orkeon(tmp: Path, env: dict[str, str], *argv: str) -> subprocess.CompletedProcess[str]:
+    base = {k: v for k, v in environ(tmp).items() if k not in ("FORCE_COLOR", "NO_COLOR", "GITHUB_ACTIONS")}  # fmt: skip
     return subprocess.run(
         [sys.executable, "-m", "orkeon_run", *argv],
-        capture_output=True, text=True, env={**environ(tmp), **env}, cwd=tmp, timeout=120,
+        capture_output=True, text=True, env={**base, **env}, cwd=tmp, timeout=120,
     )  # fmt: skip
 
 
@@ -79,7 +80,6 @@ def test_an_untrusted_server_name_starts_no_workflow_command(tmp_path: Path, ren
     trusted, naming them: the name is written escaped under every renderer."""
     ws = hostile_workspace(tmp_path)
     env = {**RENDERERS[renderer], "ORKEON_LOG_LEVEL": "info"}
-    env.pop("GITHUB_ACTIONS", None)
     plan = {"batches": [{"name": "b1", "roles": [{"name": "dev", "roots": ["src/"], "task": "t"}]}]}
     doc = scripted({"b1/dev": [{"text": "done"}]}, plan=plan, budget={"seconds": 60})
     ran = orkeon(tmp_path, env, "run", "dev-batches", "--workspace", str(ws), "--progress",
