@@ -16,7 +16,7 @@ from ..commands.knobs import (
     MaxUsdOpt,
     ModelOpt,
 )
-from ..vocabulary import STEPS
+from ..run.steps import STEPS
 from .base import InputsOpt, Output, Progress, ReportFormat, Step, WorkspaceOpt, exit_with
 from .jobs import jobs_app
 

@@ -13,7 +13,7 @@ from typing import Annotated, Any, NoReturn
 
 import typer
 
-from ..vocabulary import STEPS
+from ..run.steps import STEPS
 
 Step = StrEnum("Step", {s.replace("-", "_"): s for s in STEPS})  # type: ignore[misc]
 

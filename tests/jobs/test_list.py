@@ -72,7 +72,7 @@ def test_validate_names_every_problem_by_line_and_field(tmp_path, capsys, monkey
         f"orkeon: {j}:3: id: 'a' is also the id of line 1",
         f"orkeon: {j}:4: x: unknown key",
         f"orkeon: {j}:4: id: 'bad id' is not a job id (letters, digits, `_.-`, starting with a letter or digit, at most 128 characters)",
-        f"orkeon: {j}:4: step: unknown step 'dev-foo' (one of: dev-spec, dev-plan, dev-batches, tasks-repair, pipeline)",
+        f"orkeon: {j}:4: step: unknown step 'dev-foo' (one of: dev-spec, dev-plan, dev-batches, tasks-repair, pipeline; a step is registered in orkeon_run/run/steps/__init__.py)",
         f"orkeon: {j}:4: workspace: not a directory: nope",
         f'orkeon: {j}:4: inputs: an object or "@PATH"',
         f"orkeon: {j}:6: workspace.ref: '--upload-pack=touch /tmp/x' is not a branch, tag or commit name",
@@ -127,7 +127,7 @@ def test_a_json_array_is_a_job_list_too_and_its_problems_name_their_lines(tmp_pa
     assert code == 2
     assert (
         err
-        == f"orkeon: {jobs}:4: step: unknown step 'dev-nope' (one of: dev-spec, dev-plan, dev-batches, tasks-repair, pipeline)\n"
+        == f"orkeon: {jobs}:4: step: unknown step 'dev-nope' (one of: dev-spec, dev-plan, dev-batches, tasks-repair, pipeline; a step is registered in orkeon_run/run/steps/__init__.py)\n"
     )
     jobs.write_text(f"[{job('a')}, {job('b')}]")
     assert cli(capsys, "jobs", "validate", str(jobs)) == (0, "2 jobs are valid\n", "")
