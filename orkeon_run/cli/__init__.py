@@ -3,6 +3,7 @@
 exception to one stderr line and an exit code (cli/exits.py, `guarded`)."""
 
 from .app import app
+from .base import Step
 from .exits import guarded, run_cli
 
-__all__ = ["app", "guarded", "run_cli"]
+__all__ = ["Step", "app", "guarded", "run_cli"]
