@@ -57,3 +57,4 @@ class ReportFormat(StrEnum):
     html = "html"
     junit = "junit"
     json = "json"
+    patch = "patch"

@@ -83,7 +83,7 @@ def jobs_merge(
         typer.Argument(metavar="DIR", help="Folders holding job folders (--out of each shard)."),
     ],
     fmt: Annotated[
-        ReportFormat, typer.Option("--format", help="json | md | html | junit")
+        ReportFormat, typer.Option("--format", help="json | md | html | junit (not patch)")
     ] = ReportFormat.json,
     output: Annotated[
         str | None, typer.Option("--output", "-o", help="Write here, not stdout.")

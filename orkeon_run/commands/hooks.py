@@ -261,5 +261,5 @@ def trust_main(workspace: str | None = None) -> int:
             ".orkeon/crews/, no .mcp.json)"
         )
     for path, digest in trusted:
-        sys.stdout.write(f"trusted {path} ({digest.removeprefix('sha256:')[:12]})\n")
+        write_line(sys.stdout, f"trusted {path} ({digest.removeprefix('sha256:')[:12]})")
     return 0
