@@ -1,5 +1,5 @@
 """The one helper that runs an external program: native hooks, settings-shape hooks, the
-shell tool and the audit all go through `run` (or `arun` from async code).
+shell tool and the audit all go through `run` (or `proc_loop.arun` from async code).
 
 Contract:
 - argv only, never a shell; stdin is /dev/null unless bytes are given, and a child that
@@ -14,9 +14,9 @@ Contract:
   to the whole group, so a script under a wrapper shell that dies at once still gets it.
 - A program that cannot run (missing, not executable, bad cwd) is a `ProcResult` with
   `error`, never an exception.
-- `arun` is `run` for async code (the event loop watches the child); cancelling its task
-  stops the group the same way (SIGTERM, SIGKILL after `kill_grace`), so no child
-  outlives a cancelled role.
+- `proc_loop.arun` is `run` for async code (the event loop watches the child); cancelling
+  its task stops the group the same way (SIGTERM, SIGKILL after `kill_grace`), so no
+  child outlives a cancelled role.
 
 The child's exit is watched through a pidfd (Linux >= 5.3) in the same poll set, which
 tells us it exited without reaping it: the zombie keeps the process-group id reserved
@@ -373,25 +373,4 @@ def collect(
         seconds=time.monotonic() - started,
         timed_out=timed_out,
         error=None,
-    )
-
-
-async def arun(
-    argv: list[str],
-    *,
-    cwd: Path,
-    timeout: float,
-    env: Mapping[str, str] | None = None,
-    stdin: bytes | None = None,
-    cap: int = 1 << 20,
-    kill_grace: float = 2.0,
-) -> ProcResult:
-    """`run` from async code without blocking the event loop (proc_loop.py: the loop
-    watches the child itself, or a worker thread runs `run`). Cancelling the calling task
-    stops the child's group (SIGTERM, SIGKILL after `kill_grace`) and waits for it, so
-    nothing outlives the cancellation."""
-    from .proc_loop import arun as in_loop  # sync callers should not pay for anyio
-
-    return await in_loop(
-        argv, cwd=cwd, timeout=timeout, env=env, stdin=stdin, cap=cap, kill_grace=kill_grace
     )

@@ -1,4 +1,4 @@
-"""`proc.arun`: `proc.run` for async code, with the same contract (proc.py's docstring).
+"""`arun`: `proc.run` for async code, with the same contract (proc.py's docstring).
 
 On asyncio with pidfds (Linux >= 5.3), the event loop itself watches the child: its
 pipes and its pidfd are readers of the loop, the time-out and the grace are timers of
@@ -37,7 +37,9 @@ async def arun(
     cap: int = 1 << 20,
     kill_grace: float = 2.0,
 ) -> ProcResult:
-    """See `proc.arun`."""
+    """`proc.run` without blocking the event loop, so concurrent roles do not block each
+    other. Cancelling the calling task stops the child's group (SIGTERM, SIGKILL after
+    `kill_grace`) and waits for it, so nothing outlives the cancellation."""
     try:
         loop = asyncio.get_running_loop()
     except RuntimeError:  # another event loop than asyncio's (trio)

@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ... import proc_loop
 from ...environ import CI_FILE_VARS, OWN_VARS
 
 if TYPE_CHECKING:
@@ -107,9 +108,8 @@ class EnvFiles:
         if limit <= 0:
             self.problems.append(f"not read: {ledger.time_spent_text()}")
             return {}
-        from ... import proc
 
-        res = await proc.arun(
+        res = await proc_loop.arun(
             [runner.shell, "-c", _SCRIPT, "sh", sys.executable, _DUMP, *files],
             cwd=runner.workspace,
             timeout=limit,

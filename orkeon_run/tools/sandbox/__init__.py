@@ -5,7 +5,7 @@ build and test, which run the model's code. See docs/security.md, "The shell san
     avail = probe(policy.bwrap)           # cached; False with a reason and a fix
     result = await arun(policy, argv, cwd=workspace, timeout=60, env=scrubbed_env)
 
-`run`/`arun` are `proc.run`/`proc.arun` around a bubblewrap command line: time-outs,
+`run`/`arun` are `proc.run`/`proc_loop.arun` around a bubblewrap command line: time-outs,
 output caps, cancellation and the group kill are proc's, and the sandbox's PID namespace
 and `--die-with-parent` make sure nothing the command started outlives it. Each command
 gets a private /tmp (TMPDIR): in memory, or a folder made before it starts and removed
@@ -149,7 +149,7 @@ async def arun(
     kill_grace: float = 2.0,
     errors: str = "replace",
 ) -> proc.ProcResult:
-    """`run` in a worker thread, as `proc.arun`: cancelling the task stops the sandbox
+    """`run` in a worker thread: as with `proc_loop.arun`, cancelling the task stops the sandbox
     (SIGTERM, SIGKILL after `kill_grace`) and waits until it is gone and its private
     folder removed."""
     from anyio import from_thread, to_thread
