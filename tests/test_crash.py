@@ -141,9 +141,9 @@ def test_sigkill_at_random_points_then_resume(tmp_path: Path) -> None:
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
         )
-        deadline = time.monotonic() + 30
+        # No deadline: the run ending first is seen below, and the test's time-out is
+        # the hang guard.
         while proc.poll() is None:
-            assert time.monotonic() < deadline, "the run made no progress"
             raw = read(events_path)
             if kind == "lines" and raw.count(b"\n") >= target:
                 break

@@ -21,6 +21,7 @@ import contextlib
 import json
 import os
 import re
+import shlex
 import shutil
 import signal
 import socket
@@ -49,6 +50,11 @@ CREATED = "created src/x.py (1 bytes)"
 
 def fault(name: str) -> str:
     return str(FAULTS / name)
+
+
+def q(path: str) -> str:
+    """A path as one word of a hook's command, whatever the checkout's path holds."""
+    return shlex.quote(path)
 
 
 def doc(
@@ -149,7 +155,7 @@ def test_native_hook_that_never_exits_is_cut_at_the_budget(tmp_path: Path, ws: P
     script = fault("never_exits.sh")
     d = doc(
         [write("src/x.py", "x"), write("src/y.py", "y")],
-        hooks=pre(f"{script} {pidfile} {{tool}} {{path}}"),
+        hooks=pre(f"{q(script)} {pidfile} {{tool}} {{path}}"),
         allowed=(script,),
         seconds=1.5,
     )
@@ -179,7 +185,7 @@ def test_native_hook_that_ignores_sigterm_is_killed(tmp_path: Path, ws: Path) ->
     script = fault("ignore_term.sh")
     d = doc(
         [write("src/x.py", "x")],
-        hooks=pre(f"{script} {pidfile}"),
+        hooks=pre(f"{q(script)} {pidfile}"),
         allowed=(script,),
         seconds=0.8,
     )
@@ -204,7 +210,7 @@ def test_native_hook_leaving_a_grandchild_on_its_pipes(tmp_path: Path, ws: Path)
     holds its stdout is killed with its group and the call runs."""
     pidfile = tmp_path / "grandchild.pid"
     script = fault("grandchild.sh")
-    d = doc([write("src/x.py", "x")], hooks=pre(f"{script} {pidfile}"), allowed=(script,))
+    d = doc([write("src/x.py", "x")], hooks=pre(f"{q(script)} {pidfile}"), allowed=(script,))
     rd = tmp_path / "run"
     result = run_step("dev-batches", d, ws, run_dir=rd)
     events = check_run(rd, result, status="succeeded", exit_code=0)
@@ -221,7 +227,7 @@ def test_native_hook_leaving_an_escaped_grandchild_on_its_pipes(tmp_path: Path, 
     stops reading at once and the call runs."""
     pidfile = tmp_path / "escaped.pid"
     script = fault("escaped_grandchild.py")
-    d = doc([write("src/x.py", "x")], hooks=pre(f"{script} {pidfile}"), allowed=(script,))
+    d = doc([write("src/x.py", "x")], hooks=pre(f"{q(script)} {pidfile}"), allowed=(script,))
     rd = tmp_path / "run"
     try:
         result = run_step("dev-batches", d, ws, run_dir=rd)
@@ -242,7 +248,7 @@ def test_native_hook_printing_100_mb_on_one_line(tmp_path: Path, ws: Path) -> No
     capped". Through the real command: 100 MB on one line, exit 1; the model reads the
     line cut to 1000 characters (native.py: "cut to 1000 characters (`…` marks a cut)")."""
     script = fault("print_100mb.sh")
-    d = doc([write("src/x.py", "x")], hooks=pre(f"{script} out 1"), allowed=(script,))
+    d = doc([write("src/x.py", "x")], hooks=pre(f"{q(script)} out 1"), allowed=(script,))
     inputs = tmp_path / "inputs.json"
     inputs.write_text(json.dumps(d))
     rd = tmp_path / "run"
@@ -263,7 +269,7 @@ def test_native_hook_printing_100_mb_on_one_line(tmp_path: Path, ws: Path) -> No
     events = check_run(rd, result, status="succeeded", exit_code=0)
     (call,) = calls_of(events)
     line = "x" * 999 + "…"
-    assert call["result"] == f"[pre-tool hook #1 ({script} out 1) exited 1: {line}]"
+    assert call["result"] == f"[pre-tool hook #1 ({q(script)} out 1) exited 1: {line}]"
     assert call["hooks"][0]["first_line"] == line
     assert not (ws / "src/x.py").exists()
 
@@ -286,7 +292,7 @@ def test_peak_memory_with_a_100_mb_hook(tmp_path: Path, ws: Path) -> None:
     script = fault("print_100mb.sh")
     d = doc(
         [write("src/x.py", "x")],
-        hooks=[{"event": "post-tool", "command": f"{script} err 0"}],
+        hooks=[{"event": "post-tool", "command": f"{q(script)} err 0"}],
         allowed=(script,),
     )
     inputs = tmp_path / "inputs.json"
@@ -320,9 +326,9 @@ def test_native_hook_that_exits_mid_line(tmp_path: Path, ws: Path) -> None:
     d = doc(
         [write("src/x.py", "x")],
         hooks=[
-            {"event": "pre-tool", "command": f"{script} out 0"},
-            {"event": "post-tool", "command": f"{script} err 3"},
-            {"event": "pre-tool", "command": f"{script} out 1"},
+            {"event": "pre-tool", "command": f"{q(script)} out 0"},
+            {"event": "post-tool", "command": f"{q(script)} err 3"},
+            {"event": "pre-tool", "command": f"{q(script)} out 1"},
         ],
         allowed=(script,),
     )
@@ -330,7 +336,7 @@ def test_native_hook_that_exits_mid_line(tmp_path: Path, ws: Path) -> None:
     result = run_step("dev-batches", d, ws, run_dir=rd)
     events = check_run(rd, result, status="succeeded", exit_code=0)
     (call,) = calls_of(events)
-    assert call["result"] == f"[pre-tool hook #3 ({script} out 1) exited 1: half a line]"
+    assert call["result"] == f"[pre-tool hook #3 ({q(script)} out 1) exited 1: half a line]"
     assert [(h["n"], h["exit_code"]) for h in call["hooks"]] == [(1, 0), (3, 1)]
     assert not (ws / "src/x.py").exists()
 
@@ -403,7 +409,7 @@ def test_settings_hook_that_never_exits_is_killed_at_its_timeout(tmp_path: Path,
     """The hooks contract (docs/hooks.md): "A hook that exceeds it is killed and reported as
     a non-blocking message": the call runs and the model reads the tool's result exactly."""
     pidfile = tmp_path / "hook.pid"
-    command = f"{fault('never_exits.sh')} {pidfile}"
+    command = f"{q(fault('never_exits.sh'))} {pidfile}"
     d = doc([write("src/x.py", "x")], hooks=settings("PreToolUse", command, timeout=0.5))
     rd = tmp_path / "run"
     result = run_step("dev-batches", d, ws, run_dir=rd)
@@ -423,7 +429,7 @@ def test_settings_hook_that_ignores_sigterm(tmp_path: Path, ws: Path) -> None:
     """The hooks contract (docs/hooks.md): "If a hook ignores SIGTERM, OrbCode escalates to
     SIGKILL after a 2s grace.\""""
     pidfile = tmp_path / "hook.pid"
-    command = f"{fault('ignore_term.sh')} {pidfile}"
+    command = f"{q(fault('ignore_term.sh'))} {pidfile}"
     d = doc([write("src/x.py", "x")], hooks=settings("PostToolUse", command, timeout=0.3))
     rd = tmp_path / "run"
     result = run_step("dev-batches", d, ws, run_dir=rd)
@@ -454,7 +460,7 @@ def test_settings_hook_leaving_a_grandchild_on_its_pipes(tmp_path: Path, ws: Pat
 def test_settings_hook_blocking_with_100_mb_of_reason(tmp_path: Path, ws: Path) -> None:
     """docs/hooks.md: `[PreToolUse hook (CMD) blocked the call: REASON]`, REASON the
     stderr of an exit 2, capped at 8192 bytes."""
-    command = f"{fault('print_100mb.sh')} err 2"
+    command = f"{q(fault('print_100mb.sh'))} err 2"
     d = doc([write("src/x.py", "x")], hooks=settings("PreToolUse", command))
     rd = tmp_path / "run"
     result = run_step("dev-batches", d, ws, run_dir=rd)
@@ -475,8 +481,14 @@ def test_settings_hooks_that_exit_mid_line(tmp_path: Path, ws: Path) -> None:
     script = fault("mid_line.sh")
     hooks = {
         "PreToolUse": [
-            {"matcher": "file_read", "hooks": [{"type": "command", "command": f"{script} err 1"}]},
-            {"matcher": "file_write", "hooks": [{"type": "command", "command": f"{script} err 2"}]},
+            {
+                "matcher": "file_read",
+                "hooks": [{"type": "command", "command": f"{q(script)} err 1"}],
+            },
+            {
+                "matcher": "file_write",
+                "hooks": [{"type": "command", "command": f"{q(script)} err 2"}],
+            },
         ]
     }
     calls = [write("src/x.py", "x"), {"tool": "file_read", "input": {"file_path": "README.md"}}]
@@ -485,7 +497,9 @@ def test_settings_hooks_that_exit_mid_line(tmp_path: Path, ws: Path) -> None:
     result = run_step("dev-batches", d, ws, run_dir=rd)
     events = check_run(rd, result, status="succeeded", exit_code=0)
     blocked, ran = calls_of(events)
-    assert blocked["result"] == f"[PreToolUse hook ({script} err 2) blocked the call: half a line]"
+    assert (
+        blocked["result"] == f"[PreToolUse hook ({q(script)} err 2) blocked the call: half a line]"
+    )
     assert (ran["outcome"], ran["result"]) == ("ran", "# app\n")
     assert ran["hooks"][0]["exit_code"] == 1 and ran["hooks"][0]["first_line"] == "half a line"
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shlex
 import signal
 import time
 import tracemalloc
@@ -131,7 +132,9 @@ def test_sigterm_ignored_under_a_wrapper_shell_still_waits_the_grace(tmp_path: P
     """A wrapper shell that runs the script as a child (dash's `sh -c` does not exec its
     last command) dies of SIGTERM at once; the script under it still gets the grace."""
     started = time.monotonic()
-    command = f"{script('ignore_term.sh')}; echo after"  # `;` keeps any shell from exec-ing
+    command = (
+        f"{shlex.quote(script('ignore_term.sh'))}; echo after"  # `;` keeps any shell from exec-ing
+    )
     res = run(["/bin/sh", "-c", command], cwd=tmp_path, timeout=0.3, kill_grace=1.0)
     took = time.monotonic() - started
     assert res.timed_out and res.exit_code is None
@@ -142,7 +145,7 @@ def test_sigterm_ignored_under_a_wrapper_shell_still_waits_the_grace(tmp_path: P
 @pytest.mark.timeout(20)
 def test_cleanup_on_sigterm_under_a_wrapper_shell_is_not_cut_short(tmp_path: Path) -> None:
     done = tmp_path / "cleaned"
-    command = f"{script('slow_cleanup.sh')} {done}; echo after"
+    command = f"{shlex.quote(script('slow_cleanup.sh'))} {shlex.quote(str(done))}; echo after"
     # SIGKILL is 60 s away, past the guard: returning at all means it ended by itself,
     # and the file says its whole cleanup ran.
     res = run(["/bin/sh", "-c", command], cwd=tmp_path, timeout=0.3, kill_grace=60)

@@ -126,10 +126,10 @@ def blocking_list(folder: Path, tmp: Path) -> tuple[Path, Path, Path]:
 
 
 def wait_until(check: Any, what: str, proc: subprocess.Popen[str]) -> None:
-    deadline = time.monotonic() + 60
+    """Awaits `check()`, failing at once if the process ends first; no deadline of its own
+    (the test's time-out is the hang guard), so a loaded machine only makes it slower."""
     while not check():
         assert proc.poll() is None, f"exited {proc.returncode} before {what}: {proc.communicate()}"
-        assert time.monotonic() < deadline, f"no {what} in 60 s"
         time.sleep(0.01)
 
 
