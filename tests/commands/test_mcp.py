@@ -6,6 +6,7 @@ until `orkeon hooks trust`; secrets the run directory redacted must be given aga
 from __future__ import annotations
 
 import json
+import shlex
 import signal
 import subprocess
 import sys
@@ -114,7 +115,7 @@ def test_validate_starts_lists_and_stops_each_server(ws: Path, capsys) -> None:
     assert validate(ws, {"mcp_servers": servers}) == 0
     captured = capsys.readouterr()
     fake, git, valid = captured.out.splitlines()
-    command = f"{sys.executable} {FAKE['command'][1]} stdio"
+    command = shlex.join([sys.executable, FAKE["command"][1], "stdio"])
     assert fake.startswith(f"mcp server fake (stdio: {command}): 12 tools: mcp__fake__echo, ")
     assert git.startswith("mcp server git (stdio: ") and "mcp__git__git_status" in git
     assert valid == "inputs are valid"

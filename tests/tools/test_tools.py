@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 from pathlib import Path
 from typing import Any
 
@@ -428,7 +429,7 @@ def test_shell_refuses_programs_off_the_lists(workspace: Path) -> None:
 def test_shell_script_by_listed_path(workspace: Path) -> None:
     script = str(PROCS / "exit_code.sh")
     rules = ShellRules(extra_allowed_commands=(script,))
-    got = call(workspace, "shell", rules, command=f"{script} 4")
+    got = call(workspace, "shell", rules, command=f"{shlex.quote(script)} 4")
     assert got == {"exit_code": 4, "stdout": "to stdout\n", "stderr": "to stderr\n"}
 
 
@@ -449,7 +450,7 @@ def test_shell_time_out(workspace: Path) -> None:
 def test_shell_output_is_capped(workspace: Path) -> None:
     script = str(PROCS / "big_output.sh")
     rules = ShellRules(extra_allowed_commands=(script,))
-    got = call(workspace, "shell", rules, command=f"{script} out 100000")
+    got = call(workspace, "shell", rules, command=f"{shlex.quote(script)} out 100000")
     assert got["exit_code"] == 0
     assert got["stdout"].endswith("\n[shell: 70000 more bytes of output were dropped]")
 
