@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import random
+import shlex
 import signal
 import subprocess
 import sys
@@ -109,7 +110,7 @@ def test_sigkill_at_random_points_then_resume(tmp_path: Path) -> None:
     inputs = {
         "model": {"provider": "scripted", "script": script},
         "plan": plan,
-        "hooks": [{"event": "pre-tool", "command": f"{SLOW_OK} 0.03"}],
+        "hooks": [{"event": "pre-tool", "command": f"{shlex.quote(SLOW_OK)} 0.03"}],
         "shell": {"extra_allowed_commands": [SLOW_OK]},
     }
     doc = tmp_path / "inputs.json"

@@ -5,6 +5,7 @@ cloned from a local bare repository, failing at their provider."""
 from __future__ import annotations
 
 import json
+import shlex
 import shutil
 import signal
 import subprocess
@@ -117,7 +118,7 @@ def blocking_list(folder: Path, tmp: Path) -> tuple[Path, Path, Path]:
     spec = write(".orkeon/spec.md", "# spec\n")
     lines[3]["inputs"] = {
         "request": "r",
-        "hooks": [{"event": "pre-tool", "command": f"{hook} {mark} {go}"}],
+        "hooks": [{"event": "pre-tool", "command": f"{shlex.quote(hook)} {mark} {go}"}],
         "shell": {"extra_allowed_commands": [hook]},
         **scripted({"writer": [{"tool_calls": [spec]}] * 3}),
     }
