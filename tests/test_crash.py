@@ -101,6 +101,7 @@ def attempts(events: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
     return out
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(60)
 def test_sigkill_at_random_points_then_resume(tmp_path: Path) -> None:
     rng = random.Random(20261130)

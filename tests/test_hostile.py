@@ -509,6 +509,7 @@ def call_input(tool: str, path: str) -> dict[str, Any]:
     return {"pattern": "1", "path": path}
 
 
+@pytest.mark.slow
 @settings(
     max_examples=300, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow]
 )
