@@ -101,8 +101,8 @@ def attempts(events: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
     return out
 
 
+# The suite's 120 s time-out is its hang guard: 10x its quiet 12 s (five processes).
 @pytest.mark.slow
-@pytest.mark.timeout(60)
 def test_sigkill_at_random_points_then_resume(tmp_path: Path) -> None:
     rng = random.Random(20261130)
     ws = make_workspace(tmp_path, {"README.md": "# app\n", "src/__init__.py": ""})
@@ -168,7 +168,7 @@ def test_sigkill_at_random_points_then_resume(tmp_path: Path) -> None:
 
     # Resume until it succeeds (one resume is enough: nothing kills it now). Resuming a
     # run that already succeeded runs nothing again.
-    proc = subprocess.run(again, cwd=tmp_path, env=env, capture_output=True, timeout=40)
+    proc = subprocess.run(again, cwd=tmp_path, env=env, capture_output=True)
     assert proc.returncode == 0, proc.stderr.decode()
     result = json.loads(proc.stdout)
     assert result["status"] == "succeeded", result["error"]

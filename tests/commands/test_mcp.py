@@ -40,7 +40,8 @@ def orkeon(*args: str, cwd: Path) -> subprocess.Popen[str]:
 
 
 def wait_for(path: Path, found: Any, deadline: float) -> dict[str, Any]:
-    """The first event of events.jsonl `found` accepts, once the run wrote it."""
+    """The first event of events.jsonl `found` accepts, once the run wrote it. `deadline` is
+    a hang guard only (quiet: a second or two; the callers give 60 s)."""
     while time.monotonic() < deadline:
         if path.is_file():
             for event in read_jsonl(path):

@@ -256,6 +256,7 @@ class Capture:
         return self.text().splitlines()
 
     def await_line(self, pattern: str, timeout: float = 60.0) -> str:
+        # Awaits the line; `timeout` is a hang guard only (quiet: under 2 s, so 30x).
         deadline = time.monotonic() + timeout
         regex = re.compile(pattern)
         with self._changed:
