@@ -54,6 +54,7 @@ def wait_for(path: Path, found: Any, deadline: float) -> dict[str, Any]:
 # --- signals -------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
 def test_a_signal_to_orkeon_run_leaves_no_server_process_behind(
     ws: Path, tmp_path: Path, signum: int

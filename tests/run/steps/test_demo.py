@@ -11,9 +11,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from kit import ROOT
 
 
+@pytest.mark.slow
 def test_demo_runs_every_stage(tmp_path: Path) -> None:
     work = tmp_path / "demo"
     env = {k: v for k, v in os.environ.items() if not k.lower().startswith("orkeon")}

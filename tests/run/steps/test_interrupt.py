@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
 from kit import ROOT, spawn
 from kit.steps import environ, events, make_workspace, read_jsonl, scripted, shell, state, write
 
@@ -57,6 +58,7 @@ def run_then_signal(
     return result
 
 
+@pytest.mark.slow
 def test_sigint_mid_batch_then_resume(tmp_path: Path) -> None:
     """docs/output.md: exit 130 "interrupted (SIGINT/SIGTERM); what finished is kept"."""
     ws = make_workspace(tmp_path, FILES)

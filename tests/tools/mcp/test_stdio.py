@@ -281,6 +281,7 @@ def test_stopping_leaves_no_process_of_any_group_behind(tmp_path: Path, repo: Pa
     assert group_running(seen["git"]) == []
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("mode", "signum"),
     [("context", signal.SIGTERM), ("taskgroup", signal.SIGTERM), ("context", signal.SIGINT)],
