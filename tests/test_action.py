@@ -142,6 +142,7 @@ def test_the_action_declares_its_inputs_outputs_and_steps() -> None:
     assert upload["if"].startswith("always() && inputs.upload-artifact == 'true'")
 
 
+@pytest.mark.slow
 def test_the_action_runs_a_step_and_reports_it(
     installed: tuple[Path, dict[str, str], str], tmp_path: Path
 ) -> None:
