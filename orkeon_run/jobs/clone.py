@@ -49,7 +49,11 @@ async def workspace(source: GitSource, jd: Path) -> Path:
 async def _git(*args: str, cwd: Path | None = None) -> None:
     import anyio
 
-    env = {**os.environ, "GIT_TERMINAL_PROMPT": "0"}
+    from ..environ import scrubbed
+
+    # The operator's git and URL: its credentials kept (a private repository), orkeon's own
+    # variables not.
+    env = {**scrubbed(credentials=False), "GIT_TERMINAL_PROMPT": "0"}
     try:
         done = await anyio.run_process(["git", *args], input=b"", check=False, cwd=cwd, env=env)
     except OSError as exc:  # no git on PATH

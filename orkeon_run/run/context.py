@@ -192,18 +192,21 @@ class StepRun:
 
 
 def child_environ(config: RunConfig, *, credentials: bool) -> dict[str, str]:
-    """The environment of a program the step starts: never the model's key; with
-    `credentials`, no credential-like variable either (the shell tool and native hooks,
-    which the model steers). The audit's build and tests keep the others."""
+    """The environment of a program the step starts: never the model's key nor any
+    variable orkeon consumes (environ.scrubbed, run/secrets.py); with `credentials`, no
+    credential-like variable either (the shell tool, hooks and MCP servers, which the
+    model steers). The audit's build and tests keep the others."""
     from ..environ import scrubbed
+    from .secrets import consumed_names
 
-    return scrubbed([config.key_env] if config.key_env else [], credentials=credentials)
+    return scrubbed(consumed_names(config), credentials=credentials)
 
 
 def step_hooks(config: RunConfig, events: EventLog) -> Hooks:
     """The step's hooks: native ones first, then settings-shape ones."""
     from ..hooks import NO_HOOKS, chain
     from ..hooks.native import NativeHooks
+    from .secrets import consumed_names
 
     native: Hooks = NO_HOOKS
     if config.inputs.native_hooks:
@@ -221,7 +224,7 @@ def step_hooks(config: RunConfig, events: EventLog) -> Hooks:
             config.settings_hooks,
             workspace=config.workspace,
             events=events,
-            extra_env_remove=[config.key_env] if config.key_env else [],
+            extra_env_remove=consumed_names(config),
         )
     return chain([native, settings])
 

@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from .. import logs
-from ..environ import Redactor
 from ..errors import RecordsError
 from ..events import EventLog
 from ..ledger import Ledger
@@ -30,6 +29,7 @@ from .context import StepOutcome, StepRun, step_hooks
 from .prepare import RunConfig, prepare, stdin_tty
 from .records import RunLock, RunRecords, check_seals_dir, pin
 from .result import result_document
+from .secrets import run_redactor
 from .rundir import (
     Resumed,
     default_run_dir,
@@ -109,7 +109,7 @@ def open_run(
             for line in config.warnings:
                 logs.warn(line)
         check_seals_dir(config.workspace, environ)
-        redactor = Redactor.from_environ(environ, config.key_env)
+        redactor = run_redactor(config, environ)
         logs.redact(redactor.secrets)
         if resumed is None:
             run_id = new_run_id()
