@@ -29,6 +29,7 @@ from ..policy.words import CommandRefused, split_command
 from .documents import MAX_DOCUMENT_BYTES as MAX_DOCUMENT_BYTES  # re-exported
 from .documents import load_document as load_document  # re-exported
 from .mcp import McpServers
+from .network import Network
 
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
@@ -181,7 +182,9 @@ class ShellInputs(Frozen):
     # "auto" confines them where the machine allows it and refuses them where it does not;
     # "off" runs them unconfined. Only the inputs set these, never a settings file.
     sandbox: Literal["auto", "off"] = "auto"
-    network: bool = Field(default=False, strict=True)
+    # true: every host; false: none; a list: only those hosts, through orkeon's proxy
+    # (policy/hosts.py has the entries' grammar; docs/inputs.md, "Shell settings").
+    network: Network = False
 
 
 def _ignore_pattern(pattern: str) -> str:
@@ -312,7 +315,7 @@ def field_path(loc: tuple[int | str, ...]) -> str:
     return out or "inputs"
 
 
-_UNION_TAGS = {"scripted", "openai", "anthropic", "str", "Plan", "ScriptedModel"}
+_UNION_TAGS = {"scripted", "openai", "anthropic", "str", "bool", "Plan", "ScriptedModel"}
 
 
 def error_lines(exc: ValidationError, prefix: str = "") -> list[str]:

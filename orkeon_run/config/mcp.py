@@ -41,6 +41,7 @@ from pydantic import (
 )
 
 from ..policy.mcpnames import normalize, server_name_problem
+from .network import Network
 
 Transport = Literal["stdio", "http"]
 
@@ -57,6 +58,9 @@ class McpServer(BaseModel):
     env: dict[str, str] = Field(default_factory=dict)
     url: str | None = None
     headers: dict[str, str] = Field(default_factory=dict)
+    # orkeon's own key (Claude Code has none): what a stdio server run in a sandbox may
+    # reach, as `shell.network` (config/network.py); None: the shell's setting.
+    network: Network | None = None
 
     @field_validator("type", mode="before")
     @classmethod
@@ -109,7 +113,7 @@ class McpServer(BaseModel):
         if self.url is not None:
             if self.type == "stdio":
                 raise ValueError('"type": "stdio" needs "command", not "url"')
-            extra = sorted(given & {"args", "env"})
+            extra = sorted(given & {"args", "env", "network"})
             if extra:
                 raise ValueError(f'"{extra[0]}" is for a stdio server ("command"), not "url"')
             problem = url_problem(self.url)
