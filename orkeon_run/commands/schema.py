@@ -32,7 +32,7 @@ def schema(name: str) -> dict[str, Any]:
     if name == "result":
         return documents.Result.model_json_schema()
     if name == "event":
-        out = TypeAdapter(documents.ToolCallEvent | documents.OtherEvent).json_schema()
+        out = TypeAdapter(documents.Event.model_fields["event"].annotation).json_schema()
         out["title"] = "Event"
         return out
     if name == "crew":

@@ -53,6 +53,7 @@ def markdown(v: RunView) -> str:
         _refused(v),
         _hooks(v),
         _plan(v),
+        _network(v),
         _notes(v),
     ]
     out = "\n\n".join(p for p in parts if p) + "\n"
@@ -88,6 +89,8 @@ def _headline(v: RunView) -> str:
     facts.append(f"{used} charged" + (f" of {seconds(limit)}" if limit else ""))
     if b.get("exhausted"):
         facts.append(f"**{code(str(b['exhausted']))} budget spent**")
+    if v.network_refused:
+        facts.append(f"{count(len(v.network_refused))} hosts refused by the network allow-list")
     lines.append(" · ".join(facts))
     for name, path in v.artifacts.items():
         lines.append(f"{code(name)}: {code(path)}")
@@ -215,6 +218,19 @@ def _plan(v: RunView) -> str:
     n = len(v.plan_checks)
     title = f"The plan failed its check {n} time{'s' if n != 1 else ''}"
     return f"<details><summary>{title}</summary>\n\n" + "\n\n".join(blocks) + "\n\n</details>"
+
+
+def _network(v: RunView) -> str:
+    """The hosts `shell.network`'s allow-list refused, with the command that asked."""
+    if not v.network_refused:
+        return ""
+    rows = ["| host refused | by the command |", "| --- | --- |"]
+    for r in v.network_refused[:MAX_REFUSED]:
+        host = code(f"{r['host']}:{r['port']}", table=True)
+        rows.append(f"| {host} | {code(r['command'], table=True)} |")
+    if len(v.network_refused) > MAX_REFUSED:
+        rows.append(f"| … and {len(v.network_refused) - MAX_REFUSED} more | |")
+    return "\n".join(rows)
 
 
 def _notes(v: RunView) -> str:

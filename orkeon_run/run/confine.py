@@ -25,7 +25,9 @@ from typing import TYPE_CHECKING, Any, Literal, ParamSpec, TypeVar
 
 if TYPE_CHECKING:
     from ..config.inputs import Inputs
+    from ..policy.hosts import AllowList
     from ..tools.sandbox import SandboxPolicy
+    from ..tools.sandbox.proxy import EgressProxy
     from .audit import AuditGit, Commands
 
 SandboxState = Literal["on", "off", "unavailable"]
@@ -41,7 +43,8 @@ class Confinement:
     orkeon's configuration folder, hidden from sandboxed commands."""
 
     state: SandboxState
-    network: bool = False
+    # `shell.network`: True (every host), False (none) or the allow-list's entries.
+    network: bool | tuple[str, ...] = False
     reason: str = ""
     fix: str = ""
     bwrap: Path | None = None
@@ -67,7 +70,7 @@ class Confinement:
         if self.state == "off":
             from ..tools.sandbox import warn_unconfined_once
 
-            warn_unconfined_once()
+            warn_unconfined_once(allow_list=not isinstance(self.network, bool))
         elif self.state == "unavailable" and self.reason not in _said:
             _said.add(self.reason)  # a pipeline runs several steps
             from .. import logs
@@ -78,7 +81,17 @@ class Confinement:
                 fix=self.fix,
             )
 
-    def role_policy(self, workspace: Path, run_dir: Path) -> SandboxPolicy | None:
+    def allow_list(self) -> AllowList | None:
+        """The network allow-list, when `shell.network` is one (None: true or false)."""
+        if isinstance(self.network, bool):
+            return None
+        from ..policy.hosts import AllowList
+
+        return AllowList.parse(self.network)
+
+    def role_policy(
+        self, workspace: Path, run_dir: Path, egress: EgressProxy | None = None
+    ) -> SandboxPolicy | None:
         """The step's sandbox for its roles' commands (no roots: the shell tool narrows it
         to each calling role's), hiding `run_dir`; made now (it finds the workspace's
         `.git` folders, makes `.orkeon/` when missing). None when the sandbox is off. An
@@ -93,8 +106,9 @@ class Confinement:
             None,
             run_dir=run_dir,
             config_dir=self.config_dir,
-            network=self.network,
+            network=self.network is True,
             bwrap=self.bwrap,
+            egress=egress,
         )
 
     def audit_git(self, run_dir: Path) -> AuditGit:
@@ -112,7 +126,13 @@ class Confinement:
             )
         return AuditGit(self.git, box)
 
-    def audit_commands(self, workspace: Path, env: Mapping[str, str], run_dir: Path) -> Commands:
+    def audit_commands(
+        self,
+        workspace: Path,
+        env: Mapping[str, str],
+        run_dir: Path,
+        egress: EgressProxy | None = None,
+    ) -> Commands:
         """How the audit's build and test run: in the audit's sandbox (the workspace
         writable except its `.git` folders, `.orkeon/` and the run directory), refused
         when it cannot be made, unconfined when it is off."""
@@ -132,8 +152,9 @@ class Confinement:
                 workspace,
                 run_dir=run_dir,
                 config_dir=self.config_dir,
-                network=self.network,
+                network=self.network is True,
                 bwrap=self.bwrap,
+                egress=egress,
             )
 
         return Commands(env=env, sandbox=policy)
@@ -200,7 +221,8 @@ def decide(inputs: Inputs, workspace: Path, environ: Mapping[str, str]) -> Confi
     except RuntimeError:  # no home folder to find ~/.config in
         cfg = None
     git = find_git(workspace, environ.get("PATH", os.defpath))
-    network = inputs.shell.network
+    given = inputs.shell.network
+    network = given if isinstance(given, bool) else tuple(given)
     if inputs.shell.sandbox == "off":
         return Confinement("off", network, git=git, config_dir=cfg)
     from ..tools.sandbox import probe

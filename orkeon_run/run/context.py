@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from ..pipeline import Pipeline
     from ..policy.rules import RuleSet
     from ..tools.sandbox import SandboxPolicy
+    from ..tools.sandbox.proxy import EgressProxy
     from .audit import AuditGit, Commands
     from .records import RunRecords
 
@@ -63,6 +64,9 @@ class StepRun:
     guarded_dir: Path | None = None
     # The roles' shell sandbox, made on the first `pipeline()` (run/confine.py).
     _shell_policy: SandboxPolicy | None = field(default=None, init=False, repr=False)
+    # The network allow-list's proxy, made when a sandbox first needs it; stopped with the
+    # run (run/mcp.py `run_servers`).
+    _egress: EgressProxy | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.config.confinement.announce()  # stderr, as the run starts: unconfined, or none
@@ -115,7 +119,7 @@ class StepRun:
 
         if self._shell_policy is None and self.config.confinement.state != "off":
             self._shell_policy = self.config.confinement.role_policy(
-                self.workspace, self.hidden_run_dir
+                self.workspace, self.hidden_run_dir, self.egress()
             )
         return Pipeline(
             workspace=self.workspace,
@@ -154,7 +158,35 @@ class StepRun:
         """How the audit's build and test run (run/confine.py): with orkeon's environment
         less the model's key (a build may need a registry token)."""
         env = child_environ(self.config, credentials=False)
-        return self.config.confinement.audit_commands(self.workspace, env, self.hidden_run_dir)
+        return self.config.confinement.audit_commands(
+            self.workspace, env, self.hidden_run_dir, self.egress()
+        )
+
+    def egress(self) -> EgressProxy | None:
+        """The run's proxy for `shell.network`'s allow-list (None: no list, or no
+        sandbox): made on first use, started by the first command that needs it. Each host
+        it refuses is a `network.refused` event (docs/output.md)."""
+        allow = self.config.confinement.allow_list()
+        if allow is None or self.config.confinement.state != "on":
+            return None
+        if self._egress is None:
+            from ..tools.sandbox.proxy import EgressProxy
+
+            self._egress = EgressProxy(allow, on_refused=self._refused)
+        return self._egress
+
+    def _refused(self, fields: dict[str, Any]) -> None:
+        self.events.emit("network.refused", step=self.step, **fields)
+
+    def close_network(self) -> None:
+        """Stop the run's proxy, if it started."""
+        if self._egress is not None:
+            self._egress.close()
+
+    @property
+    def network(self) -> dict[str, int]:
+        """The result's `network`: how many hosts the allow-list refused (docs/output.md)."""
+        return {"refused": self._egress.refused if self._egress is not None else 0}
 
     def guard(self, own_output: str | None = None) -> RuleSet:
         from ..policy.guards import guard

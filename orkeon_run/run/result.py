@@ -6,6 +6,7 @@ writes them builds plain dicts (docs/output.md).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -94,6 +95,13 @@ class ErrorInfo(_Doc):
     message: str = Field(description="why, in one line (plan problems: several lines)")
 
 
+class NetworkBlock(_Doc):
+    refused: int = Field(
+        description="hosts shell.network's allow-list refused, once per command and host "
+        "(each a network.refused event); a pipeline's: its steps' together"
+    )
+
+
 class Result(_Doc):
     """The result document: result.json, `--output json`, the last stream-json line."""
 
@@ -111,6 +119,7 @@ class Result(_Doc):
         description='the shell sandbox: on; off ("shell": {"sandbox": "off"}: '
         "unconfined); unavailable (no sandbox could be made here: shell calls were refused)"
     )
+    network: NetworkBlock
     steps: list[StepRecord] | None = Field(
         default=None, description="pipeline only: every step it ran, in order"
     )
@@ -154,6 +163,18 @@ class ToolCallEvent(_Doc):
     hook_seconds: float
 
 
+class NetworkRefusedEvent(_Doc):
+    """A host shell.network's allow-list refused (docs/output.md, "Events")."""
+
+    type: Literal["network.refused"]
+    ts: float
+    schema_version: int
+    step: str
+    command: str = Field(description="the sandboxed command that asked for it")
+    host: str = Field(description="the host name it asked for, in lower case")
+    port: int
+
+
 class OtherEvent(BaseModel):
     """Every other event: `type` and `ts`, then fields of its own (docs/output.md, "Events")."""
 
@@ -166,14 +187,20 @@ class OtherEvent(BaseModel):
 class Event(BaseModel):
     """One line of events.jsonl."""
 
-    event: ToolCallEvent | OtherEvent
+    event: ToolCallEvent | NetworkRefusedEvent | OtherEvent
 
 
 def result_document(
-    run_id: str, step: str, outcome: StepOutcome, ledger: Ledger, sandbox: str
+    run_id: str,
+    step: str,
+    outcome: StepOutcome,
+    ledger: Ledger,
+    sandbox: str,
+    network: Mapping[str, int] | None = None,
 ) -> dict[str, Any]:
     """The result document of a step that ended with `outcome`; `sandbox` is the run's
-    shell sandbox state."""
+    shell sandbox state, `network` its allow-list's counts (`StepRun.network`), to which
+    a pipeline's steps' are added."""
 
     kind = outcome.error_kind
     error = None
@@ -191,7 +218,11 @@ def result_document(
         "audits": list(outcome.audits),
         "error": error,
         "sandbox": sandbox,
+        "network": {"refused": int((network or {}).get("refused", 0))},
     }
     if outcome.steps is not None:
         doc["steps"] = list(outcome.steps)
+        for s in outcome.steps:
+            refused = (s.get("network") or {}).get("refused") if isinstance(s, dict) else 0
+            doc["network"]["refused"] += refused if isinstance(refused, int) else 0
     return doc

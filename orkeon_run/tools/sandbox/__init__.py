@@ -47,15 +47,17 @@ __all__ = [
 _warned = False
 
 
-def warn_unconfined_once() -> None:
+def warn_unconfined_once(allow_list: bool = False) -> None:
     """The one stderr warning of a process whose shell commands run unconfined
-    (`"shell": {"sandbox": "off"}`)."""
+    (`"shell": {"sandbox": "off"}`); with `allow_list`, that shell.network's list does not
+    hold there."""
     global _warned
     if not _warned:
         _warned = True
+        hosts = "; shell.network's allow-list holds only in the sandbox" if allow_list else ""
         logs.warn(
             "shell.sandbox is \"off\": the model's shell commands and the audit's build and "
-            "test run unconfined, with every right of the user running orkeon"
+            f"test run unconfined, with every right of the user running orkeon{hosts}"
         )
 
 
