@@ -73,9 +73,7 @@ def scrubbed(
     return {
         k: v
         for k, v in env.items()
-        if k not in drop
-        and not own_name(k)
-        and not (credentials and CREDENTIAL_NAME.search(k))
+        if k not in drop and not own_name(k) and not (credentials and CREDENTIAL_NAME.search(k))
     }
 
 

@@ -45,15 +45,35 @@ DUMP = (
 )
 
 
-def run_cli(tmp: Path, ws: Path, doc: dict[str, Any]) -> tuple[subprocess.CompletedProcess[str], Path]:
+def run_cli(
+    tmp: Path, ws: Path, doc: dict[str, Any]
+) -> tuple[subprocess.CompletedProcess[str], Path]:
     rd = tmp / f"run-{len(list(tmp.glob('run-*')))}"
     env = {**environ(tmp), **OWN_ENV}
     done = subprocess.run(
-        [PY, "-m", "orkeon_run", "run", "dev-batches", "--inputs", json.dumps(doc),
-         "--workspace", str(ws), "--run-dir", str(rd), "--output", "json",
-         "--progress", "plain"],
-        capture_output=True, text=True, env=env, cwd=tmp, timeout=120,
-    )  # fmt: skip
+        [
+            PY,
+            "-m",
+            "orkeon_run",
+            "run",
+            "dev-batches",
+            "--inputs",
+            json.dumps(doc),
+            "--workspace",
+            str(ws),
+            "--run-dir",
+            str(rd),
+            "--output",
+            "json",
+            "--progress",
+            "plain",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp,
+        timeout=120,
+    )
     return done, rd
 
 
@@ -92,12 +112,16 @@ def test_no_program_orkeon_starts_sees_its_variables_and_no_record_holds_them(
     hook = f"{PY} {ws / 'dump.py'} {hooks} {dumps}"
     doc = scripted(
         script,
-        plan={"batches": [{"name": "b1", "roles": [{"name": "api", "roots": ["src/"],
-                                                    "task": "look"}]}]},  # fmt: skip
+        plan={
+            "batches": [
+                {"name": "b1", "roles": [{"name": "api", "roots": ["src/"], "task": "look"}]}
+            ]
+        },
         shell={"extra_allowed_commands": [PY]},
         audit={"build": [PY, "dump.py", "audit", "src"]},
-        mcp_servers={"fake": {"command": PY, "args": ["-c", "pass"],
-                              "env": {"UPSTREAM": "${UPSTREAM_PAT}"}}},  # fmt: skip
+        mcp_servers={
+            "fake": {"command": PY, "args": ["-c", "pass"], "env": {"UPSTREAM": "${UPSTREAM_PAT}"}}
+        },
     )
     if hooks == "native":
         doc["hooks"] = [{"event": "post-tool", "command": hook}]
@@ -132,20 +156,41 @@ def test_the_configurations_secrets_are_redacted_and_its_variables_kept_from_chi
     ws = make_workspace(tmp_path, {"README.md": "x\n"}, git=False)
     doc = {
         "workspace": str(ws),
-        "model": {"provider": "openai", "model": "m", "api_key_env": "LLM_ACCESS",
-                  "base_url": "https://gateway-user:gw-pass-123456@llm.example/v1?sig=q-sig-abcdef12"},
-        "mcp_servers": {
-            "web": {"url": "https://mcp.example/mcp?access=url-tok-12345678",
-                    "headers": {"Authorization": "Bearer ${WEB_PAT}"}},
-            "db": {"command": "db-server", "env": {"DB_URL": "${DB_URL}", "MODE": "literal-mode-value"}},
+        "model": {
+            "provider": "openai",
+            "model": "m",
+            "api_key_env": "LLM_ACCESS",
+            "base_url": "https://gateway-user:gw-pass-123456@llm.example/v1?sig=q-sig-abcdef12",
         },
-    }  # fmt: skip
-    env = {"PATH": "/bin", "LLM_ACCESS": "llm-key-0123456789", "WEB_PAT": "web-pat-0123456789",
-           "DB_URL": "postgres://u:db-pass-9876@db/x", "KEEP": "kept"}  # fmt: skip
+        "mcp_servers": {
+            "web": {
+                "url": "https://mcp.example/mcp?access=url-tok-12345678",
+                "headers": {"Authorization": "Bearer ${WEB_PAT}"},
+            },
+            "db": {
+                "command": "db-server",
+                "env": {"DB_URL": "${DB_URL}", "MODE": "literal-mode-value"},
+            },
+        },
+    }
+    env = {
+        "PATH": "/bin",
+        "LLM_ACCESS": "llm-key-0123456789",
+        "WEB_PAT": "web-pat-0123456789",
+        "DB_URL": "postgres://u:db-pass-9876@db/x",
+        "KEEP": "kept",
+    }
     config = prepare(doc, step=None, environ=env, need_model=True)
     red = run_redactor(config, env)
-    for secret in ("gw-pass-123456", "q-sig-abcdef12", "url-tok-12345678", "web-pat-0123456789",
-                   "postgres://u:db-pass-9876@db/x", "literal-mode-value", "llm-key-0123456789"):  # fmt: skip
+    for secret in (
+        "gw-pass-123456",
+        "q-sig-abcdef12",
+        "url-tok-12345678",
+        "web-pat-0123456789",
+        "postgres://u:db-pass-9876@db/x",
+        "literal-mode-value",
+        "llm-key-0123456789",
+    ):
         assert red.text(f"x {secret} y") == f"x {REDACTED} y", secret
     import os
 
@@ -161,12 +206,19 @@ def test_the_configurations_secrets_are_redacted_and_its_variables_kept_from_chi
 
 
 def test_scrubbed_drops_every_variable_orkeon_consumes() -> None:
-    env = {"PATH": "/bin", "ORKEON_ANYTHING": "1", "orkeon__tools__shell__x": "1",
-           "OTEL_EXPORTER_OTLP_ENDPOINT": "http://c", "OTEL_SERVICE_NAME": "svc",
-           "TRACEPARENT": "00-abc-def-01"}  # fmt: skip
+    env = {
+        "PATH": "/bin",
+        "ORKEON_ANYTHING": "1",
+        "orkeon__tools__shell__x": "1",
+        "OTEL_EXPORTER_OTLP_ENDPOINT": "http://c",
+        "OTEL_SERVICE_NAME": "svc",
+        "TRACEPARENT": "00-abc-def-01",
+    }
     assert scrubbed(environ=env, credentials=False) == {
-        "PATH": "/bin", "OTEL_SERVICE_NAME": "svc", "TRACEPARENT": "00-abc-def-01"
-    }  # fmt: skip
+        "PATH": "/bin",
+        "OTEL_SERVICE_NAME": "svc",
+        "TRACEPARENT": "00-abc-def-01",
+    }
 
 
 def test_the_redactor_knows_the_exporters_secrets_and_orkeons_folders() -> None:
@@ -177,7 +229,12 @@ def test_the_redactor_knows_the_exporters_secrets_and_orkeons_folders() -> None:
         "ORKEON_MODEL": "anthropic:claude-sonnet-4-5",  # the run's recorded configuration
     }
     red = Redactor.from_environ(env)
-    for secret in ("abcdefgh1234", "acme-tenant-1", "otel-pass-1234", "/home/someone/.config/orkeon"):
+    for secret in (
+        "abcdefgh1234",
+        "acme-tenant-1",
+        "otel-pass-1234",
+        "/home/someone/.config/orkeon",
+    ):
         assert secret in red.secrets
     assert "anthropic:claude-sonnet-4-5" not in red.secrets
     assert url_secrets("https://h/p") == []

@@ -32,7 +32,8 @@ def schema(name: str) -> dict[str, Any]:
     if name == "result":
         return documents.Result.model_json_schema()
     if name == "event":
-        out = TypeAdapter(documents.Event.model_fields["event"].annotation).json_schema()
+        union = documents.ToolCallEvent | documents.NetworkRefusedEvent | documents.OtherEvent
+        out = TypeAdapter(union).json_schema()
         out["title"] = "Event"
         return out
     if name == "crew":

@@ -62,8 +62,8 @@ class HostRule:
             problem = _host_problem(host) if "*" not in host else "a '*' only as '*.' in front"
         if problem is not None:
             raise ValueError(
-                f"{text!r} is not a host name or host:port (like \"registry.npmjs.org\", "
-                f"\"*.example.org:443\"): it needs {problem}"
+                f'{text!r} is not a host name or host:port (like "registry.npmjs.org", '
+                f'"*.example.org:443"): it needs {problem}'
             )
         return cls(host, wildcard, port)
 

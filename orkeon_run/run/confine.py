@@ -25,7 +25,6 @@ from typing import TYPE_CHECKING, Any, Literal, ParamSpec, TypeVar
 
 if TYPE_CHECKING:
     from ..config.inputs import Inputs
-    from ..policy.hosts import AllowList
     from ..tools.sandbox import SandboxPolicy
     from ..tools.sandbox.proxy import EgressProxy
     from .audit import AuditGit, Commands
@@ -80,14 +79,6 @@ class Confinement:
                 "will be refused and the audit's build and test will not run",
                 fix=self.fix,
             )
-
-    def allow_list(self) -> AllowList | None:
-        """The network allow-list, when `shell.network` is one (None: true or false)."""
-        if isinstance(self.network, bool):
-            return None
-        from ..policy.hosts import AllowList
-
-        return AllowList.parse(self.network)
 
     def role_policy(
         self, workspace: Path, run_dir: Path, egress: EgressProxy | None = None

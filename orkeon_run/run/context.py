@@ -64,9 +64,11 @@ class StepRun:
     guarded_dir: Path | None = None
     # The roles' shell sandbox, made on the first `pipeline()` (run/confine.py).
     _shell_policy: SandboxPolicy | None = field(default=None, init=False, repr=False)
-    # The network allow-list's proxy, made when a sandbox first needs it; stopped with the
-    # run (run/mcp.py `run_servers`).
-    _egress: EgressProxy | None = field(default=None, init=False, repr=False)
+    # The network allow-lists' proxies (one per list), made when a sandbox first needs
+    # one; stopped with the run (run/mcp.py `run_servers`).
+    _egress: dict[tuple[str, ...], EgressProxy] = field(
+        default_factory=dict, init=False, repr=False
+    )
 
     def __post_init__(self) -> None:
         self.config.confinement.announce()  # stderr, as the run starts: unconfined, or none
@@ -162,31 +164,34 @@ class StepRun:
             self.workspace, env, self.hidden_run_dir, self.egress()
         )
 
-    def egress(self) -> EgressProxy | None:
-        """The run's proxy for `shell.network`'s allow-list (None: no list, or no
-        sandbox): made on first use, started by the first command that needs it. Each host
+    def egress(self, network: bool | Sequence[str] | None = None) -> EgressProxy | None:
+        """The run's proxy for an allow-list: `network` (a stdio MCP server's setting;
+        None: `shell.network`'s). None when the setting is true or false, or without a
+        sandbox. Made on first use, started by the first command that needs it; each host
         it refuses is a `network.refused` event (docs/output.md)."""
-        allow = self.config.confinement.allow_list()
-        if allow is None or self.config.confinement.state != "on":
+        given = self.config.confinement.network if network is None else network
+        if isinstance(given, bool) or self.config.confinement.state != "on":
             return None
-        if self._egress is None:
+        key = tuple(given)
+        if key not in self._egress:
+            from ..policy.hosts import AllowList
             from ..tools.sandbox.proxy import EgressProxy
 
-            self._egress = EgressProxy(allow, on_refused=self._refused)
-        return self._egress
+            self._egress[key] = EgressProxy(AllowList.parse(key), on_refused=self._refused)
+        return self._egress[key]
 
     def _refused(self, fields: dict[str, Any]) -> None:
         self.events.emit("network.refused", step=self.step, **fields)
 
     def close_network(self) -> None:
-        """Stop the run's proxy, if it started."""
-        if self._egress is not None:
-            self._egress.close()
+        """Stop the run's proxies, those that started."""
+        for proxy in self._egress.values():
+            proxy.close()
 
     @property
     def network(self) -> dict[str, int]:
-        """The result's `network`: how many hosts the allow-list refused (docs/output.md)."""
-        return {"refused": self._egress.refused if self._egress is not None else 0}
+        """The result's `network`: how many hosts the allow-lists refused (docs/output.md)."""
+        return {"refused": sum(p.refused for p in self._egress.values())}
 
     def guard(self, own_output: str | None = None) -> RuleSet:
         from ..policy.guards import guard

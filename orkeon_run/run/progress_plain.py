@@ -40,8 +40,19 @@ from typing import IO, Any
 from .. import logs
 from ..pipeline import call_target
 from ..vocabulary import error_message
-from .progress import Role, Tracker, amount, clean, duration, first_line, gave_up, money
-from .progress import network_line, step_line, warning_line
+from .progress import (
+    Role,
+    Tracker,
+    amount,
+    clean,
+    duration,
+    first_line,
+    gave_up,
+    money,
+    network_line,
+    step_line,
+    warning_line,
+)
 
 HEARTBEAT = 60.0  # seconds of waiting before the first heartbeat line, then between them
 FLUSH = 0.2  # seconds a line may wait to be written with the next ones

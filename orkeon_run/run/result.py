@@ -218,11 +218,12 @@ def result_document(
         "audits": list(outcome.audits),
         "error": error,
         "sandbox": sandbox,
-        "network": {"refused": int((network or {}).get("refused", 0))},
     }
+    refused = int((network or {}).get("refused", 0))
     if outcome.steps is not None:
         doc["steps"] = list(outcome.steps)
         for s in outcome.steps:
-            refused = (s.get("network") or {}).get("refused") if isinstance(s, dict) else 0
-            doc["network"]["refused"] += refused if isinstance(refused, int) else 0
+            counted = (s.get("network") or {}).get("refused") if isinstance(s, dict) else 0
+            refused += counted if isinstance(counted, int) else 0
+    doc["network"] = {"refused": refused}
     return doc

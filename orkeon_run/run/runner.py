@@ -29,7 +29,6 @@ from .context import StepOutcome, StepRun, step_hooks
 from .prepare import RunConfig, prepare, stdin_tty
 from .records import RunLock, RunRecords, check_seals_dir, pin
 from .result import result_document
-from .secrets import run_redactor
 from .rundir import (
     Resumed,
     default_run_dir,
@@ -40,6 +39,7 @@ from .rundir import (
     resumed_run,
     save_inputs,
 )
+from .secrets import run_redactor
 from .steps import step_module
 
 

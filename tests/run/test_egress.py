@@ -67,11 +67,29 @@ def server() -> Iterator[Server]:
 def run_cli(tmp: Path, ws: Path, doc: dict[str, Any]) -> subprocess.CompletedProcess[str]:
     env = {**environ(tmp), "ORKEON_TEST_HOSTS": HOSTS}
     return subprocess.run(
-        [PY, "-m", "orkeon_run", "run", "dev-batches", "--inputs", json.dumps(doc),
-         "--workspace", str(ws), "--run-dir", str(tmp / "run"), "--output", "json",
-         "--progress", "plain"],
-        capture_output=True, text=True, env=env, cwd=tmp, timeout=300,
-    )  # fmt: skip
+        [
+            PY,
+            "-m",
+            "orkeon_run",
+            "run",
+            "dev-batches",
+            "--inputs",
+            json.dumps(doc),
+            "--workspace",
+            str(ws),
+            "--run-dir",
+            str(tmp / "run"),
+            "--output",
+            "json",
+            "--progress",
+            "plain",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp,
+        timeout=300,
+    )
 
 
 def test_listed_hosts_go_through_the_proxy_and_the_rest_are_refused_and_recorded(
@@ -82,18 +100,23 @@ def test_listed_hosts_go_through_the_proxy_and_the_rest_are_refused_and_recorded
     ws = make_workspace(tmp_path, {"README.md": "# app\n", "src/fetch.py": FETCH})
     fetch = f"{PY} src/fetch.py"
     script = [
-        {"tool_calls": [
-            shell(f"{fetch} http://allowed.test:{port}/plain"),
-            shell(f"{fetch} http://api.wild.test:{port}/wildcard"),
-            shell(f"{fetch} http://other.test:{port}/refused"),
-            shell(f"{fetch} http://127.0.0.1:{port}/direct"),
-        ]},
+        {
+            "tool_calls": [
+                shell(f"{fetch} http://allowed.test:{port}/plain"),
+                shell(f"{fetch} http://api.wild.test:{port}/wildcard"),
+                shell(f"{fetch} http://other.test:{port}/refused"),
+                shell(f"{fetch} http://127.0.0.1:{port}/direct"),
+            ]
+        },
         {"text": "done"},
-    ]  # fmt: skip
+    ]
     doc = scripted(
         {"b1/api": script},
-        plan={"batches": [{"name": "b1", "roles": [{"name": "api", "roots": ["src/"],
-                                                    "task": "fetch"}]}]},  # fmt: skip
+        plan={
+            "batches": [
+                {"name": "b1", "roles": [{"name": "api", "roots": ["src/"], "task": "fetch"}]}
+            ]
+        },
         shell={"network": ["allowed.test", "*.wild.test"], "extra_allowed_commands": [PY]},
         audit={
             "build": [PY, "src/fetch.py", f"http://allowed.test:{port}/audit-build"],
@@ -113,8 +136,10 @@ def test_listed_hosts_go_through_the_proxy_and_the_rest_are_refused_and_recorded
     # The sandbox's own loopback: nothing of the host's is there.
     assert direct["exit_code"] == 1 and "fetch failed" in direct["stdout"], direct
     assert sorted(server.seen) == [
-        ("allowed.test", "/audit-build"), ("allowed.test", "/plain"), ("api.wild.test", "/wildcard")
-    ]  # fmt: skip
+        ("allowed.test", "/audit-build"),
+        ("allowed.test", "/plain"),
+        ("api.wild.test", "/wildcard"),
+    ]
 
     seen = events(tmp_path / "run", "network.refused")
     assert [(e["host"], e["port"], e["command"]) for e in seen] == [
@@ -130,8 +155,12 @@ def test_listed_hosts_go_through_the_proxy_and_the_rest_are_refused_and_recorded
     ]
     report = subprocess.run(
         [PY, "-m", "orkeon_run", "report", str(tmp_path / "run"), "--format", "md"],
-        capture_output=True, text=True, env=environ(tmp_path), cwd=tmp_path, timeout=60,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        env=environ(tmp_path),
+        cwd=tmp_path,
+        timeout=60,
+    )
     assert "2 hosts refused by the network allow-list" in report.stdout
     assert f"| `other.test:{port}` |" in report.stdout
 
@@ -168,20 +197,27 @@ def test_a_connect_tunnel_is_refused_for_an_unlisted_host_and_opened_for_a_liste
     env = {"PATH": "/usr/bin:/bin"}
     try:
         runs = {
-            host: sb.run(policy, [PY, "tunnel.py", host, str(server.port)], cwd=ws,
-                         timeout=60, env=env)  # fmt: skip
+            host: sb.run(
+                policy, [PY, "tunnel.py", host, str(server.port)], cwd=ws, timeout=60, env=env
+            )
             for host in ("allowed.test", "other.test")
         }
-        wrong_port = sb.run(policy, [PY, "tunnel.py", "allowed.test", "1"], cwd=ws, timeout=60, env=env)
+        wrong_port = sb.run(
+            policy, [PY, "tunnel.py", "allowed.test", "1"], cwd=ws, timeout=60, env=env
+        )
     finally:
         proxy.close()
     ok = runs["allowed.test"]
     assert ok.exit_code == 0 and ok.stdout.splitlines() == [
-        "HTTP/1.1 200 Connection established", "hello from /tunnelled"
-    ], (ok.stdout, ok.stderr)  # fmt: skip
+        "HTTP/1.1 200 Connection established",
+        "hello from /tunnelled",
+    ], (ok.stdout, ok.stderr)
     assert runs["other.test"].stdout.startswith("HTTP/1.1 403 "), runs["other.test"]
     assert wrong_port.stdout.startswith("HTTP/1.1 403 "), wrong_port
-    assert [(r["host"], r["port"]) for r in refusals] == [("other.test", server.port), ("allowed.test", 1)]
+    assert [(r["host"], r["port"]) for r in refusals] == [
+        ("other.test", server.port),
+        ("allowed.test", 1),
+    ]
     assert proxy.refused == 2
 
 
@@ -192,16 +228,21 @@ def test_a_connect_tunnel_is_refused_for_an_unlisted_host_and_opened_for_a_liste
         ({"shell": {"network": ["10.0.0.1"]}}, "shell.network[0]"),
         ({"shell": {"network": ["ok.example:0"]}}, "shell.network[0]"),
         ({"shell": {"network": "pypi.org"}}, "shell.network"),
-        ({"mcp_servers": {"fs": {"command": "x", "network": ["a b"]}}}, "mcp_servers.fs.network[0]"),
+        (
+            {"mcp_servers": {"fs": {"command": "x", "network": ["a b"]}}},
+            "mcp_servers.fs.network[0]",
+        ),
     ],
 )
 def test_a_bad_allow_list_entry_is_exit_2_naming_it_and_nothing_runs(
     tmp_path: Path, inputs: dict[str, Any], field: str
 ) -> None:
     ws = make_workspace(tmp_path, {"README.md": "x\n"})
-    doc = scripted({"b1/api": [{"tool_calls": [shell("touch made")]}]},
-                   plan={"batches": [{"name": "b1", "roles": [{"name": "api", "roots": ["."],
-                                                               "task": "t"}]}]}, **inputs)  # fmt: skip
+    doc = scripted(
+        {"b1/api": [{"tool_calls": [shell("touch made")]}]},
+        plan={"batches": [{"name": "b1", "roles": [{"name": "api", "roots": ["."], "task": "t"}]}]},
+        **inputs,
+    )
     done = run_cli(tmp_path, ws, doc)
     assert done.returncode == 2, done.stderr
     (line,) = done.stderr.strip().splitlines()

@@ -33,17 +33,17 @@ sock_path, argv = sys.argv[1], sys.argv[3:]
 lst = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
 lst.bind(("127.0.0.1", 0))
 lst.listen(64)
-url = "http://127.0.0.1:%%d" %% lst.getsockname()[1]
+url = "http://127.0.0.1:" + str(lst.getsockname()[1])
 env = dict(os.environ)
-for name in %(vars)r:
+for name in @VARS@:
     env[name] = url
-env["NO_PROXY"] = env["no_proxy"] = %(no_proxy)r
+env["NO_PROXY"] = env["no_proxy"] = @NO_PROXY@
 pid = os.fork()
 if pid == 0:
     try:
         os.execvpe(argv[0], argv, env)
     except OSError as exc:
-        os.write(2, ("%%s: %%s\n" %% (argv[0], exc.strerror)).encode())
+        os.write(2, (argv[0] + ": " + str(exc.strerror or exc) + "\n").encode())
         os._exit(127)
 def relay(sig, frame):
     try:
@@ -94,7 +94,7 @@ if os.WIFSIGNALED(status):
     signal.signal(sig, signal.SIG_DFL)
     os.kill(os.getpid(), sig)
 os._exit(os.waitstatus_to_exitcode(status) if os.WIFEXITED(status) else 1)
-""" % {"vars": PROXY_VARS, "no_proxy": NO_PROXY}
+""".replace("@VARS@", repr(PROXY_VARS)).replace("@NO_PROXY@", repr(NO_PROXY))
 
 
 def interpreter() -> str:

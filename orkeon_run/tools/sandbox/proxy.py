@@ -107,10 +107,10 @@ class EgressProxy:
             session.refused.add((host, port))
             self.refused += 1
         if self.on_refused is not None:
-            try:
+            # An event that cannot be written breaks the run's log, which stops the run at
+            # its next event: nothing for the proxy's thread to do about it.
+            with contextlib.suppress(Exception):
                 self.on_refused({"command": session.command, "host": host, "port": port})
-            except Exception:  # noqa: BLE001 - a record that cannot be written stops the run elsewhere
-                pass
 
     def _resolve(self, host: str) -> str:
         return self.hosts.get(normal_host(host), host)
