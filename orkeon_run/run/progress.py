@@ -365,12 +365,15 @@ _ON_ROLE: dict[str, Callable[[Tracker, Role, dict[str, Any]], None]] = {
 
 
 def warning_line(e: dict[str, Any], paint: Callable[[str, str], str]) -> str:
-    """A `warning` event: `b1: warning: no role changed any file`."""
+    """A `warning` event: `b1: warning: no role changed any file`; a `network.refused`
+    one: `network_line`."""
+    if e.get("type") == "network.refused":
+        return network_line(e, paint)
     who = clean(str(e.get("batch") or e.get("role") or e.get("step") or "orkeon"))
     return f"{who}: {paint('warning', 'yellow')}: {clean(str(e.get('message', '')))}"
 
 
-def network_line(e: dict[str, Any], paint: Callable[[str], str]) -> str:
+def network_line(e: dict[str, Any], paint: Callable[..., str]) -> str:
     """A `network.refused` event: `dev-batches: network: refused evil.example:443 (curl
     https://evil.example/)`."""
     who, host = clean(str(e.get("step") or "orkeon")), clean(f"{e.get('host')}:{e.get('port')}")

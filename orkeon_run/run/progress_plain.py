@@ -40,19 +40,9 @@ from typing import IO, Any
 from .. import logs
 from ..pipeline import call_target
 from ..vocabulary import error_message
-from .progress import (
-    Role,
-    Tracker,
-    amount,
-    clean,
-    duration,
-    first_line,
-    gave_up,
-    money,
-    network_line,
-    step_line,
-    warning_line,
-)
+from .progress import Role, Tracker, amount, clean, duration, first_line, gave_up, money
+from .progress import step_line as _step_line
+from .progress import warning_line as _warning_line
 
 HEARTBEAT = 60.0  # seconds of waiting before the first heartbeat line, then between them
 FLUSH = 0.2  # seconds a line may wait to be written with the next ones
@@ -392,8 +382,7 @@ def _fileno(stream: IO[str]) -> int | None:
 
 _SAY: dict[str, Callable[[PlainProgress, dict[str, Any]], list[str]]] = {
     "run.start": PlainProgress._run_start,
-    "step.start": lambda self, e: [step_line(e, self._paint)],
-    "step.end": lambda self, e: [step_line(e, self._paint)],
+    **dict.fromkeys(("step.start", "step.end"), lambda self, e: [_step_line(e, self._paint)]),
     "batch.start": PlainProgress._batch_start,
     "batch.skipped": PlainProgress._batch_skipped,
     "role.start": PlainProgress._role_start,
@@ -404,8 +393,8 @@ _SAY: dict[str, Callable[[PlainProgress, dict[str, Any]], list[str]]] = {
     "plan.invalid": PlainProgress._plan_invalid,
     "repair.start": PlainProgress._repair_start,
     "audit": PlainProgress._audit_done,
-    "warning": lambda self, e: [warning_line(e, self._paint)],
-    "network.refused": lambda self, e: [network_line(e, self._paint)],
+    "warning": lambda self, e: [_warning_line(e, self._paint)],
+    "network.refused": lambda self, e: [_warning_line(e, self._paint)],
     "batch.end": PlainProgress._batch_end,
     "result": PlainProgress._result_line,
 }
