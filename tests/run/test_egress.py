@@ -153,16 +153,17 @@ def test_listed_hosts_go_through_the_proxy_and_the_rest_are_refused_and_recorded
         f"dev-batches: network: refused other.test:{port} "
         f"({fetch} http://other.test:{port}/audit-test --may-fail)",
     ]
-    report = subprocess.run(
-        [PY, "-m", "orkeon_run", "report", str(tmp_path / "run"), "--format", "md"],
-        capture_output=True,
-        text=True,
-        env=environ(tmp_path),
-        cwd=tmp_path,
-        timeout=60,
-    )
-    assert "2 hosts refused by the network allow-list" in report.stdout
-    assert f"| `other.test:{port}` |" in report.stdout
+    reports = {
+        fmt: subprocess.run(
+            [PY, "-m", "orkeon_run", "report", str(tmp_path / "run"), "--format", fmt],
+            capture_output=True, text=True, env=environ(tmp_path), cwd=tmp_path, timeout=60,
+        ).stdout
+        for fmt in ("md", "html")
+    }  # fmt: skip
+    assert "2 hosts refused by the network allow-list" in reports["md"]
+    assert f"| `other.test:{port}` |" in reports["md"]
+    assert '<section id="network"><h2>Network refused</h2>' in reports["html"]
+    assert f"<code>other.test:{port}</code>" in reports["html"]
 
 
 def test_a_connect_tunnel_is_refused_for_an_unlisted_host_and_opened_for_a_listed_one(
