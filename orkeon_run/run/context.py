@@ -175,9 +175,11 @@ class StepRun:
         key = tuple(given)
         if key not in self._egress:
             from ..policy.hosts import AllowList
-            from ..tools.sandbox.proxy import EgressProxy
+            from ..tools.sandbox.proxy import EgressProxy, mapped_hosts
 
-            self._egress[key] = EgressProxy(AllowList.parse(key), on_refused=self._refused)
+            self._egress[key] = EgressProxy(
+                AllowList.parse(key), on_refused=self._refused, hosts=mapped_hosts(self.environ)
+            )
         return self._egress[key]
 
     def _refused(self, fields: dict[str, Any]) -> None:

@@ -38,7 +38,7 @@ IO_TIMEOUT = 60.0  # seconds to read a request head or to connect upstream
 _HOP = (b"proxy-connection:", b"proxy-authorization:", b"connection:", b"keep-alive:")
 
 
-def test_hosts(environ: Mapping[str, str] | None = None) -> dict[str, str]:
+def mapped_hosts(environ: Mapping[str, str] | None = None) -> dict[str, str]:
     """The `ORKEON_TEST_HOSTS` mapping: names to loopback addresses only."""
     text = (os.environ if environ is None else environ).get(TEST_HOSTS_VAR, "")
     out: dict[str, str] = {}
@@ -64,7 +64,7 @@ class EgressProxy:
     ) -> None:
         self.allow = allow
         self.on_refused = on_refused
-        self.hosts = dict(test_hosts() if hosts is None else hosts)
+        self.hosts = dict(mapped_hosts() if hosts is None else hosts)
         self.refused = 0
         self._lock = threading.Lock()
         self._folder: str | None = None
@@ -180,6 +180,7 @@ class _Session:
             up = socket.create_connection((self.proxy._resolve(name), port), IO_TIMEOUT)
         except OSError as exc:
             return _answer(conn, 502, f"cannot connect to {name}:{port}: {exc.strerror or exc}")
+        self._conns.add(up)  # shut down with the session too
         with up:
             if method == "CONNECT":
                 conn.sendall(b"HTTP/1.1 200 Connection established\r\n\r\n")
@@ -190,7 +191,10 @@ class _Session:
             if rest:
                 up.sendall(rest)
             conn.settimeout(None)
-            _pump(conn, up)
+            try:
+                _pump(conn, up)
+            finally:
+                self._conns.discard(up)
 
 
 def _read_head(conn: socket.socket) -> tuple[bytes | None, bytes]:
