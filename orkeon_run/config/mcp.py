@@ -59,8 +59,9 @@ class McpServer(BaseModel):
     url: str | None = None
     headers: dict[str, str] = Field(default_factory=dict)
     # orkeon's own key (Claude Code has none): what a stdio server run in a sandbox may
-    # reach, as `shell.network` (config/network.py); None: the shell's setting.
-    network: Network | None = None
+    # reach, as `shell.network` (config/network.py): false (none, the default), true, or
+    # an allow-list.
+    network: Network = False
 
     @field_validator("type", mode="before")
     @classmethod
