@@ -111,13 +111,21 @@ def _start(
     return avail.bwrap
 
 
+class _NoProxy(Exception):
+    """The allow-list's proxy could not give a command its socket (a full disk, say)."""
+
+
 @contextlib.contextmanager
 def _egress(policy: SandboxPolicy, argv: Sequence[str]) -> Iterator[str | None]:
     """The proxy's socket for this command (None: no allow-list), closed once it ended."""
     if policy.egress is None:
         yield None
         return
-    with policy.egress.session(shlex.join(argv)) as path:
+    with contextlib.ExitStack() as stack:
+        try:
+            path = stack.enter_context(policy.egress.session(shlex.join(argv)))
+        except OSError as exc:
+            raise _NoProxy(f"the network allow-list's proxy could not start: {exc}") from None
         yield path
 
 
@@ -148,6 +156,8 @@ def run(
                 wrapped, cwd=cwd, timeout=timeout, env=env, stdin=stdin, cap=cap,
                 kill_grace=kill_grace, cancel_check=cancel_check, errors=errors,
             )  # fmt: skip
+    except _NoProxy as exc:
+        return _not_run(str(exc))
     finally:
         remove_temp(tmp)
 
