@@ -167,8 +167,8 @@ class StepRun:
     def egress(self, network: bool | Sequence[str] | None = None) -> EgressProxy | None:
         """The run's proxy for an allow-list: `network` (a stdio MCP server's
         `mcp_servers.NAME.network`; None: `shell.network`). None when the setting is true
-        or false, or without a sandbox. Made on first use, started by the first command that needs it; each host
-        it refuses is a `network.refused` event (docs/output.md)."""
+        or false, or without a sandbox. Made on first use, started by the first command
+        that needs it; each host it refuses is a `network.refused` event (docs/output.md)."""
         given = self.config.confinement.network if network is None else network
         if isinstance(given, bool) or self.config.confinement.state != "on":
             return None
