@@ -9,6 +9,7 @@ of its own: a model's `@someone`, `#123`, link, image or `</details>` stays iner
 
 from __future__ import annotations
 
+from .. import units
 from .fmt import count, mark, money, seconds, stages
 from .markdown_changes import changes
 from .markdown_text import code, fence
@@ -68,7 +69,8 @@ def _headline(v: RunView) -> str:
     if b.get("exhausted"):
         facts.append(f"**{code(str(b['exhausted']))} budget spent**")
     if v.network_refused:
-        facts.append(f"{count(len(v.network_refused))} hosts refused by the network allow-list")
+        hosts = units.count(len(v.network_refused), "host")
+        facts.append(f"{hosts} refused by the network allow-list")
     lines.append(" · ".join(facts))
     for name, path in v.artifacts.items():
         lines.append(f"{code(name)}: {code(path)}")
