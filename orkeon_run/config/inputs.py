@@ -9,6 +9,7 @@ variables) live in `prepare.py`, which `orkeon validate` and `orkeon run` both c
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import PurePosixPath
 from typing import Annotated, Any, Literal, get_args
@@ -275,6 +276,9 @@ class Plan(Frozen):
 
 
 class Inputs(Frozen):
+    # An editor's pointer to the schema (`orkeon schema inputs` saved as a file, or a URL):
+    # allowed so a document can name it, and otherwise ignored.
+    schema_: str | None = Field(default=None, alias="$schema")
     workspace: str | None = None
     model: ModelConfig = Field(
         default_factory=lambda: ScriptedModel(provider="scripted"), discriminator="provider"
@@ -362,7 +366,9 @@ def parse_inputs(doc: Any) -> Inputs:
     if not isinstance(doc, dict):
         raise InputError("inputs: must be a JSON object")
     try:
-        return Inputs.model_validate(doc)
+        # Strict, as JSON: a value of the wrong JSON type ("4" for an integer) is refused,
+        # as the schema says, never coerced; arrays still fill tuples.
+        return Inputs.model_validate_json(json.dumps(doc), strict=True)
     except ValidationError as exc:
         raise InputError(error_lines(exc)) from None
 

@@ -58,6 +58,10 @@ class McpServer(BaseModel):
     env: dict[str, str] = Field(default_factory=dict)
     url: str | None = None
     headers: dict[str, str] = Field(default_factory=dict)
+    # The server's tools commit, reset, check out or make branches: refused in a batch
+    # unless the gate allows them (policy/mcpgit.py; `mcp-server-git` is known by its
+    # command without it).
+    git: bool = Field(default=False, strict=True)
     # orkeon's own key (Claude Code has none): what a stdio server run in a sandbox may
     # reach, as `shell.network` (config/network.py): false (none, the default), true, or
     # an allow-list.

@@ -49,6 +49,8 @@ class Confinement:
     bwrap: Path | None = None
     git: Path | None = None
     config_dir: Path | None = None
+    # The run's pinned files (config/pins.py), read-only in every sandbox.
+    pinned: tuple[str, ...] = ()
 
     def refusal(self) -> str:
         """What a shell call answers the model when there is no sandbox here."""
@@ -100,6 +102,7 @@ class Confinement:
             network=self.network is True,
             bwrap=self.bwrap,
             egress=egress,
+            pinned=self.pinned,
         )
 
     def audit_git(self, run_dir: Path) -> AuditGit:
@@ -146,6 +149,7 @@ class Confinement:
                 network=self.network is True,
                 bwrap=self.bwrap,
                 egress=egress,
+                pinned=self.pinned,
             )
 
         return Commands(env=env, sandbox=policy)

@@ -6,7 +6,7 @@ writes them builds plain dicts (docs/output.md).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -129,6 +129,12 @@ class Result(_Doc):
     steps: list[StepRecord] | None = Field(
         default=None, description="pipeline only: every step it ran, in order"
     )
+    pinned_changed: list[str] | None = Field(
+        default=None,
+        description="the files pinned at run start (hook and MCP server scripts, settings, "
+        "crews, .mcp.json) whose content changed during the run: hooks whose file changed "
+        "were not run (docs/security.md)",
+    )
 
 
 class StepRecord(Result):
@@ -202,11 +208,13 @@ def result_document(
     outcome: StepOutcome,
     ledger: Ledger,
     sandbox: str,
+    pinned_changed: Sequence[str] | None = None,
     network: Mapping[str, int] | None = None,
 ) -> dict[str, Any]:
     """The result document of a step that ended with `outcome`; `sandbox` is the run's
-    shell sandbox state, `network` its allow-list's counts (`StepRun.network`), to which
-    a pipeline's steps' are added."""
+    shell sandbox state; `pinned_changed` the pinned files that changed (None: not
+    looked at, as when the run could not start); `network` its allow-lists' counts
+    (`StepRun.network`), to which a pipeline's steps' are added."""
 
     kind = outcome.error_kind
     error = None
@@ -232,4 +240,6 @@ def result_document(
             counted = (s.get("network") or {}).get("refused") if isinstance(s, dict) else 0
             refused += counted if isinstance(counted, int) else 0
     doc["network"] = {"refused": refused}
+    if pinned_changed is not None:
+        doc["pinned_changed"] = list(pinned_changed)
     return doc
