@@ -12,11 +12,12 @@ from __future__ import annotations
 import os
 import sys
 
+from ..config.inputs import load_document
+from ..run.prepare import prepare, stdin_tty
+from .mcp import validate_lines
+
 
 def main(inputs: str, *, step: str | None = None, workspace: str | None = None) -> int:
-    from ..config.inputs import load_document
-    from ..run.prepare import prepare, stdin_tty
-
     config = prepare(
         load_document(inputs),
         step=step,
@@ -50,7 +51,6 @@ def main(inputs: str, *, step: str | None = None, workspace: str | None = None) 
             "call would be refused and the audit's build and test would not run\n"
             f"fix: {confinement.fix}\n"
         )
-    from .mcp import validate_lines
 
     lines, warnings = validate_lines(config)
     for line in warnings:

@@ -17,6 +17,9 @@ import re
 import shutil
 from pathlib import Path
 
+import anyio
+
+from ..environ import scrubbed
 from .jobdir import WORKSPACE
 from .joblist import GitSource
 
@@ -47,10 +50,6 @@ async def workspace(source: GitSource, jd: Path) -> Path:
 
 
 async def _git(*args: str, cwd: Path | None = None) -> None:
-    import anyio
-
-    from ..environ import scrubbed
-
     # The operator's git and URL: its credentials kept (a private repository), orkeon's own
     # variables not.
     env = {**scrubbed(credentials=False), "GIT_TERMINAL_PROMPT": "0"}

@@ -16,10 +16,24 @@ from typing import TYPE_CHECKING, Any
 from ..calls import BUILTINS, Catalog
 from ..catalog import TOOLS
 from ..config.inputs import Inputs
+from ..environ import scrubbed
+from ..errors import RecordsError
 from ..events import EventLog
+from ..hooks import NO_HOOKS, chain
+from ..hooks.claude.settings import SettingsHooks
+from ..hooks.native import NativeHooks
+from ..jsonio import atomic_write_json
 from ..ledger import Ledger
+from ..pipeline import Pipeline
+from ..policy.guards import guard
+from ..policy.hosts import AllowList
+from ..policy.paths import PathOutside, contains, relative, resolve_in_workspace
+from ..tools import ToolEnv
+from ..tools.mcp.tool import role_tools
+from ..tools.sandbox.proxy import EgressProxy, mapped_hosts
 from ..vocabulary import ErrorKind, StepStatus
 from .prepare import RunConfig
+from .secrets import consumed_names
 
 if TYPE_CHECKING:
     from ..agent.loop import RoleResult
@@ -28,7 +42,6 @@ if TYPE_CHECKING:
     from ..pipeline import Pipeline
     from ..policy.rules import RuleSet
     from ..tools.sandbox import SandboxPolicy
-    from ..tools.sandbox.proxy import EgressProxy
     from .audit import AuditGit, Commands
     from .records import RunRecords
 
@@ -97,8 +110,6 @@ class StepRun:
         if self.mcp is None:
             names, catalog = tuple(e for e in entries if e in TOOLS), BUILTINS
         else:
-            from ..tools.mcp.tool import role_tools
-
             names, catalog = role_tools(entries, self.catalog, self.mcp)
         check = self.config.confinement.unavailable_check()
         return names, catalog if check is None else catalog.with_check(check)
@@ -116,9 +127,6 @@ class StepRun:
         writer's spec, the planner's plan. The shell tool runs in the step's sandbox (each
         call narrowed to the calling role's roots); where no sandbox can be made, the
         roles' catalogs refuse it in stage 2 (`role_tools`)."""
-        from ..pipeline import Pipeline
-        from ..tools import ToolEnv
-
         if self._shell_policy is None and self.config.confinement.state != "off":
             self._shell_policy = self.config.confinement.role_policy(
                 self.workspace, self.hidden_run_dir, self.egress()
@@ -196,9 +204,6 @@ class StepRun:
             return None
         key = tuple(given)
         if key not in self._egress:
-            from ..policy.hosts import AllowList
-            from ..tools.sandbox.proxy import EgressProxy, mapped_hosts
-
             self._egress[key] = EgressProxy(
                 AllowList.parse(key), on_refused=self._refused, hosts=mapped_hosts(self.environ)
             )
@@ -218,9 +223,6 @@ class StepRun:
         return {"refused": sum(p.refused for p in self._egress.values())}
 
     def guard(self, own_output: str | None = None) -> RuleSet:
-        from ..policy.guards import guard
-        from ..policy.paths import PathOutside, contains, relative, resolve_in_workspace
-
         ws = self.workspace
         run_dir = (self.guarded_dir or self.run_dir).resolve()
         rel_run = relative(ws, run_dir) if contains(str(ws), str(run_dir)) else None
@@ -243,8 +245,6 @@ class StepRun:
         if self.records is not None:
             self.records.write(name, obj)
             return
-        from ..errors import RecordsError
-        from ..jsonio import atomic_write_json
 
         try:
             atomic_write_json(self.run_dir / name, obj)
@@ -270,18 +270,11 @@ def child_environ(config: RunConfig, *, credentials: bool) -> dict[str, str]:
     variable orkeon consumes (environ.scrubbed, run/secrets.py); with `credentials`, no
     credential-like variable either (the shell tool, hooks and MCP servers, which the
     model steers). The audit's build and tests keep the others."""
-    from ..environ import scrubbed
-    from .secrets import consumed_names
-
     return scrubbed(consumed_names(config), credentials=credentials)
 
 
 def step_hooks(config: RunConfig, events: EventLog) -> Hooks:
     """The step's hooks: native ones first, then settings-shape ones."""
-    from ..hooks import NO_HOOKS, chain
-    from ..hooks.native import NativeHooks
-    from .secrets import consumed_names
-
     native: Hooks = NO_HOOKS
     if config.inputs.native_hooks:
         native = NativeHooks(
@@ -293,8 +286,6 @@ def step_hooks(config: RunConfig, events: EventLog) -> Hooks:
         )
     settings: Hooks = NO_HOOKS
     if config.settings_hooks:
-        from ..hooks.claude.settings import SettingsHooks
-
         settings = SettingsHooks(
             config.settings_hooks,
             workspace=config.workspace,
