@@ -20,17 +20,13 @@ from ..environ import scrubbed
 from ..errors import RecordsError
 from ..events import EventLog
 from ..hooks import NO_HOOKS, chain
-from ..hooks.claude.settings import SettingsHooks
 from ..hooks.native import NativeHooks
 from ..jsonio import atomic_write_json
 from ..ledger import Ledger
 from ..pipeline import Pipeline
 from ..policy.guards import guard
-from ..policy.hosts import AllowList
 from ..policy.paths import PathOutside, contains, relative, resolve_in_workspace
 from ..tools import ToolEnv
-from ..tools.mcp.tool import role_tools
-from ..tools.sandbox.proxy import EgressProxy, mapped_hosts
 from ..vocabulary import ErrorKind, StepStatus
 from .prepare import RunConfig
 from .secrets import consumed_names
@@ -42,6 +38,7 @@ if TYPE_CHECKING:
     from ..pipeline import Pipeline
     from ..policy.rules import RuleSet
     from ..tools.sandbox import SandboxPolicy
+    from ..tools.sandbox.proxy import EgressProxy
     from .audit import AuditGit, Commands
     from .records import RunRecords
 
@@ -110,6 +107,8 @@ class StepRun:
         if self.mcp is None:
             names, catalog = tuple(e for e in entries if e in TOOLS), BUILTINS
         else:
+            from ..tools.mcp.tool import role_tools  # only a run with MCP servers loads them
+
             names, catalog = role_tools(entries, self.catalog, self.mcp)
         check = self.config.confinement.unavailable_check()
         return names, catalog if check is None else catalog.with_check(check)
@@ -204,6 +203,10 @@ class StepRun:
             return None
         key = tuple(given)
         if key not in self._egress:
+            # Loaded only by a run whose network is an allow-list.
+            from ..policy.hosts import AllowList
+            from ..tools.sandbox.proxy import EgressProxy, mapped_hosts
+
             self._egress[key] = EgressProxy(
                 AllowList.parse(key), on_refused=self._refused, hosts=mapped_hosts(self.environ)
             )
@@ -286,6 +289,9 @@ def step_hooks(config: RunConfig, events: EventLog) -> Hooks:
         )
     settings: Hooks = NO_HOOKS
     if config.settings_hooks:
+        # Loaded only for a run that has settings-shape hooks (tests/commands/test_imports.py).
+        from ..hooks.claude.settings import SettingsHooks
+
         settings = SettingsHooks(
             config.settings_hooks,
             workspace=config.workspace,
