@@ -237,10 +237,15 @@ def test_env_is_passed_and_replaces_ours(tmp_path: Path) -> None:
     assert res.stdout.splitlines() == ["var=from the test", "home=unset", str(tmp_path)]
 
 
-def test_env_none_inherits(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("ORKEON_TEST_VAR", "inherited")
+def test_env_none_inherits_orkeons_environment_scrubbed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """docs/security.md, "What orkeon keeps for itself": no program orkeon starts gets
+    the variables orkeon consumes, even one started without an environment of its own."""
+    monkeypatch.setenv("ORKEON_TEST_VAR", "orkeon's own")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
     res = run([script("print_env.sh")], cwd=tmp_path, timeout=10)
-    assert res.stdout.splitlines()[0] == "var=inherited"
+    assert res.stdout.splitlines()[:2] == ["var=unset", f"home={tmp_path / 'home'}"]
 
 
 def test_child_runs_in_its_own_session(tmp_path: Path) -> None:

@@ -21,7 +21,7 @@ def field_path(loc: tuple[int | str, ...]) -> str:
 
 # The tags pydantic puts in a location for the member of a union a value was tried as
 # (`plan`'s); config/inputs.py adds the providers' and their models' where it defines them.
-UNION_TAGS: set[str] = {"str", "Plan"}
+UNION_TAGS: set[str] = {"str", "bool", "Plan"}
 
 
 def error_lines(exc: ValidationError, prefix: str = "") -> list[str]:

@@ -31,6 +31,7 @@ from .documents import MAX_DOCUMENT_BYTES as MAX_DOCUMENT_BYTES  # re-exported
 from .documents import load_document as load_document  # re-exported
 from .errorlines import UNION_TAGS, error_lines
 from .mcp import McpServers
+from .network import Network
 
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
@@ -194,7 +195,9 @@ class ShellInputs(Frozen):
     # "auto" confines them where the machine allows it and refuses them where it does not;
     # "off" runs them unconfined. Only the inputs set these, never a settings file.
     sandbox: Literal["auto", "off"] = "auto"
-    network: bool = Field(default=False, strict=True)
+    # true: every host; false: none; a list: only those hosts, through orkeon's proxy
+    # (policy/hosts.py has the entries' grammar; docs/inputs.md, "Shell settings").
+    network: Network = False
 
 
 def _ignore_pattern(pattern: str) -> str:

@@ -261,6 +261,10 @@ class _Scan:
         lines = [text(p) for p in problems] if isinstance(problems, list) else []
         self.view.plan_checks.append({"attempt": int(num(ev.get("attempt"))), "problems": lines})
 
+    def on_network_refused(self, ev: dict[str, Any], ts: float) -> None:
+        where = {"command": text(ev.get("command")), "host": text(ev.get("host"))}
+        self.view.network_refused.append({**where, "port": int(num(ev.get("port")))})
+
     def on_compact(self, ev: dict[str, Any], ts: float) -> None:
         self.role(ev).compactions += 1
 
