@@ -1,7 +1,10 @@
-"""`--output text`: a short summary of the result document for a person at a terminal."""
+"""`--output text`: a short summary of the result document for a person at a terminal;
+a task's answer (`output`) follows it, as indented JSON, and a review's checks are listed
+with their findings."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from ..vocabulary import error_message
@@ -53,7 +56,14 @@ def summary(result: dict[str, Any]) -> str:
             lines.append(f"  error ({error.get('kind')}): {error.get('message')}")
         else:
             lines.append(f"  error: {error}")
-    return "\n".join(lines) + "\n"
+    for check in result.get("checks") or []:
+        lines.append(f"  check {check['name']}: {check['verdict']}: {_line(check['summary'])}")
+        for f in check["findings"]:
+            lines.append(f"    {f['path']}:{f['line']}: {f['severity']}: {_line(f['message'])}")
+    text = "\n".join(lines) + "\n"
+    if result.get("output") is not None:
+        text += "output:\n" + json.dumps(result["output"], ensure_ascii=False, indent=2) + "\n"
+    return text
 
 
 def _line(error: Any) -> str:

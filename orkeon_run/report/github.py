@@ -2,7 +2,8 @@
 (docs/ci.md).
 
 - the Markdown report appended to `$GITHUB_STEP_SUMMARY`;
-- `status`, `exit_code`, `run_dir`, `cost_usd` appended to `$GITHUB_OUTPUT`, each in the
+- `status`, `exit_code`, `run_dir`, `cost_usd` (and a task's `output`, its answer as JSON
+  for `fromJSON()`, `null` when there is none) appended to `$GITHUB_OUTPUT`, each in the
   `NAME<<DELIMITER` form with a random delimiter that the value does not contain (a run
   directory may hold any character, a newline included);
 - `::error` for failed audits (and for a failed run with no failed audit), `::warning` for
@@ -17,6 +18,7 @@ on stderr.
 
 from __future__ import annotations
 
+import json
 import os
 import uuid
 from collections.abc import Iterator, Mapping
@@ -86,6 +88,8 @@ def _publish(
         "run_dir": str(run_dir),
         "cost_usd": "" if usd is None else str(round(float(usd), 6)),
     }
+    if "output" in result:
+        values["output"] = json.dumps(result["output"], ensure_ascii=False)
     for name, text in (
         ("GITHUB_STEP_SUMMARY", markdown(view) + "\n"),
         ("GITHUB_OUTPUT", output_lines(values)),

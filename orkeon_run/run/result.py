@@ -100,6 +100,26 @@ class ErrorInfo(_Doc):
     message: str = Field(description="why, in one line (plan problems: several lines)")
 
 
+class Finding(_Doc):
+    path: str = Field(description="workspace-relative, a file of the change")
+    line: int = Field(ge=1, description="a line of the change's new side")
+    end_line: int | None = Field(default=None, ge=1)
+    severity: Literal["error", "warning", "notice"]
+    message: str
+    suggestion: str | None = Field(
+        default=None, description="the lines path:line..end_line should read instead"
+    )
+
+
+class CheckRecord(_Doc):
+    name: str
+    verdict: Literal["pass", "fail", "error"] = Field(
+        description="error: the check was never answered validly (never counted a pass)"
+    )
+    summary: str
+    findings: list[Finding]
+
+
 class Result(_Doc):
     """The result document: result.json, `--output json`, the last stream-json line."""
 
@@ -119,6 +139,13 @@ class Result(_Doc):
     )
     steps: list[StepRecord] | None = Field(
         default=None, description="pipeline only: every step it ran, in order"
+    )
+    output: Any = Field(
+        default=None,
+        description="task only: the final answer, valid against output_schema (null: none)",
+    )
+    checks: list[CheckRecord] | None = Field(
+        default=None, description="review only: each check's verdict, in order"
     )
 
 
@@ -200,4 +227,5 @@ def result_document(
     }
     if outcome.steps is not None:
         doc["steps"] = list(outcome.steps)
+    doc.update(outcome.fields)
     return doc

@@ -33,6 +33,7 @@ STEPS: dict[str, str] = {
     "dev-batches": "batches",
     "tasks-repair": "repair",
     "pipeline": "pipeline",
+    "task": "task",
 }
 
 
