@@ -6,6 +6,7 @@
   for `fromJSON()`, `null` when there is none) appended to `$GITHUB_OUTPUT`, each in the
   `NAME<<DELIMITER` form with a random delimiter that the value does not contain (a run
   directory may hold any character, a newline included);
+- a review's findings as `::error`/`::warning`/`::notice` on their file and lines;
 - `::error` for failed audits (and for a failed run with no failed audit), `::warning` for
   refused calls, on stderr (stdout carries only what `--output` promises), with `file=`
   where the path lies inside `$GITHUB_WORKSPACE`. Data and properties are escaped by
@@ -102,6 +103,8 @@ def _publish(
                 f.write(text)
         except OSError as exc:
             logs.warn(f"{name}: cannot append to {target}: {exc.strerror or exc}")
+    for line in check_commands(view, environ.get("GITHUB_WORKSPACE")):
+        stderr.write(line)
     for line in workflow_commands(view, environ.get("GITHUB_WORKSPACE")):
         stderr.write(line)
     stderr.flush()
@@ -113,6 +116,19 @@ def workflow_commands(view: RunView, repo_root: str | None) -> Iterator[str]:
     warnings = list(_warnings(view, repo_root))
     yield from _capped("error", errors, "failed audits")
     yield from _capped("warning", warnings, "refused calls")
+
+
+def check_commands(view: RunView, repo_root: str | None) -> Iterator[str]:
+    """A review's findings as annotations on their lines (report/checks.py), at most
+    MAX_EACH in all (GitHub shows 10 per step; the job summary has every one)."""
+    from .checks import finding_annotations
+
+    found = list(finding_annotations(view.checks, lambda p: _file(view, p, repo_root)))
+    for kind, message, props in found[: MAX_EACH if len(found) <= MAX_EACH else MAX_EACH - 1]:
+        yield command(kind, message, **props)
+    if len(found) > MAX_EACH:
+        more = len(found) - MAX_EACH + 1
+        yield command("warning", f"{more} more findings: see the job summary", title="orkeon")
 
 
 def _capped(kind: str, items: list[tuple[str, str, str]], what: str) -> Iterator[str]:

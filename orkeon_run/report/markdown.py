@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 
+from .checks import markdown_checks
 from .fmt import clip, count, mark, money, one_line, seconds, stages
 from .model import CallView, HookView, RunView
 
@@ -47,6 +48,7 @@ def fence(value: str, limit: int = TEXT_CAP) -> str:
 def markdown(v: RunView) -> str:
     parts = [
         _headline(v),
+        markdown_checks(v.checks, code, fence),
         _steps(v),
         _roles(v),
         _audits(v),

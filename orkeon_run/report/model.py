@@ -247,6 +247,7 @@ class RunView:
     audits: list[AuditView] = field(default_factory=list)
     plan_checks: list[dict[str, Any]] = field(default_factory=list)
     steps: list[StepView] = field(default_factory=list)  # a pipeline's, in order
+    checks: list[dict[str, Any]] = field(default_factory=list)  # a review's (report/checks.py)
     problems: list[str] = field(default_factory=list)  # what could not be read
 
     @property

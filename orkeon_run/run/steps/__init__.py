@@ -34,6 +34,7 @@ STEPS: dict[str, str] = {
     "tasks-repair": "repair",
     "pipeline": "pipeline",
     "task": "task",
+    "review": "review",
 }
 
 
