@@ -57,6 +57,10 @@ class McpServer(BaseModel):
     env: dict[str, str] = Field(default_factory=dict)
     url: str | None = None
     headers: dict[str, str] = Field(default_factory=dict)
+    # The server's tools commit, reset, check out or make branches: refused in a batch
+    # unless the gate allows them (policy/mcpgit.py; `mcp-server-git` is known by its
+    # command without it).
+    git: bool = Field(default=False, strict=True)
 
     @field_validator("type", mode="before")
     @classmethod

@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from .fmt import clip, mark, one_line
+from .markdown_text import code
 
 MARK = {"pass": "succeeded", "fail": "failed", "error": "error"}
 

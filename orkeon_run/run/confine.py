@@ -47,6 +47,8 @@ class Confinement:
     bwrap: Path | None = None
     git: Path | None = None
     config_dir: Path | None = None
+    # The run's pinned files (config/pins.py), read-only in every sandbox.
+    pinned: tuple[str, ...] = ()
 
     def refusal(self) -> str:
         """What a shell call answers the model when there is no sandbox here."""
@@ -95,6 +97,7 @@ class Confinement:
             config_dir=self.config_dir,
             network=self.network,
             bwrap=self.bwrap,
+            pinned=self.pinned,
         )
 
     def audit_git(self, run_dir: Path) -> AuditGit:
@@ -134,6 +137,7 @@ class Confinement:
                 config_dir=self.config_dir,
                 network=self.network,
                 bwrap=self.bwrap,
+                pinned=self.pinned,
             )
 
         return Commands(env=env, sandbox=policy)

@@ -9,7 +9,7 @@ document and the exit code; a step runner never writes result.json itself.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -130,14 +130,36 @@ class StepRun:
                 mcp=self.mcp,
             ),
             gate=self.config.gate,
-            rule_sets=[self.guard(own_output), *rule_sets],
+            rule_sets=[self.guard(own_output), *rule_sets, *self.git_mcp_rules(rule_sets)],
             hooks=self.hooks,
         )
+
+    def git_mcp_rules(self, rule_sets: Sequence[RuleSet]) -> list[RuleSet]:
+        """Where the step's rule sets read git as read-only (the batch), the rule set that
+        refuses the tools of git-shaped MCP servers the gate does not allow
+        (policy/mcpgit.py)."""
+        from ..policy import mcpgit
+
+        if self.mcp is None or not any(c.name == mcpgit.CHECK for r in rule_sets for c in r.checks):
+            return []
+        servers = {n: (s.argv, s.git) for n, s in self.config.mcp_servers.items()}
+        allow = self.config.gate.rules.allow
+        found = mcpgit.git_tool_rules(
+            servers,
+            (t.name for t in self.catalog.added),
+            lambda tool: any(r.matches(tool, ()) for r in allow),
+        )
+        return [found] if found is not None else []
 
     @property
     def sandbox(self) -> str:
         """The run's shell sandbox, for its result: "on", "off" or "unavailable"."""
         return self.config.confinement.state
+
+    @property
+    def unpinned(self) -> list[str]:
+        """The files pinned at run start whose content changed since (config/pins.py)."""
+        return self.config.pins.changed_all()
 
     @property
     def hidden_run_dir(self) -> Path:
@@ -169,7 +191,7 @@ class StepRun:
                 own = relative(ws, resolve_in_workspace(ws, own_output))
             except PathOutside:
                 own = None
-        return guard(rel_run, own)
+        return guard(rel_run, own, pinned=self.config.pins.paths)
 
     def save_state(self, **changes: Any) -> None:
         """Record progress (e.g. batches that passed) so --resume can continue. Raises
@@ -189,6 +211,19 @@ class StepRun:
             atomic_write_json(self.run_dir / name, obj)
         except OSError as exc:
             raise RecordsError.writing(self.run_dir / name, exc) from None
+
+
+def with_saved_pins(config: RunConfig, state: Mapping[str, Any]) -> RunConfig:
+    """`config` pinned as of the run's first start: a resumed run keeps the digests its
+    state saved, a tasks-repair those of the run it repairs (docs/security.md, "Guards"),
+    so a file changed in an earlier attempt is still changed."""
+    pins = config.pins.since(state.get("pins"))  # the earliest start's digests win
+    if config.repair is not None:
+        pins = pins.since(config.repair.state.get("pins"))
+    if pins.digests == config.pins.digests:
+        return config
+    confinement = replace(config.confinement, pinned=pins.paths)
+    return replace(config, pins=pins, confinement=confinement)
 
 
 def child_environ(config: RunConfig, *, credentials: bool) -> dict[str, str]:
@@ -212,6 +247,7 @@ def step_hooks(config: RunConfig, events: EventLog) -> Hooks:
             workspace=config.workspace,
             program_rules=config.shell_rules,
             env=child_environ(config, credentials=True),
+            pins=config.pins,
         )
     settings: Hooks = NO_HOOKS
     if config.settings_hooks:
@@ -222,6 +258,7 @@ def step_hooks(config: RunConfig, events: EventLog) -> Hooks:
             workspace=config.workspace,
             events=events,
             extra_env_remove=[config.key_env] if config.key_env else [],
+            pins=config.pins,
         )
     return chain([native, settings])
 

@@ -18,11 +18,12 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from ..config.inputs import Inputs, MatcherGroup, Plan, load_document, parse_inputs, parse_plan
+from ..config.pins import NO_PINS, Pins, run_pins
 from ..errors import InputError
 from ..ledger import BudgetLimits
 from ..models import check_model, check_price
@@ -37,17 +38,8 @@ if TYPE_CHECKING:
 # What a repair takes from the failed run unless given again: its workspace and model, what
 # the role was asked to do and checked by, and the guards it ran under (the hooks registry
 # is handed to the agent started again).
-INHERITED = (
-    "workspace",
-    "model",
-    "plan",
-    "audit",
-    "shell",
-    "hooks",
-    "settings",
-    "gate",
-    "mcp_servers",
-)
+INHERITED = ("workspace", "model", "plan", "audit", "shell", "hooks", "settings", "gate",
+             "mcp_servers")  # fmt: skip
 DEFAULT_PLAN = ".orkeon/plan.json"
 # A run needs a model named: the inputs' `model`, `--model`, ORKEON_MODEL or a settings file.
 MODEL_REQUIRED = 'model: required; "provider": "scripted" runs a script with no network'
@@ -86,6 +78,8 @@ class RunConfig:
     warnings: tuple[str, ...] = ()
     # The sandbox's state, the audit's git, the step's sandbox policy (run/confine.py).
     confinement: Confinement = field(default_factory=lambda: Confinement("off"))
+    # The files pinned by content at run start (config/pins.py): none without a step.
+    pins: Pins = NO_PINS
 
     @property
     def mcp_needed(self) -> dict[str, McpServer]:
@@ -202,6 +196,10 @@ def prepare(
     warnings.extend(budget.per_role_warnings())
     if budget.usd is not None:  # a cost budget needs the model's price
         collect(lambda: check_price(inputs.model))  # loads the price database
+    pins = NO_PINS  # the files a trusted command names, pinned once the rest is checked
+    if step is not None and not problems:
+        argvs = [s.argv for s in (servers or {}).values()]
+        pins = collect(lambda: run_pins(ws, inputs.native_hooks, settings or {}, argvs, env))
     if problems:
         raise InputError(sorted(set(problems)))
     return RunConfig(
@@ -221,7 +219,8 @@ def prepare(
         repair=repair,
         mcp_servers=servers or {},
         warnings=tuple(warnings + mcp.rule_warnings(inputs, crew, servers or {})),
-        confinement=decide(inputs, ws, env),
+        confinement=replace(decide(inputs, ws, env), pinned=pins.paths),
+        pins=pins,
     )
 
 

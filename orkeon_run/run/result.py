@@ -6,6 +6,7 @@ writes them builds plain dicts (docs/output.md).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -147,6 +148,12 @@ class Result(_Doc):
     checks: list[CheckRecord] | None = Field(
         default=None, description="review only: each check's verdict, in order"
     )
+    pinned_changed: list[str] | None = Field(
+        default=None,
+        description="the files pinned at run start (hook and MCP server scripts, settings, "
+        "crews, .mcp.json) whose content changed during the run: hooks whose file changed "
+        "were not run (docs/security.md)",
+    )
 
 
 class StepRecord(Result):
@@ -203,10 +210,16 @@ class Event(BaseModel):
 
 
 def result_document(
-    run_id: str, step: str, outcome: StepOutcome, ledger: Ledger, sandbox: str
+    run_id: str,
+    step: str,
+    outcome: StepOutcome,
+    ledger: Ledger,
+    sandbox: str,
+    pinned_changed: Sequence[str] | None = None,
 ) -> dict[str, Any]:
     """The result document of a step that ended with `outcome`; `sandbox` is the run's
-    shell sandbox state."""
+    shell sandbox state; `pinned_changed` the pinned files that changed (None: not
+    looked at, as when the run could not start)."""
 
     kind = outcome.error_kind
     error = None
@@ -227,5 +240,7 @@ def result_document(
     }
     if outcome.steps is not None:
         doc["steps"] = list(outcome.steps)
+    if pinned_changed is not None:
+        doc["pinned_changed"] = list(pinned_changed)
     doc.update(outcome.fields)
     return doc

@@ -26,7 +26,7 @@ from ..vocabulary import StepStatus
 
 if TYPE_CHECKING:
     import anyio
-from .context import StepOutcome, StepRun, step_hooks
+from .context import StepOutcome, StepRun, step_hooks, with_saved_pins
 from .prepare import RunConfig, prepare, stdin_tty
 from .records import RunLock, RunRecords, check_seals_dir, pin
 from .result import result_document
@@ -114,7 +114,7 @@ def open_run(
         if resumed is None:
             run_id = new_run_id()
             rd = resolve(run_dir) if run_dir else default_run_dir(config.workspace, run_id)
-            state: dict[str, Any] = {"run_id": run_id, "step": step}
+            state: dict[str, Any] = {"run_id": run_id, "step": step, "pins": config.pins.saved}
             if config.plan is not None:  # the plan as it is now: --resume and repairs run it
                 state["plan"] = pin(config.plan, config.plan_rel)
         else:
@@ -148,7 +148,7 @@ def open_run(
     watchers = [] if nested else _watchers(progress)
     events.listeners.extend(watchers)
     return OpenRun(
-        config,
+        with_saved_pins(config, state),  # a resumed run's (a repair's: the failed run's)
         rd,
         run_id,
         resumed is not None,
@@ -367,7 +367,7 @@ async def _finish(sr: StepRun, outcome: StepOutcome) -> dict[str, Any]:
     """Write the result (result.json, the `result` event) and return it. A result.json the
     disk refuses makes the run's status "error" with that cause; the document is returned
     (and printed) all the same."""
-    result = result_document(sr.run_id, sr.step, outcome, sr.ledger, sr.sandbox)
+    result = result_document(sr.run_id, sr.step, outcome, sr.ledger, sr.sandbox, sr.unpinned)
     try:
         sr.write_record("result.json", result)
     except RecordsError as exc:

@@ -19,6 +19,7 @@ from kit.steps import scripted, write
 
 from orkeon_run.cli import run_cli
 from orkeon_run.jobs.shards import shard_of
+from orkeon_run.report.html_assets import STYLE
 from orkeon_run.run.records import RunRecords
 
 SPEC = {"request": "r", **scripted({"writer": [{"tool_calls": [write(".orkeon/spec.md", "s")]}]})}
@@ -255,6 +256,9 @@ def test_merge_renders_markdown_html_and_junit_with_what_runs_wrote_escaped(tmp_
 
     code, page, _ = cli(capsys, "jobs", "merge", str(out), "--format", "html")
     assert code == 0 and "<script>" not in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+    # The run report's style and policy: one look for both pages, nothing runs or loads.
+    assert f"<style>{STYLE}" in page and "default-src &#x27;none&#x27;" in page
+    assert 'name="viewport"' in page
 
     target = tmp_path / "report.xml"
     code, stdout, _ = cli(capsys, "jobs", "merge", str(out), "--format", "junit", "-o", str(target))

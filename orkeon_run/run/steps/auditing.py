@@ -4,13 +4,13 @@ before a batch's roles, then the audit of what they changed, both with the run's
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from functools import partial
 from typing import Any
 
 import anyio
 
-from .. import audit
+from .. import audit, changes
 from ..context import StepRun
 
 
@@ -18,7 +18,7 @@ async def snapshot(sr: StepRun, git_mode: bool | None) -> audit.Snapshot:
     """The workspace now, in a worker thread: through git or by hashes (`git_mode`; None:
     as the workspace is). Raises audit.AuditError (the repository went away, say)."""
     ignore = audit.ignore_list(sr.workspace, sr.guarded_dir or sr.run_dir)  # a pipeline's too
-    return await anyio.to_thread.run_sync(
+    before = await anyio.to_thread.run_sync(
         partial(
             audit.snapshot,
             sr.workspace,
@@ -26,15 +26,25 @@ async def snapshot(sr: StepRun, git_mode: bool | None) -> audit.Snapshot:
             git_mode,
             patterns=tuple(sr.inputs.audit.ignore),
             tools=sr.audit_git(),
+            pinned=sr.config.pins.paths,
         )
     )
+    await changes.start(sr, before)  # the uncommitted files the step began with
+    return before
 
 
 async def audit_batch(
-    sr: StepRun, batch: str, roots: Sequence[str], before: audit.Snapshot
+    sr: StepRun,
+    batch: str,
+    roots: Sequence[str],
+    before: audit.Snapshot,
+    roles: Mapping[str, Sequence[str]] | None = None,
 ) -> dict[str, Any]:
-    """Audit what changed since `before` against `roots`, then build and test (not once the
-    budget is spent: the paths are still checked); emit its events; the record."""
+    """Record what the roles changed (run/changes.py; `roles`: each role's full name and
+    roots), then audit what changed since `before` against `roots`, then build and test
+    (not once the budget is spent: the paths are still checked); emit its events; the
+    record."""
+    await changes.batch(sr, batch, roles or {}, before)
     record = await audit.run_audit(
         sr.workspace,
         batch,
@@ -47,6 +57,14 @@ async def audit_batch(
         commands=sr.audit_commands(),
         require_changes=sr.inputs.audit.require_changes,
     )
+    unpinned = sr.unpinned
+    if record["passed"] and unpinned:  # changed in an earlier batch, attempt or run
+        why = ["a pinned file changed since the run started (never a role's work):"]
+        why += [f"  {p}" for p in unpinned]
+        record = audit.record(
+            batch, passed=False, changed=record["changed"], outside_roots=unpinned,
+            output_tail="\n".join(why),
+        )  # fmt: skip
     audited(sr, record)
     return record
 

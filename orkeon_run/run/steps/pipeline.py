@@ -116,6 +116,10 @@ class Pipeline:
             return None
         from ..runner import execute, open_run
 
+        changed = sr.unpinned  # each step pins at its start: the pipeline's pins hold first
+        if changed:
+            why = f"{', '.join(changed)} changed since the run started (pinned files)"
+            raise StageError(f"{name} could not start: {why}")
         rd = sr.run_dir / STEPS_DIR / name
         doc = {**sr.config.doc, **extra, "budget": sr.ledger.left().to_json()}
         again = (rd / "inputs.json").is_file()

@@ -189,7 +189,7 @@ def test_diff_drivers_do_not_run_when_head_moved(tmp_path: Path) -> None:
         not (tmp_path / "external.marker").exists() and not (tmp_path / "textconv.marker").exists()
     )
     (rec,) = result["audits"]
-    assert rec["outside_roots"] == [".gitattributes", "src/b/y.py", ".git/config"]
+    assert rec["outside_roots"] == [".gitattributes", "src/b/y.py", ".git/config", "HEAD"]
     git(ws, "diff", "master", "side")
     assert (tmp_path / "external.marker").exists()
     git(ws, "diff", "--no-ext-diff", "master", "side")
