@@ -30,9 +30,7 @@ def _ticks(text: str) -> int:
     return best
 
 
-def markdown_checks(
-    checks: list[dict[str, Any]], code: Callable[..., str], fence: Callable[..., str]
-) -> str:
+def markdown_checks(checks: list[dict[str, Any]]) -> str:
     """One `#### ` section per check: its verdict, summary and findings."""
     out = []
     for c in checks:
