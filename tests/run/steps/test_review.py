@@ -201,7 +201,8 @@ def test_check_files_count_once_trusted(ws: Path, capsys: pytest.CaptureFixture[
     code, result, err = run_json(capsys, "review", ws, doc=review_doc(script, CHECKS[:1]))
     assert code == 0 and [c["name"] for c in result["checks"]] == ["No print"]
     assert "check file(s) left out: not trusted" in err
-    record_checks_trust(ws)
+    code, out, _ = orkeon(capsys, "hooks", "trust", "--workspace", str(ws))
+    assert code == 0 and ".orkeon/checks" in out
     code, result, _ = run_json(capsys, "review", ws, doc=review_doc(script, CHECKS[:1]))
     assert code == 0 and [c["name"] for c in result["checks"]] == ["No print", "secrets"]
     assert "No keys in code." in user_messages(run_dir(ws, result), "reviewer/secrets")[0]
