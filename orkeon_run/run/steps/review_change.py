@@ -65,8 +65,6 @@ def parse_diff(diff: str) -> dict[str, set[int]]:
             path = target[2:] if target.startswith("b/") else None
             if path is not None:
                 lines.setdefault(path, set())
-        elif raw.startswith("rename to ") or raw.startswith("deleted file"):
-            continue
         elif (m := _HUNK.match(raw)) is not None:
             new = int(m.group(1))
         elif path is not None and raw[:1] in ("+", " "):

@@ -9,6 +9,7 @@ fails with `error.kind` "output" (exit 1) and `output` null: never exit 0 with n
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from ...config.answers import compile_schema, load_schema
@@ -30,8 +31,6 @@ def check(inputs: Inputs, workspace: Path, pinned: object = None) -> None:
 
 def prompt(request: str, schema: object) -> str:
     """The role's first message: the request, and the schema its answer must match."""
-    import json
-
     text = f"The request:\n\n{request.strip()}\n"
     if schema is not None:
         text += (
