@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from ..escape import line
 from ..units import count, duration, money
 from ..vocabulary import error_message
 
@@ -62,8 +63,10 @@ def summary(result: dict[str, Any]) -> str:
         lines.append(f"  check {check['name']}: {check['verdict']}: {_line(check['summary'])}")
         for f in check["findings"]:
             lines.append(f"    {f['path']}:{f['line']}: {f['severity']}: {_line(f['message'])}")
-    text = "\n".join(lines) + "\n"
-    if result.get("output") is not None:
+    # Paths, refusals and error messages come from the run: each line by the one rule
+    # for what orkeon writes (escape.py; a file name may hold a line break).
+    text = "".join(line(one) + "\n" for one in lines)
+    if result.get("output") is not None:  # a task's answer: JSON, escaped by its encoder
         text += "output:\n" + json.dumps(result["output"], ensure_ascii=False, indent=2) + "\n"
     return text
 

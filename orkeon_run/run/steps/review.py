@@ -21,13 +21,14 @@ from ... import logs
 from ...config.answers import compile_schema
 from ...config.inputs import Inputs
 from ...config.review import CheckInput
-from ...errors import InputError
+from ...errors import InputError, StepError
 from ...vocabulary import ErrorKind
 from ..context import StepOutcome, StepRun
 from . import answer
-from .common import StepError, crew_of, error_outcome, finish, role_agent, role_context
+from .outcome import error_outcome, finish
 from .review_change import Change, read_change, resolve
 from .review_checks import CHECK_SCHEMA, applies, load_checks
+from .roles import crew_of, role_agent, role_context
 
 ROLES = ("reviewer",)
 # The diff goes into each check's first message up to this size; the role reads the rest.

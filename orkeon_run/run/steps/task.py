@@ -17,7 +17,8 @@ from ...config.inputs import Inputs
 from ...errors import InputError
 from ..context import StepOutcome, StepRun
 from . import answer
-from .common import crew_of, finish, role_agent, role_context
+from .outcome import finish
+from .roles import crew_of, role_agent, role_context
 
 ROLES = ("agent",)
 
