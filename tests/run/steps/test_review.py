@@ -12,6 +12,8 @@ from typing import Any
 import pytest
 from kit import git
 from kit.cli import clean_environment, orkeon, run_dir, run_json
+from kit.fakes import anthropic_api
+from kit.fakes.anthropic_api import AnthropicFake
 from kit.steps import calls, events, make_workspace, shell, user_messages, write
 
 from orkeon_run.config.trust import record_checks_trust
@@ -293,3 +295,35 @@ def test_reports_junit_markdown_and_annotations(
     assert "#### ❌ check `No print`: fail" in md or "check `No print`: fail" in md
     assert "```suggestion\n    pass\n```" in md
     assert "check `docs`: pass" in md
+
+
+def test_ci_trusts_check_files_through_the_environment(
+    ws: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """docs/inputs.md, "review": `ORKEON_TRUST_PROJECT_HOOKS=1` trusts the check files in
+    CI (stdin not a terminal)."""
+    check_file(ws, "sec.md", "---\nname: secrets\n---\nNo keys in code.\n")
+    monkeypatch.setenv("ORKEON_TRUST_PROJECT_HOOKS", "1")
+    script = {"reviewer/secrets": [verdict("pass")]}
+    code, result, _ = run_json(capsys, "review", ws, doc=review_doc(script, []))
+    assert code == 0 and [c["name"] for c in result["checks"]] == ["secrets"]
+
+
+def test_each_check_goes_to_anthropic_as_a_forced_answer(
+    ws: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """docs/inputs.md, "review": a check's answer comes through the output-schema
+    mechanism, the provider's structured mode included."""
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test")
+    answer = {"verdict": "fail", "summary": "prints", "findings": [finding("src/app.py", 2)]}
+    with AnthropicFake() as server:
+        server.push(anthropic_api.message(calls=[("c1", "final_answer", answer)]))
+        model = {"provider": "anthropic", "model": "claude-sonnet-4-6",
+                 "base_url": server.base_url, "max_retries": 0}  # fmt: skip
+        doc = {**review_doc({}, CHECKS[:1]), "model": model}
+        code, result, _ = run_json(capsys, "review", ws, doc=doc)
+        (request,) = [r.body for r in server.requests]
+    assert code == 1 and result["checks"][0]["findings"] == [finding("src/app.py", 2)]
+    (tool,) = [t for t in request["tools"] if t["name"] == "final_answer"]
+    assert tool["input_schema"]["required"] == ["verdict", "summary", "findings"]
+    assert request["tool_choice"] == {"type": "any"}
