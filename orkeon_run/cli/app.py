@@ -157,7 +157,8 @@ def hooks_check(
 
 @hooks_app.command("trust")
 def hooks_trust(workspace: WorkspaceOpt = None) -> None:
-    """Trust the workspace's .orkeon/settings.json, .orkeon/crews/ and .mcp.json as they are."""
+    """Trust the workspace's .orkeon/settings.json, .orkeon/crews/, .orkeon/checks/ and
+    .mcp.json as they are."""
     from ..commands import hooks
 
     exit_with(hooks.trust_main, workspace)

@@ -32,6 +32,7 @@ from .documents import load_document as load_document  # re-exported
 from .errorlines import UNION_TAGS, error_lines
 from .mcp import McpServers
 from .network import Network
+from .review import ReviewInputs
 
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
@@ -297,6 +298,11 @@ class Inputs(Frozen):
     concurrency: int = Field(default=4, ge=1, le=64)
     # MCP servers by name (config/mcp.py); settings files may add more (config/mcp_sources.py).
     mcp_servers: McpServers = Field(default_factory=dict)
+    # task: a JSON Schema (inline, or "@PATH" in the workspace) the answer must match
+    # (config/answers.py), and how often an invalid answer is sent back.
+    output_schema: Any = None  # checked by config/answers.py: one message for each mistake
+    output_retries: int = Field(default=2, ge=0, le=10)
+    review: ReviewInputs | None = None
 
     @field_validator("spec")
     @classmethod

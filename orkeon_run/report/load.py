@@ -144,6 +144,9 @@ class _Reader:
             for record in final.get("roles") or []:
                 if isinstance(record, dict) and isinstance(record.get("name"), str):
                     _merge(roles.setdefault(record["name"], RoleView(name=record["name"])), record)
+            checks = final.get("checks")
+            if isinstance(checks, list):
+                v.checks = [c for c in checks if isinstance(c, dict)]
             steps = final.get("steps")
             if isinstance(steps, list):
                 v.steps = [step_view(s) for s in steps if isinstance(s, dict)]

@@ -10,6 +10,7 @@ of its own: a model's `@someone`, `#123`, link, image or `</details>` stays iner
 from __future__ import annotations
 
 from .. import units
+from .checks import markdown_checks
 from .fmt import count, mark, money, seconds, stages
 from .markdown_changes import changes
 from .markdown_text import code, fence
@@ -25,6 +26,7 @@ TAIL_CAP = 3000
 def markdown(v: RunView) -> str:
     parts = [
         _headline(v),
+        markdown_checks(v.checks),
         _steps(v),
         _roles(v),
         _audits(v),

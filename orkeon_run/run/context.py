@@ -321,6 +321,9 @@ class StepOutcome:
     steps: list[dict[str, Any]] | None = None  # a pipeline's steps (docs/output.md)
     # Why the step did not succeed (the result's `error.kind`); None: its status's kind.
     kind: ErrorKind | None = None
+    # The step's own fields of the result document: `output` (task, run/steps/answer.py),
+    # `checks` (review); written whatever the status, so a failed check is read too.
+    fields: dict[str, Any] = field(default_factory=dict)
 
     @property
     def error_kind(self) -> ErrorKind | None:

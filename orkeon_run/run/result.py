@@ -111,6 +111,26 @@ class NetworkBlock(_Doc):
     )
 
 
+class Finding(_Doc):
+    path: str = Field(description="workspace-relative, a file of the change")
+    line: int = Field(ge=1, description="a line of the change's new side")
+    end_line: int | None = Field(default=None, ge=1)
+    severity: Literal["error", "warning", "notice"]
+    message: str
+    suggestion: str | None = Field(
+        default=None, description="the lines path:line..end_line should read instead"
+    )
+
+
+class CheckRecord(_Doc):
+    name: str
+    verdict: Literal["pass", "fail", "error"] = Field(
+        description="error: the check was never answered validly (never counted a pass)"
+    )
+    summary: str
+    findings: list[Finding]
+
+
 class Result(_Doc):
     """The result document: result.json, `--output json`, the last stream-json line."""
 
@@ -131,6 +151,13 @@ class Result(_Doc):
     network: NetworkBlock
     steps: list[StepRecord] | None = Field(
         default=None, description="pipeline only: every step it ran, in order"
+    )
+    output: Any = Field(
+        default=None,
+        description="task only: the final answer, valid against output_schema (null: none)",
+    )
+    checks: list[CheckRecord] | None = Field(
+        default=None, description="review only: each check's verdict, in order"
     )
     pinned_changed: list[str] | None = Field(
         default=None,
@@ -247,4 +274,5 @@ def result_document(
     doc["network"] = {"refused": refused}
     if pinned_changed is not None:
         doc["pinned_changed"] = list(pinned_changed)
+    doc.update(outcome.fields)
     return doc
