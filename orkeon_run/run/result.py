@@ -6,6 +6,7 @@ writes them builds plain dicts (docs/output.md).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -33,8 +34,11 @@ else:
     StepName = Literal[tuple(STEPS)]
 
 
+# defer_build (pydantic's documented setting): a model's validator is built when its
+# schema is first asked for (`orkeon schema`), not by every run that imports
+# `result_document` (10 to 16 ms; docs/performance.md).
 class _Doc(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
 
 class BudgetBlock(_Doc):
@@ -120,6 +124,12 @@ class Result(_Doc):
     steps: list[StepRecord] | None = Field(
         default=None, description="pipeline only: every step it ran, in order"
     )
+    pinned_changed: list[str] | None = Field(
+        default=None,
+        description="the files pinned at run start (hook and MCP server scripts, settings, "
+        "crews, .mcp.json) whose content changed during the run: hooks whose file changed "
+        "were not run (docs/security.md)",
+    )
 
 
 class StepRecord(Result):
@@ -163,7 +173,7 @@ class ToolCallEvent(_Doc):
 class OtherEvent(BaseModel):
     """Every other event: `type` and `ts`, then fields of its own (docs/output.md, "Events")."""
 
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", defer_build=True)
     type: str
     ts: float
     schema_version: int
@@ -172,14 +182,22 @@ class OtherEvent(BaseModel):
 class Event(BaseModel):
     """One line of events.jsonl."""
 
+    model_config = ConfigDict(defer_build=True)
+
     event: ToolCallEvent | OtherEvent
 
 
 def result_document(
-    run_id: str, step: str, outcome: StepOutcome, ledger: Ledger, sandbox: str
+    run_id: str,
+    step: str,
+    outcome: StepOutcome,
+    ledger: Ledger,
+    sandbox: str,
+    pinned_changed: Sequence[str] | None = None,
 ) -> dict[str, Any]:
     """The result document of a step that ended with `outcome`; `sandbox` is the run's
-    shell sandbox state."""
+    shell sandbox state; `pinned_changed` the pinned files that changed (None: not
+    looked at, as when the run could not start)."""
 
     kind = outcome.error_kind
     error = None
@@ -200,4 +218,6 @@ def result_document(
     }
     if outcome.steps is not None:
         doc["steps"] = list(outcome.steps)
+    if pinned_changed is not None:
+        doc["pinned_changed"] = list(pinned_changed)
     return doc
