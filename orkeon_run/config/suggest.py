@@ -1,4 +1,4 @@
-""""Did you mean" for an unknown key: the nearest key the schema allows at that place
+""" "Did you mean" for an unknown key: the nearest key the schema allows at that place
 (docs/inputs.md). The schema is the document's own JSON Schema (pydantic's), walked along
 the error's location through `$ref`, `anyOf`/`oneOf`, arrays and maps; a place whose keys
 it cannot tell gets no suggestion."""
