@@ -90,6 +90,12 @@ def run(
     max_tokens: MaxTokensOpt = None,
     max_seconds: MaxSecondsOpt = None,
     concurrency: ConcurrencyOpt = None,
+    dry_run: Annotated[
+        bool,
+        typer.Option(
+            "--dry-run", help="Say what would run and what it may cost; run and write nothing."
+        ),
+    ] = False,
 ) -> None:
     """Run one step with its crew (or the pipeline). Exit 0 succeeded, 1 failed, 2 bad
     input, 3 a budget ran out, 4 the model provider failed (try again later), 130
@@ -117,6 +123,7 @@ def run(
             "max_seconds": max_seconds,
             "concurrency": concurrency,
         },
+        dry_run=dry_run,
     )
 
 
