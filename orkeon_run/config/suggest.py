@@ -15,6 +15,8 @@ def allowed_keys(schema: dict[str, Any], loc: Sequence[int | str]) -> set[str]:
     defs = schema.get("$defs", {})
     nodes = _expand(schema, defs)
     for part in loc:
+        if isinstance(part, str) and ("[" in part or part.startswith("function-")):
+            continue  # pydantic's name for the member of a union it tried (`list[NativeHook]`)
         found = [n for node in nodes for n in _expand_all(_step(node, part), defs)]
         if found or isinstance(part, int):
             nodes = found
