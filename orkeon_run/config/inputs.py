@@ -340,11 +340,11 @@ def parse_inputs(doc: Any) -> Inputs:
         # as the schema says, never coerced; arrays still fill tuples.
         return Inputs.model_validate_json(json.dumps(doc), strict=True)
     except ValidationError as exc:
-        raise InputError(error_lines(exc)) from None
+        raise InputError(error_lines(exc, schema=Inputs.model_json_schema)) from None
 
 
 def parse_plan(doc: Any, origin: str = "plan") -> Plan:
     try:
         return Plan.model_validate(doc)
     except ValidationError as exc:
-        raise InputError(error_lines(exc, prefix=origin)) from None
+        raise InputError(error_lines(exc, prefix=origin, schema=Plan.model_json_schema)) from None

@@ -216,7 +216,7 @@ def parse_servers(doc: Any, prefix: str = "mcp_servers") -> dict[str, McpServer]
     try:
         return _SERVERS.validate_python(doc)
     except ValidationError as exc:
-        raise InputError(error_lines(exc, prefix=prefix)) from None
+        raise InputError(error_lines(exc, prefix=prefix, schema=_SERVERS.json_schema)) from None
 
 
 def servers_from_settings(doc: Mapping[str, Any], origin: str) -> dict[str, McpServer]:
