@@ -165,7 +165,8 @@ def run(
     `kill_grace`) and, once the child is reaped, the exception is raised again.
 
     `errors` is how bytes that are not UTF-8 are decoded: "surrogateescape" keeps file
-    names exact (`os.fsencode` gives the bytes back)."""
+    names exact (`os.fsencode` gives the bytes back). `env` None: orkeon's environment
+    scrubbed (`environ.scrubbed`), never orkeon's own as it is."""
     started = time.monotonic()
     pipes = Pipes(stdin)
     child = spawn(argv, cwd=cwd, env=env, pipes=pipes, started=started)
@@ -180,8 +181,12 @@ def run(
 def spawn(
     argv: list[str], *, cwd: Path, env: Mapping[str, str] | None, pipes: Pipes, started: float
 ) -> _Spawned | ProcResult:
-    """Start `argv` on `pipes`, in a session of its own; a program that cannot run is a
-    ProcResult with `error` (and `pipes` closed)."""
+    """Start `argv` on `pipes`, in a session of its own (`env` None: orkeon's environment
+    scrubbed); a program that cannot run is a ProcResult with `error` (and `pipes` closed)."""
+    if env is None:
+        from .environ import scrubbed
+
+        env = scrubbed()
     try:
         if not argv or not argv[0]:
             raise ValueError("the command is empty")

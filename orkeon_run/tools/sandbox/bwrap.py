@@ -28,6 +28,7 @@ from collections.abc import Sequence
 from functools import cache
 from pathlib import Path
 
+from . import forwarder
 from .policy import SandboxPolicy
 
 SYSTEM_BWRAP = Path("/usr/bin/bwrap")
@@ -168,14 +169,21 @@ def command(
     cwd: Path,
     tmp: Path | None,
     bwrap: Path,
+    egress: str | None = None,
     server: bool = False,
 ) -> list[str]:
     """The full bubblewrap command line running `argv` in `cwd` under `policy`. The
     environment is the caller's (bubblewrap passes it on) with TMPDIR, TMP and TEMP
-    set to /tmp. `server`: the same sandbox for a kept-up sandbox's exec server
-    (session.py), which keeps the capabilities it needs to confine each command."""
-    net = () if policy.network else ("--unshare-net",)
+    set to /tmp. `egress`: the proxy's Unix socket for this command (an allow-list): it
+    is mounted at `forwarder.SOCKET` and `argv` runs behind the forwarder. `server`: the
+    same sandbox for a kept-up sandbox's exec server (session.py), which keeps the
+    capabilities it needs to confine each command."""
+    net = () if policy.network and egress is None else ("--unshare-net",)
     temp = [a for name in ("TMPDIR", "TMP", "TEMP") for a in ("--setenv", name, "/tmp")]
+    proxy: list[str] = []
+    if egress is not None:
+        proxy = ["--ro-bind", egress, forwarder.SOCKET]
+        argv = forwarder.wrapped(list(argv))
     return [
         os.fspath(bwrap),
         *_NAMESPACES,
@@ -183,6 +191,7 @@ def command(
         *(_SERVER_HARDENING if server else _HARDENING),
         *_BASE_MOUNTS,
         *mounts(policy, tmp),
+        *proxy,
         *temp,
         "--chdir",
         os.fspath(cwd),
