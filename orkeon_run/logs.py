@@ -1,8 +1,13 @@
-"""Logging: records on stderr, never stdout (stdout carries only what --output promises).
+"""Logging: records on stderr, never stdout (stdout carries only what --output promises),
+and as JSON lines in the run directory's `logs.jsonl` once a run has one (`to_file`).
 
-JSON lines when stderr is not a terminal, written here with the standard library; the
-readable form on a terminal (or with FORCE_COLOR), laid out by structlog's console
-renderer. Level from ORKEON_LOG_LEVEL (debug, info, warning, error; default info).
+On a terminal (or with FORCE_COLOR): the readable form, laid out by structlog's console
+renderer. Elsewhere (a CI log) stderr is the progress view's: a record that is a warning or
+an error is one plain line there (`orkeon: warning: MESSAGE (key=value, ...)`), the rest goes
+to `logs.jsonl` only, so the log neither repeats the progress lines nor interleaves them
+with JSON. JSON lines on stderr when asked: `ORKEON_LOG_FORMAT=json` (`--log-format json`),
+or `ORKEON_LOG_LEVEL` set. Level from ORKEON_LOG_LEVEL (debug, info, warning, error;
+default info).
 Colours follow `colors()`: NO_COLOR turns them off, FORCE_COLOR on (and the readable form
 with them, on any stderr). Every record is one line by escape.py's rule, whatever the form.
 
@@ -14,6 +19,7 @@ typer brings), 90-140 ms that a JSON line in CI never pays (docs/performance.md)
 
 from __future__ import annotations
 
+import contextvars
 import os
 import sys
 from typing import Any
@@ -25,6 +31,9 @@ LEVELS = {"DEBUG": DEBUG, "INFO": INFO, "WARNING": WARNING, "WARN": WARNING, "ER
           "CRITICAL": CRITICAL, "FATAL": CRITICAL, "NOTSET": 0}  # fmt: skip
 _configured = False
 _readable = False
+# RUN_DIR/logs.jsonl of the run in progress (`to_file`), appended line by line: one per
+# task context, so the runs `orkeon jobs run` runs side by side each write their own.
+_file: contextvars.ContextVar[Any] = contextvars.ContextVar("orkeon_log_file", default=None)
 _LEVEL_NAMES = {"warn": "warning", "exception": "error", "fatal": "critical"}
 # The secrets of the runs in this process (environ.Redactor), redacted from every line.
 _secrets: set[str] = set()
@@ -122,6 +131,50 @@ def _json_line(method: str, event: str, fields: dict[str, Any]) -> str:
     return json.dumps(record, default=repr)
 
 
+def json_asked() -> bool:
+    """Whether JSON lines go to stderr, not only to the run's logs.jsonl: asked with
+    ORKEON_LOG_FORMAT=json (`--log-format json`), or by setting ORKEON_LOG_LEVEL."""
+    return os.environ.get("ORKEON_LOG_FORMAT", "").lower() == "json" or bool(
+        os.environ.get("ORKEON_LOG_LEVEL")
+    )
+
+
+def _plain_line(method: str, event: str, fields: dict[str, Any]) -> str:
+    """A warning or an error as one line of a CI log, beside the progress view's lines."""
+    word = _LEVEL_NAMES.get(method, method)
+    shown = {k: v for k, v in fields.items() if k != "exc_info"}
+    extra = ", ".join(f"{k}={escape.text(str(v))}" for k, v in shown.items())
+    return f"orkeon: {word}: {escape.text(event)}" + (f" ({extra})" if extra else "")
+
+
+def to_file(path: Any) -> Any:
+    """From now on, in this task's context, every record (at the configured level) is also
+    a JSON line appended to `path` (a run's RUN_DIR/logs.jsonl). Returns what `end_file`
+    takes to stop it. A file that cannot be opened is skipped: the run's own records say
+    what matters."""
+    try:
+        f = open(path, "a", encoding="utf-8", errors="backslashreplace")  # noqa: SIM115
+    except OSError:
+        f = None
+    return _file.set(f), f
+
+
+def end_file(started: Any) -> None:
+    """Stop what `to_file` started; the file is closed, the context's earlier one back."""
+    token, f = started
+    _file.reset(token)
+    if f is not None:
+        f.close()
+
+
+def _append(sink: Any, line: str) -> None:
+    try:
+        sink.write(escape.start(line) + "\n")
+        sink.flush()
+    except (OSError, ValueError):  # the disk refused; the run's own records say so
+        _file.set(None)
+
+
 def _traceback(exc_info: Any) -> str:
     import traceback
 
@@ -163,13 +216,19 @@ class Logger:
             }
         if not _configured:
             configure()
+        sink = _file.get()
+        line = _json_line(method, event, fields) if sink is not None or not _readable else ""
+        if sink is not None:
+            _append(sink, line)
         if _readable:
             import structlog
 
             event, fields = _readable_fields(event, fields)
             getattr(structlog.get_logger(self.name), method)(event, **fields)
-        else:
-            _STDERR.msg(_json_line(method, event, fields))
+        elif json_asked():
+            _STDERR.msg(line)
+        elif level >= WARNING:
+            _STDERR.msg(_plain_line(method, event, fields))
 
     def debug(self, event: str, **fields: Any) -> None:
         self._emit(DEBUG, "debug", event, fields)

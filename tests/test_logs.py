@@ -70,8 +70,9 @@ def test_an_exception_is_one_line_of_json(tmp_path: Path) -> None:
         "try:\n    raise ValueError('bad\\nthing')\n"
         "except ValueError as exc:\n    logs.get().error('crashed', exc_info=exc, job='j')"
     )
+    env = {**environ(tmp_path), "ORKEON_LOG_FORMAT": "json"}
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          env=environ(tmp_path), timeout=30)  # fmt: skip
+                          env=env, timeout=30)  # fmt: skip
     (line,) = proc.stderr.splitlines()
     record = json.loads(line)
     assert (record["event"], record["level"], record["job"]) == ("crashed", "error", "j")
@@ -101,3 +102,40 @@ def test_level_filters_messages(tmp_path: Path, level: str, shown: list[str]) ->
         [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=30
     )
     assert [json.loads(line)["event"] for line in proc.stderr.splitlines()] == shown
+
+
+def test_in_ci_stderr_holds_the_progress_and_plain_warnings_only(tmp_path: Path) -> None:
+    """Clean CI logs (docs/output.md, "Logs"): with stderr not a terminal and nothing
+    asked, a warning or an error is one plain line and the other records go to the run
+    directory's logs.jsonl, so no JSON line repeats a progress line; ORKEON_LOG_FORMAT=json
+    puts every record back on stderr."""
+    code = (
+        "from orkeon_run import logs; log = logs.get('t')\n"
+        "started = logs.to_file('logs.jsonl')\n"
+        "log.info('step started', step='s'); log.warning('hooks skipped', why='untrusted')\n"
+        "log.error('disk full'); logs.end_file(started); log.info('after the run')"
+    )
+    env = {
+        k: v for k, v in environ(tmp_path).items() if k not in ("ORKEON_LOG_LEVEL", "FORCE_COLOR")
+    }
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env=env, cwd=tmp_path, timeout=30)  # fmt: skip
+    assert proc.stderr.splitlines() == [
+        "orkeon: warning: hooks skipped (why=untrusted)",
+        "orkeon: error: disk full",
+    ]
+    kept = [json.loads(line) for line in (tmp_path / "logs.jsonl").read_text().splitlines()]
+    assert [(r["event"], r["level"]) for r in kept] == [
+        ("step started", "info"),
+        ("hooks skipped", "warning"),
+        ("disk full", "error"),
+    ]
+    env["ORKEON_LOG_FORMAT"] = "json"
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env=env, cwd=tmp_path, timeout=30)  # fmt: skip
+    assert [json.loads(line)["event"] for line in proc.stderr.splitlines()] == [
+        "step started",
+        "hooks skipped",
+        "disk full",
+        "after the run",
+    ]

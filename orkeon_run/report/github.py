@@ -138,8 +138,12 @@ def _capped(kind: str, items: list[tuple[str, str, str]], what: str) -> Iterator
 
 
 def _errors(v: RunView, root: str | None) -> Iterator[tuple[str, str, str]]:
+    """The last attempt's: a resumed run does not annotate again what its earlier attempts
+    did (their job already did)."""
     step = v.step or "run"
     for a in v.failed_audits:
+        if a.attempt != v.attempts:
+            continue
         title = f"orkeon {step}: the audit of batch {a.batch} failed"
         if a.outside_roots:
             for path in a.outside_roots:
@@ -150,7 +154,7 @@ def _errors(v: RunView, root: str | None) -> Iterator[tuple[str, str, str]]:
                 )
         else:
             yield title, f"{a.what_failed}\n{a.output_tail[-2000:]}", ""
-    if v.status != "succeeded" and not v.failed_audits:
+    if v.status != "succeeded" and not any(a.attempt == v.attempts for a in v.failed_audits):
         word = v.status if v.finished else "unfinished"
         if v.error_kind == "provider":  # exit 4: nothing wrong with the work
             word = "the model provider failed (exit 4): run the job again later"
@@ -159,6 +163,8 @@ def _errors(v: RunView, root: str | None) -> Iterator[tuple[str, str, str]]:
 
 def _warnings(v: RunView, root: str | None) -> Iterator[tuple[str, str, str]]:
     for c in v.refused_calls:
+        if c.attempt != v.attempts:  # an earlier attempt's: annotated by its own job
+            continue
         path = c.input.get("file_path") or c.input.get("path")
         file = _file(v, path, root) if isinstance(path, str) else ""
         title = f"orkeon: {c.role} {c.tool} refused by {c.stage}"

@@ -60,6 +60,18 @@ async def run(
 async def execute(
     opened: OpenRun, *, watch_signals: bool = True, stop: anyio.Event | None = None
 ) -> dict[str, Any]:
+    """`_execute`, its log records also in RUN_DIR/logs.jsonl (logs.to_file)."""
+    started = logs.to_file(opened.run_dir / "logs.jsonl") if opened.failure is None else None
+    try:
+        return await _execute(opened, watch_signals=watch_signals, stop=stop)
+    finally:
+        if started is not None:
+            logs.end_file(started)
+
+
+async def _execute(
+    opened: OpenRun, *, watch_signals: bool = True, stop: anyio.Event | None = None
+) -> dict[str, Any]:
     """Run the opened step to its end; write result.json; return the result document.
     With `watch_signals`, SIGINT and SIGTERM interrupt it. A caller running several runs in
     one loop watches them itself and sets `stop`, which ends the run as a signal would: no

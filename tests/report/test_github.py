@@ -199,3 +199,25 @@ def test_escaping_round_trips(value: str) -> None:
 def test_outputs_hold_any_value() -> None:
     values = {"run_dir": "/tmp/a\nb=c<<EOF\nEOF", "status": "ok", "cost_usd": ""}
     assert read_outputs(output_lines(values)) == values
+
+
+def test_a_resumed_run_does_not_annotate_its_earlier_attempts_again(
+    gha: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The first attempt's refused call was annotated by its own job; the resumed
+    attempt annotates only what it did (docs/ci.md, "What orkeon does under GitHub
+    Actions")."""
+    ws = make_workspace(tmp_path, WS_FILES)
+    rd = tmp_path / "run"
+    script = {"b1/a": [{"tool_calls": [write("elsewhere.txt", "x")]},
+                       {"tool_calls": [write("src/a/ok.py", "y = 1\n")]}]}  # fmt: skip
+    doc = scripted(script, plan=plan(("a", ["src/a/"])), budget={"turns": 1})
+    assert run(doc, ws, rd) == 3  # the turn budget ends the first attempt
+    first = [line for line in capsys.readouterr().err.splitlines() if line.startswith("::warning")]
+    assert any("elsewhere.txt" in line for line in first)
+    code = run_command.main(
+        "dev-batches", json.dumps({"budget": {"turns": 10}}), resume=str(rd), output="json"
+    )
+    assert code == 0
+    again = [line for line in capsys.readouterr().err.splitlines() if line.startswith("::")]
+    assert not any("elsewhere.txt" in line for line in again), again

@@ -106,7 +106,9 @@ class SettingsBase(Hooks):
                 **out,
             )
         if a.system_message:
-            self._log.info(
+            # For the person running orkeon (Claude Code shows it to the user): a warning,
+            # so a CI log shows it beside the progress lines.
+            self._log.warning(
                 "hook message",
                 hook_event=event,
                 role=ctx.role,

@@ -812,13 +812,14 @@ def test_no_matching_hook_costs_nothing(workspace: Path) -> None:
 
 
 def test_problems_and_notes_go_to_the_person_running_orkeon(
-    workspace: Path, capsys: pytest.CaptureFixture[str]
+    workspace: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """'the hook's stderr is shown to you as a warning'; 'systemMessage — show a note to the
     user'; 'A hook's full stdout/stderr is surfaced to you when it produces a systemMessage
     or a non-blocking error'; 'when a PreToolUse hook rewrites a tool's input via
     updatedInput, OrbCode emits a visible system message'. Logged on stderr, as JSON lines
     when it is not a terminal (docs/output.md)."""
+    monkeypatch.setenv("ORKEON_LOG_FORMAT", "json")  # the records' fields, as JSON lines
     failing = "echo out; echo broke >&2; exit 1"
     note = ans(stdout={"systemMessage": "heads up"})
     quiet = ans(stdout={"systemMessage": "quiet", "suppressOutput": True})
