@@ -14,6 +14,8 @@ Contract:
   to the whole group, so a script under a wrapper shell that dies at once still gets it.
 - A program that cannot run (missing, not executable, bad cwd) is a `ProcResult` with
   `error`, never an exception.
+- The child's environment is `env` with the trace context of the span the calling task
+  runs under (`environ.traced`: TRACEPARENT, TRACESTATE) when the run records a trace.
 - `arun` runs `run` in a worker thread; cancelling its task stops the group the same way
   (SIGTERM, SIGKILL after `kill_grace`), so no child outlives a cancelled role.
 
@@ -35,6 +37,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
+
+from .environ import traced
 
 # How long to keep reading once the direct child has exited but the pipes are still open.
 PIPE_GRACE = 0.08
@@ -123,7 +127,7 @@ def run(
         proc = subprocess.Popen(
             argv,
             cwd=cwd,
-            env=env,
+            env=traced(env),
             stdin=subprocess.DEVNULL if stdin is None else subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -341,7 +345,7 @@ async def arun(
         argv,
         cwd=cwd,
         timeout=timeout,
-        env=env,
+        env=traced(env),  # here, in the calling task: its span, whatever the thread sees
         stdin=stdin,
         cap=cap,
         kill_grace=kill_grace,
