@@ -22,9 +22,14 @@ from typing import Any
 CREDENTIAL_NAME = re.compile(
     r"(?:^|_)(TOKEN|KEY|SECRET|PASSWORD|PASSWD|CREDENTIAL|PRIVATE_KEY)(?:$|_)", re.IGNORECASE
 )
-# orkeon's own variables: where trust and the runs' seals are recorded, and the switch
-# that grants trust.
-OWN_VARS = ("ORKEON_CONFIG_DIR", "ORKEON_TRUST_PROJECT_HOOKS", "ORKEON_SEALS_DIR")
+# orkeon's own variables: where trust and the runs' seals are recorded, the switch that
+# grants trust, and the token `--github-comment` writes with (report/pr_comment.py).
+OWN_VARS = (
+    "ORKEON_CONFIG_DIR",
+    "ORKEON_TRUST_PROJECT_HOOKS",
+    "ORKEON_SEALS_DIR",
+    "ORKEON_GITHUB_TOKEN",
+)
 # GitHub Actions' command files: a program the model steers that appended to one would set
 # the step's outputs and summary, or the environment and PATH of the job's later steps.
 CI_FILE_VARS = ("GITHUB_ENV", "GITHUB_PATH", "GITHUB_OUTPUT", "GITHUB_STATE", "GITHUB_STEP_SUMMARY")

@@ -341,3 +341,25 @@ def test_the_action_refuses_an_untrusted_trigger_before_anything_runs(
         assert runner.run("trigger", "run") == 2  # the run's own exit 2: its inputs are bad
         assert runner.steps["trigger"] == {}
         assert runner.last.stderr.startswith("orkeon: ")  # the run started and said why
+
+
+def test_comment_true_runs_orkeon_with_the_live_comment(
+    installed: tuple[Path, dict[str, str], str], tmp_path: Path
+) -> None:
+    """docs/ci.md, "Live progress in the pull request": `comment: true` is
+    `--github-comment`, with the token as ORKEON_GITHUB_TOKEN (which no program orkeon
+    starts inherits); what it needs is checked before anything runs."""
+    (step,) = [s for s in ACTION["runs"]["steps"] if s.get("id") == "run"]
+    assert step["env"]["ORKEON_GITHUB_TOKEN"] == "${{ inputs.github-token }}"
+    _, env, orkeon = installed
+    (tmp_path / "repo").mkdir()
+    env = {**env, "GITHUB_WORKSPACE": str(tmp_path / "repo"), "GITHUB_REPOSITORY": "acme/app"}
+    for comment, expect in (
+        ("true", "--github-comment: cannot read the event"),
+        ("false", "budget"),
+    ):
+        runner = Runner(tmp_path, {"step": "dev-batches", "inputs": '{"budget": 3}',
+                                   "github-token": "ghs_test", "comment": comment}, env)  # fmt: skip
+        runner.steps["install"] = {"orkeon": orkeon}
+        assert runner.run("run") == 2
+        assert expect in runner.last.stderr, runner.last.stderr

@@ -89,6 +89,14 @@ def run(
     max_tokens: MaxTokensOpt = None,
     max_seconds: MaxSecondsOpt = None,
     concurrency: ConcurrencyOpt = None,
+    github_comment: Annotated[
+        bool,
+        typer.Option(
+            "--github-comment",
+            help="Keep one comment on the pull request up to date while the run goes "
+            "(GitHub Actions; needs ORKEON_GITHUB_TOKEN).",
+        ),
+    ] = False,
 ) -> None:
     """Run one step with its crew (or the pipeline). Exit 0 succeeded, 1 failed, 2 bad
     input, 3 a budget ran out, 4 the model provider failed (try again later), 130
@@ -116,6 +124,7 @@ def run(
             "max_seconds": max_seconds,
             "concurrency": concurrency,
         },
+        github_comment=github_comment,
     )
 
 

@@ -28,14 +28,22 @@ def main(
     resume: str | None = None,
     progress: str | None = None,
     knobs: dict[str, str | None] | None = None,
+    github_comment: bool = False,
 ) -> int:
     """Run one step; print the result as `output` asks; show `progress` on stderr; return
     the step's exit code. `knobs` are the flags `--model`, `--max-usd`, ... by their
-    parameter names (`max_usd`), as text."""
+    parameter names (`max_usd`), as text. `github_comment`: keep one comment on the pull
+    request up to date (report/pr_comment.py; what it needs is checked before anything
+    runs)."""
     if inputs is None and resume is None:
         raise InputError("--inputs: required (or --resume RUN_DIR)")
     if resume is not None and run_dir is not None:
         raise InputError("--run-dir: not with --resume (the run continues in RUN_DIR)")
+    where = None
+    if github_comment:
+        from ..report import pr_comment  # only a run that comments pays for it
+
+        where = pr_comment.target(os.environ)
     doc = load_document(inputs) if inputs is not None else None
     mode = output or ("text" if sys.stdout.isatty() else "json")
     stream = sys.stdout if mode == "stream-json" else None
@@ -49,7 +57,13 @@ def main(
         progress=choose(progress, output=mode),
         flags=flag_values(**(knobs or {})),
     )
+    live = None
+    if where is not None:
+        live = pr_comment.LiveComment(where, opened.run_id, step)
+        opened.events.listeners.append(live)
     result = anyio.run(execute, opened)
+    if live is not None:
+        live.finish(pr_comment.final_report(opened.run_dir, result))
     if mode == "json":
         sys.stdout.write(json.dumps(result, ensure_ascii=False) + "\n")
     elif mode == "text":

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -26,6 +27,7 @@ class GitHubFake(FakeServer):
         self.comments: dict[int, dict[str, Any]] = {}  # id → {"issue", "body"}
         self.edits: list[tuple[int, str]] = []
         self.creates: list[tuple[int, str]] = []
+        self.written: list[float] = []  # time.monotonic() of each create and edit, received
         self.fail_status = 0  # answer every request with this status (a broken API)
         self._changed = threading.Condition()
         self._next = 1000
@@ -71,6 +73,7 @@ class GitHubFake(FakeServer):
             self._next += 1
             self.comments[self._next] = {"issue": int(m.group(3)), "body": req.body["body"]}
             self.creates.append((self._next, req.body["body"]))
+            self.written.append(time.monotonic())
             return Reply(201, {"id": self._next, "body": req.body["body"]})
         if (m := COMMENT.fullmatch(path)) and req.method == "PATCH":
             cid = int(m.group(3))
@@ -78,5 +81,6 @@ class GitHubFake(FakeServer):
                 return Reply(404, {"message": "Not Found"})
             self.comments[cid]["body"] = req.body["body"]
             self.edits.append((cid, req.body["body"]))
+            self.written.append(time.monotonic())
             return Reply(200, {"id": cid, "body": req.body["body"]})
         return Reply(404, {"message": "Not Found"})
