@@ -161,3 +161,33 @@ def test_an_event_that_is_not_about_a_pull_request_is_exit_2(
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 2 and "not about a pull request" in err
     assert github.requests == []
+
+
+def test_a_resumed_run_edits_its_own_comment(tmp_path: Path, github: GitHubFake) -> None:
+    """ "found again on `--resume`": the run's second attempt edits the comment its first
+    created (the marker names the run), and posts none of its own."""
+    doc = {
+        "model": {"provider": "scripted", "script": {"b1/api": [{"text": "done"}] * 4}},
+        "plan": {"batches": [{"name": "b1", "roles": [{"name": "api", "roots": ["src/"], "task": "t"}]}]},
+        "audit": {"test": ["false"]},  # the batch fails: the run can be resumed
+    }  # fmt: skip
+    proc = start(tmp_path, github, doc)
+    out, err = proc.communicate(timeout=300)
+    assert proc.returncode == 1, err
+    first = json.loads(out)
+    (created,) = github.creates
+    edits = len(github.edits)
+    rd = tmp_path / "ws" / ".orkeon" / "runs" / first["run_id"]
+    again = subprocess.run(
+        [sys.executable, "-m", "orkeon_run", "run", "dev-batches", "--resume", str(rd),
+         "--progress", "none", "--output", "json", "--github-comment"],
+        cwd=tmp_path, env={**environ(tmp_path), "GITHUB_API_URL": github.url,
+                           "GITHUB_REPOSITORY": "acme/app", "ORKEON_GITHUB_TOKEN": "ghs_test",
+                           "GITHUB_EVENT_PATH": str(tmp_path / "event.json")},
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert again.returncode == 1, again.stderr
+    assert json.loads(again.stdout)["run_id"] == first["run_id"]
+    assert github.creates == [created]  # no second comment
+    assert len(github.edits) > edits and {c for c, _ in github.edits} == {created[0]}
+    assert github.comments[created[0]]["body"].startswith(marker(first["run_id"]))
