@@ -16,7 +16,10 @@ SCHEMA_VERSION = 2
 # A step's status in the result document; each maps to one exit code (errors.py).
 StepStatus = Literal["succeeded", "failed", "budget_exhausted", "interrupted", "error"]
 # Why a step did not succeed: the result's `error.kind` (docs/output.md, "Exit codes").
-ErrorKind = Literal["provider", "audit", "role", "budget", "input", "interrupted", "internal"]
+# "output": the role ended without an answer valid against `output_schema` (exit 1).
+ErrorKind = Literal[
+    "provider", "audit", "role", "output", "budget", "input", "interrupted", "internal"
+]
 # A role's status in the result document's `roles`.
 RoleStatus = Literal["succeeded", "failed", "stopped", "budget_exhausted", "interrupted"]
 
@@ -51,3 +54,7 @@ def error_message(error: Any) -> str | None:
 def error_kind(error: Any) -> str | None:
     """A result's `error.kind`, or None (none, or a result from before it)."""
     return str(error.get("kind")) if isinstance(error, dict) and error.get("kind") else None
+
+
+# The documents `orkeon schema NAME` prints (commands/schema.py).
+SCHEMAS = ("inputs", "plan", "script", "result", "event", "crew")

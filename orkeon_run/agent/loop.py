@@ -155,7 +155,8 @@ class Agent:
 
     async def close(self, reason: str = "other") -> None:
         """End the session: SessionEnd hooks (when the session started), then the
-        transcript is closed. Safe to call twice."""
+        transcript is closed and the role's kept-up shell sandbox ended. Safe to call
+        twice."""
         if self._closed:
             return
         self._closed = True
@@ -164,6 +165,9 @@ class Agent:
                 await self.hooks.session_end(self.ctx, reason, self.ledger)
         finally:
             self.transcript.close()
+            end_role = getattr(self.pipeline, "end_role", None)  # a test's pipeline may lack it
+            if end_role is not None:
+                end_role(self.ctx)
 
     # --- the loop ----------------------------------------------------------------------
 
@@ -242,7 +246,7 @@ class Agent:
         t0 = time.perf_counter()
         try:
             with anyio.move_on_after(left) as scope:
-                turn = await self.model.complete(self.messages, self.tools)
+                turn = await self.model.complete(self.messages, self.tools, self.spec.answer_schema)
         finally:
             seconds = time.perf_counter() - t0
             if left is not None and scope.cancelled_caught:

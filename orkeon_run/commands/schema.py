@@ -18,8 +18,9 @@ from ..config.crews import Crew
 from ..errors import InputError
 from ..run import result as documents
 from ..run.steps import crew_steps
+from ..vocabulary import SCHEMAS
 
-NAMES = ("inputs", "plan", "script", "result", "event", "crew")
+NAMES = SCHEMAS
 
 
 def schema(name: str) -> dict[str, Any]:
@@ -35,7 +36,8 @@ def schema(name: str) -> dict[str, Any]:
     if name == "result":
         return documents.Result.model_json_schema()
     if name == "event":
-        out = TypeAdapter(documents.ToolCallEvent | documents.OtherEvent).json_schema()
+        union = documents.ToolCallEvent | documents.NetworkRefusedEvent | documents.OtherEvent
+        out = TypeAdapter(union).json_schema()
         out["title"] = "Event"
         return out
     if name == "crew":

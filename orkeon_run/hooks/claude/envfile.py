@@ -35,15 +35,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ... import proc
-from ...environ import CI_FILE_VARS, OWN_VARS
+from ... import proc_loop
+from ...environ import CI_FILE_VARS, OWN_VARS, own_name
 
 if TYPE_CHECKING:
     from ...ledger import Ledger
     from .run import CommandRunner
 
 VARIABLE = "CLAUDE_ENV_FILE"
-OWN_PREFIX = "ORKEON_"
 
 # Prints the exported environment as one JSON line (run twice: before and after).
 _DUMP = "import json, os, sys; sys.stdout.write(json.dumps(dict(os.environ)) + '\\n')"
@@ -109,7 +108,7 @@ class EnvFiles:
             self.problems.append(f"not read: {ledger.time_spent_text()}")
             return {}
 
-        res = await proc.arun(
+        res = await proc_loop.arun(
             [runner.shell, "-c", _SCRIPT, "sh", sys.executable, _DUMP, *files],
             cwd=runner.workspace,
             timeout=limit,
@@ -132,7 +131,7 @@ class EnvFiles:
         never = {VARIABLE, *OWN_VARS, *CI_FILE_VARS, *refused}
         kept: Changes = {}
         for name, value in changes.items():
-            if name in never or name.startswith(OWN_PREFIX):
+            if name in never or own_name(name):
                 self.dropped.append(name)
             else:
                 kept[name] = value
