@@ -16,7 +16,7 @@ import re
 from collections.abc import Iterable, Mapping
 from contextvars import ContextVar
 from pathlib import Path
-from typing import Any
+from typing import Any, overload
 
 # The rule Claude Code's hook environment uses for what looks like a credential.
 CREDENTIAL_NAME = re.compile(
@@ -95,6 +95,10 @@ def set_trace(headers: Mapping[str, str] | None) -> None:
     _TRACE.set(tuple(headers.items()) if headers is not None else None)
 
 
+@overload
+def traced(env: Mapping[str, str]) -> Mapping[str, str]: ...
+@overload
+def traced(env: None) -> Mapping[str, str] | None: ...
 def traced(env: Mapping[str, str] | None) -> Mapping[str, str] | None:
     """`env` (None: orkeon's own, as `subprocess` reads it) with the current span's trace
     context (docs/output.md, "Traces"): every program orkeon starts runs under the span

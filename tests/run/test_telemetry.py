@@ -438,3 +438,33 @@ def test_without_traces_programs_inherit_the_cis_traceparent(tmp_path: Path) -> 
     proc, result, _ = run(tmp_path, doc, TRACEPARENT=given)
     assert proc.returncode == 1, proc.stderr
     assert f"audit {given} none" in audited(result)
+
+
+def test_what_starts_with_the_step_runs_under_the_step_span() -> None:
+    """docs/output.md, "Traces": MCP servers (started once the run has begun, for the
+    step's whole length) get the `step STEP` span; after the run's result, nothing is
+    added. The traces' listener sets it in the task that emitted the event only."""
+    import contextvars
+    import time
+
+    from orkeon_run import environ as environ_mod
+    from orkeon_run.run.telemetry import Traces
+
+    # A collector that is not there: the spans are not what this test reads (1 s bounds the
+    # exporter's retries at the end).
+    traces = Traces({"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:9",
+                     "OTEL_EXPORTER_OTLP_TIMEOUT": "1",
+                     "TRACEPARENT": f"00-{CI_TRACE}-{CI_SPAN}-01"})  # fmt: skip
+
+    def in_the_runs_task() -> tuple[Any, Any]:
+        traces({"type": "run.start", "ts": time.time(), "run_id": "r", "step": "dev-batches"})
+        during = environ_mod.traced({"TRACEPARENT": "inherited"})
+        step = traces.tree._step.get_span_context()
+        assert during["TRACEPARENT"] == f"00-{CI_TRACE}-{step.span_id:016x}-01"
+        traces({"type": "result", "ts": time.time(), "status": "succeeded", "exit_code": 0})
+        return during, environ_mod.traced({"TRACEPARENT": "inherited"})
+
+    _, after = contextvars.copy_context().run(in_the_runs_task)
+    assert after == {"TRACEPARENT": "inherited"}
+    assert environ_mod.traced({"TRACEPARENT": "x"}) == {"TRACEPARENT": "x"}  # another task
+    traces.provider.shutdown()
