@@ -68,7 +68,12 @@ def main(
     if where is not None:
         live = pr_comment.LiveComment(where, opened.run_id, step)
         opened.events.listeners.append(live)
-    result = anyio.run(execute, opened)
+    try:
+        result = anyio.run(execute, opened)
+    except BaseException:
+        if live is not None:  # the comment does not stay "running" for ever
+            live.finish(f"### orkeon `{step}`: stopped before its result\n")
+        raise
     if live is not None:
         live.finish(pr_comment.final_report(opened.run_dir, result))
     if mode == "json":
