@@ -14,8 +14,9 @@ import json
 import os
 import re
 from collections.abc import Iterable, Mapping
+from contextvars import ContextVar
 from pathlib import Path
-from typing import Any
+from typing import Any, overload
 
 # The rule Claude Code's hook environment uses for what looks like a credential.
 CREDENTIAL_NAME = re.compile(
@@ -76,6 +77,39 @@ def scrubbed(
         for k, v in env.items()
         if k not in drop and not own_name(k) and not (credentials and CREDENTIAL_NAME.search(k))
     }
+
+
+# --- the trace a program runs under ------------------------------------------------------
+
+# The W3C trace context (TRACEPARENT, and TRACESTATE when there is one) of the span the
+# current task runs under, set by the run's traces (run/telemetry.py) as the run goes;
+# None when orkeon records no trace (a program then inherits orkeon's own, the CI's).
+# A context variable: each role's task, and the worker threads it starts, see their own.
+_TRACE: ContextVar[tuple[tuple[str, str], ...] | None] = ContextVar("orkeon_trace", default=None)
+TRACE_VARS = ("TRACEPARENT", "TRACESTATE")
+
+
+def set_trace(headers: Mapping[str, str] | None) -> None:
+    """From now on in this task (and the tasks and threads it starts), programs get
+    `headers` (`TRACEPARENT`, and `TRACESTATE` when given); None: nothing is added."""
+    _TRACE.set(tuple(headers.items()) if headers is not None else None)
+
+
+@overload
+def traced(env: Mapping[str, str]) -> Mapping[str, str]: ...
+@overload
+def traced(env: None) -> Mapping[str, str] | None: ...
+def traced(env: Mapping[str, str] | None) -> Mapping[str, str] | None:
+    """`env` (None: orkeon's own, as `subprocess` reads it) with the current span's trace
+    context (docs/output.md, "Traces"): every program orkeon starts runs under the span
+    it belongs to. `env` itself when no trace is being recorded."""
+    headers = _TRACE.get()
+    if headers is None:
+        return env
+    base = os.environ if env is None else env
+    out = {k: v for k, v in base.items() if k not in TRACE_VARS}
+    out.update(headers)
+    return out
 
 
 def config_dir(environ: Mapping[str, str] | None = None) -> Path:

@@ -14,6 +14,8 @@ Contract:
   to the whole group, so a script under a wrapper shell that dies at once still gets it.
 - A program that cannot run (missing, not executable, bad cwd) is a `ProcResult` with
   `error`, never an exception.
+- The child's environment is `env` with the trace context of the span the calling task
+  runs under (`environ.traced`: TRACEPARENT, TRACESTATE) when the run records a trace.
 - `proc_loop.arun` is `run` for async code (the event loop watches the child); cancelling
   its task stops the group the same way (SIGTERM, SIGKILL after `kill_grace`), so no
   child outlives a cancelled role.
@@ -36,6 +38,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
+
+from .environ import traced
 
 # How long to keep reading once the direct child has exited but the pipes are still open.
 PIPE_GRACE = 0.08
@@ -187,6 +191,7 @@ def spawn(
         from .environ import scrubbed
 
         env = scrubbed()
+    env = traced(env)  # in the starting task (or its thread): the span it runs under
     try:
         if not argv or not argv[0]:
             raise ValueError("the command is empty")

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 from kit import GIT_ENV, ROOT
+from kit.fakes.github_api import GitHubFake
 from kit.report import hook_script, mixed_doc, read_outputs
 from kit.steps import make_workspace
 
@@ -309,3 +310,64 @@ def test_the_cache_key_names_the_runner_the_python_and_the_sources(tmp_path: Pat
     assert key() == first
     (copy / "orkeon_run" / "cli.py").write_text("# changed\n", encoding="utf-8")
     assert key() != first
+
+
+def test_the_action_refuses_an_untrusted_trigger_before_anything_runs(
+    installed: tuple[Path, dict[str, str], str], tmp_path: Path
+) -> None:
+    """docs/ci.md, "Who may start a run": the check runs after orkeon's install and before
+    anything else (the sandbox switch, the run); a refusal is one annotation and exit 2, and
+    the step that runs orkeon never starts."""
+    ids = [s.get("id") for s in ACTION["runs"]["steps"]]
+    assert ids.index("install") < ids.index("trigger") < ids.index("userns") < ids.index("run")
+    (step,) = [s for s in ACTION["runs"]["steps"] if s.get("id") == "trigger"]
+    assert step["env"]["GITHUB_TOKEN"] == "${{ inputs.github-token }}"
+    assert ACTION["inputs"]["github-token"]["default"] == "${{ github.token }}"
+    _, env, orkeon = installed
+    (tmp_path / "repo").mkdir()
+    with GitHubFake() as github:
+        github.permissions.update({"alice": "write", "carol": "read"})
+        env = {**env, "GITHUB_WORKSPACE": str(tmp_path / "repo"), "GITHUB_API_URL": github.url,
+               "GITHUB_REPOSITORY": "acme/app", "GITHUB_EVENT_NAME": "issue_comment"}  # fmt: skip
+        inputs = {"step": "dev-batches", "inputs": '{"budget": 3}', "github-token": "ghs_test"}
+        venv = {"venv": str(Path(orkeon).parent.parent)}
+
+        runner = Runner(tmp_path, inputs, {**env, "GITHUB_ACTOR": "carol"})
+        runner.steps.update(key=venv, install={"orkeon": orkeon})
+        assert runner.run("trigger", "run") == 2
+        assert runner.last.stderr.startswith("::error title=orkeon: run refused::carol has read")
+        assert "run" not in runner.steps  # orkeon never started
+
+        runner = Runner(tmp_path, {**inputs, "allowed-bots": "not a login!"},
+                        {**env, "GITHUB_ACTOR": "alice"})  # fmt: skip
+        runner.steps.update(key=venv, install={"orkeon": orkeon})
+        assert runner.run("trigger", "run") == 2
+        assert "allowed-bots: 'login!' is not a GitHub login" in runner.last.stderr
+
+        runner = Runner(tmp_path, inputs, {**env, "GITHUB_ACTOR": "alice"})
+        runner.steps.update(key=venv, install={"orkeon": orkeon})
+        assert runner.run("trigger", "run") == 2  # the run's own exit 2: its inputs are bad
+        assert runner.steps["trigger"] == {}
+        assert runner.last.stderr.startswith("orkeon: ")  # the run started and said why
+
+
+def test_comment_true_runs_orkeon_with_the_live_comment(
+    installed: tuple[Path, dict[str, str], str], tmp_path: Path
+) -> None:
+    """docs/ci.md, "Live progress in the pull request": `comment: true` is
+    `--github-comment`, with the token as ORKEON_GITHUB_TOKEN (which no program orkeon
+    starts inherits); what it needs is checked before anything runs."""
+    (step,) = [s for s in ACTION["runs"]["steps"] if s.get("id") == "run"]
+    assert step["env"]["ORKEON_GITHUB_TOKEN"] == "${{ inputs.github-token }}"
+    _, env, orkeon = installed
+    (tmp_path / "repo").mkdir()
+    env = {**env, "GITHUB_WORKSPACE": str(tmp_path / "repo"), "GITHUB_REPOSITORY": "acme/app"}
+    for comment, expect in (
+        ("true", "--github-comment: cannot read the event"),
+        ("false", "budget"),
+    ):
+        runner = Runner(tmp_path, {"step": "dev-batches", "inputs": '{"budget": 3}',
+                                   "github-token": "ghs_test", "comment": comment}, env)  # fmt: skip
+        runner.steps["install"] = {"orkeon": orkeon}
+        assert runner.run("run") == 2
+        assert expect in runner.last.stderr, runner.last.stderr

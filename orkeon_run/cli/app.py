@@ -100,6 +100,14 @@ def run(
     max_tokens: MaxTokensOpt = None,
     max_seconds: MaxSecondsOpt = None,
     concurrency: ConcurrencyOpt = None,
+    github_comment: Annotated[
+        bool,
+        typer.Option(
+            "--github-comment",
+            help="Keep one comment on the pull request up to date while the run goes "
+            "(GitHub Actions; needs ORKEON_GITHUB_TOKEN).",
+        ),
+    ] = False,
     dry_run: Annotated[
         bool,
         typer.Option(
@@ -133,6 +141,7 @@ def run(
             "max_seconds": max_seconds,
             "concurrency": concurrency,
         },
+        github_comment=github_comment,
         dry_run=dry_run,
     )
 

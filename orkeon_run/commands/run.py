@@ -28,11 +28,14 @@ def main(
     resume: str | None = None,
     progress: str | None = None,
     knobs: dict[str, str | None] | None = None,
+    github_comment: bool = False,
     dry_run: bool = False,
 ) -> int:
     """Run one step; print the result as `output` asks; show `progress` on stderr; return
     the step's exit code. `knobs` are the flags `--model`, `--max-usd`, ... by their
-    parameter names (`max_usd`), as text."""
+    parameter names (`max_usd`), as text. `github_comment`: keep one comment on the pull
+    request up to date (report/pr_comment.py; what it needs is checked before anything
+    runs)."""
     if dry_run:
         if resume is not None or run_dir is not None:
             raise InputError("--dry-run: not with --resume or --run-dir (nothing is written)")
@@ -43,6 +46,11 @@ def main(
         raise InputError("--inputs: required (or --resume RUN_DIR)")
     if resume is not None and run_dir is not None:
         raise InputError("--run-dir: not with --resume (the run continues in RUN_DIR)")
+    where = None
+    if github_comment:
+        from ..report import pr_comment  # only a run that comments pays for it
+
+        where = pr_comment.target(os.environ)
     doc = load_document(inputs) if inputs is not None else None
     mode = output or ("text" if sys.stdout.isatty() else "json")
     stream = sys.stdout if mode == "stream-json" else None
@@ -56,7 +64,18 @@ def main(
         progress=choose(progress, output=mode),
         flags=flag_values(**(knobs or {})),
     )
-    result = anyio.run(execute, opened)
+    live = None
+    if where is not None:
+        live = pr_comment.LiveComment(where, opened.run_id, step)
+        opened.events.listeners.append(live)
+    try:
+        result = anyio.run(execute, opened)
+    except BaseException:
+        if live is not None:  # the comment does not stay "running" for ever
+            live.finish(f"### orkeon `{step}`: stopped before its result\n")
+        raise
+    if live is not None:
+        live.finish(pr_comment.final_report(opened.run_dir, result))
     if mode == "json":
         sys.stdout.write(json.dumps(result, ensure_ascii=False) + "\n")
     elif mode == "text":

@@ -15,10 +15,16 @@ are placed by their order and durations: pre-tool hooks from the call's start, p
 hooks back from its end (settings-shape hooks of one event side by side: they run in
 parallel). Attributes are `orkeon.*`, and the GenAI conventions' `gen_ai.*` for tokens
 and tool names.
+
+The run's span is a child of `root` (the CI's trace, from its TRACEPARENT) when given.
+`headers(event)` is the trace context (TRACEPARENT, TRACESTATE) of the span the work after
+that event runs under, for the programs it starts: a tool call's span is made only at its
+end, so its id is reserved at `tool.start` (through `ids`, the provider's id generator).
 """
 
 from __future__ import annotations
 
+import random
 from typing import Any
 
 from ..calls import result_text
@@ -26,6 +32,7 @@ from ..vocabulary import error_kind, error_message
 from .progress.text import clean
 
 _PRE = ("pre-tool", "PreToolUse", "Notification")
+UNCHANGED: dict[str, str] = {}  # headers(): the event changes nothing of where work runs
 
 
 def _ns(ts: float) -> int:
@@ -49,9 +56,15 @@ class SpanTree:
     opentelemetry.trace module, passed in so that nothing here imports it). `handle` takes
     each event in order; `end_all` ends whatever is still open."""
 
-    def __init__(self, tracer: Any, trace: Any) -> None:
+    def __init__(
+        self, tracer: Any, trace: Any, root: Any = None, ids: Any = None, tracestate: str = ""
+    ) -> None:
         self.tracer = tracer
         self._trace = trace
+        self._root = root  # the CI's span context, as an OpenTelemetry Context; None: none
+        self._ids = ids  # has `.next`: the span id the next span takes (tool calls')
+        self._tracestate = tracestate
+        self._reserved: dict[tuple[str, int], int] = {}  # (role, seq) -> its span's id
         self._run: Any = None
         self._step: Any = None
         self._pipeline: Any = None  # a pipeline's own step span, while one of its steps runs
@@ -67,7 +80,7 @@ class SpanTree:
 
     def _span(self, name: str, parent: Any, start: float, kind: Any = None, **attrs: Any) -> Any:
         trace = self._trace
-        context = trace.set_span_in_context(parent) if parent is not None else None
+        context = trace.set_span_in_context(parent) if parent is not None else self._root
         return self.tracer.start_span(
             name,
             context=context,
@@ -161,12 +174,16 @@ class SpanTree:
 
     def tool_start(self, e: dict[str, Any]) -> None:
         self._calls[(e["role"], e["seq"])] = e["ts"]
+        if self._ids is not None:
+            self._reserved[(e["role"], e["seq"])] = random.getrandbits(64) or 1
 
     def tool_call(self, e: dict[str, Any]) -> None:
         took = e["tool_seconds"] + e["hook_seconds"]
         start = self._calls.pop((e["role"], e["seq"]), e["ts"] - took)
         result = e.get("result")
         code = result.get("exit_code") if isinstance(result, dict) else None
+        if self._ids is not None:
+            self._ids.next = self._reserved.pop((e["role"], e["seq"]), None)
         span = self._span(
             f"tool {e['tool']}", self._roles.get(e["role"]) or self._step, start,
             gen_ai__operation__name="execute_tool", gen_ai__tool__name=e["tool"],
@@ -243,6 +260,41 @@ class SpanTree:
             if e["status"] != "succeeded":
                 self._fail(span, why or e["status"])
         self.end_all(e["ts"])
+
+    # --- where the programs run -----------------------------------------------------------
+
+    def headers(self, e: dict[str, Any]) -> dict[str, str] | None:
+        """The trace context for the programs started after event `e` in its task (the
+        shell, hooks, the audit, MCP servers): a tool call's reserved span from its
+        `tool.start` until its `tool.call`, else the role's, the batch's (the audit), the
+        step's (MCP servers); None once the run's trace ended; UNCHANGED for the rest."""
+        kind = e["type"]
+        if kind == "result":
+            return None
+        if kind == "tool.start":
+            parent = self._roles.get(e["role"]) or self._step
+            return self._header(parent, self._reserved.get((e["role"], e["seq"])))
+        if kind == "role.start":
+            return self._header(self._roles.get(e["role"]))
+        if kind in ("tool.call",):
+            return self._header(self._roles.get(e["role"]) or self._step)
+        if kind == "role.end":
+            return self._header(self._parent(e.get("batch")))
+        if kind == "batch.start":
+            return self._header(self._batches.get(e["batch"]))
+        if kind in ("run.start", "step.start", "step.end", "batch.end"):
+            return self._header(self._step)
+        return UNCHANGED
+
+    def _header(self, span: Any, span_id: int | None = None) -> dict[str, str] | None:
+        if span is None:
+            return UNCHANGED
+        ctx = span.get_span_context()
+        sid = span_id if span_id is not None else ctx.span_id
+        out = {"TRACEPARENT": f"00-{ctx.trace_id:032x}-{sid:016x}-{int(ctx.trace_flags):02x}"}
+        if self._tracestate:
+            out["TRACESTATE"] = self._tracestate
+        return out
 
 
 def _groups(hooks: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:

@@ -11,6 +11,11 @@ role, model turn, tool call, hook, audit) from the events, with the times they g
 Spans leave in batches from the SDK's processor thread; at the end of the run
 the rest is flushed, bounded by the exporter's time-out (`OTEL_EXPORTER_OTLP_TIMEOUT`,
 default 10 s): a collector that is down or silent costs at most that, and one warning.
+
+The CI's trace goes on: a `TRACEPARENT` in orkeon's environment (W3C trace context, with
+`TRACESTATE` when there is one) makes the run's span its child; a malformed one is one
+warning and a new trace. While the run goes, each task's programs get the trace context
+of the span they run under (`environ.set_trace`, read by `environ.traced`).
 """
 
 from __future__ import annotations
@@ -23,12 +28,28 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .. import __version__, logs
+from .. import __version__, environ, logs
 from .progress.text import clean
-from .spans import SpanTree
+from .spans import UNCHANGED, SpanTree
 
 DEFAULT_ENDPOINT = "http://localhost:4318"
 DEFAULT_TIMEOUT = 10.0
+# W3C trace context, version 00 (a later version's first four fields read the same).
+TRACEPARENT = re.compile(r"([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})(-.*)?")
+
+
+def parent_ids(environ: Mapping[str, str]) -> tuple[int, int, int] | None:
+    """(trace id, span id, flags) of the environment's TRACEPARENT; None when there is none.
+    A malformed one is one warning, and the run starts a new trace."""
+    raw = environ.get("TRACEPARENT")
+    if raw is None:
+        return None
+    m = TRACEPARENT.fullmatch(raw.strip())
+    ok = m is not None and m.group(1) != "ff" and (m.group(1) != "00" or not m.group(5))
+    if m is None or not ok or not int(m.group(2), 16) or not int(m.group(3), 16):
+        logs.warn(f"traces: TRACEPARENT is malformed ({clean(raw, 80)!r}): a new trace")
+        return None
+    return int(m.group(2), 16), int(m.group(3), 16), int(m.group(4), 16)
 
 
 def wanted(environ: Mapping[str, str]) -> bool:
@@ -87,6 +108,14 @@ def timeout(environ: Mapping[str, str]) -> float:
     return value if value > 0 else DEFAULT_TIMEOUT
 
 
+def _tracestate(raw: str) -> str:
+    """The CI's TRACESTATE, passed on as it is when it is one printable line (W3C's limit,
+    512 characters); otherwise none."""
+    raw = raw.strip()
+    ok = raw and len(raw) <= 512 and raw.isprintable()
+    return raw if ok else ""
+
+
 class _FirstProblem(logging.Handler):
     """Keeps the SDK's first warning (the cause of a failed export: the error it retried
     on) for orkeon's one warning line, instead of the SDK's own lines on stderr."""
@@ -116,6 +145,7 @@ class Traces:
             SpanExporter,
             SpanExportResult,
         )
+        from opentelemetry.sdk.trace.id_generator import RandomIdGenerator
 
         class Counting(SpanExporter):
             """The OTLP exporter, counting the spans it could not send."""
@@ -149,12 +179,34 @@ class Traces:
         resource = Resource.create(
             {"service.version": __version__, **({} if given else {"service.name": "orkeon"})}
         )
+
+        class Reserving(RandomIdGenerator):
+            """Random ids, but the next span takes `next` when set: a tool call's span,
+            made at its end, gets the id its programs were given at its start."""
+
+            next: int | None = None
+
+            def generate_span_id(self) -> int:
+                found, self.next = self.next, None
+                return found if found is not None else super().generate_span_id()
+
         self.exporter = Counting(OTLPSpanExporter(endpoint=self.endpoint, timeout=self.timeout))
-        self.provider = TracerProvider(resource=resource, shutdown_on_exit=False)
+        ids = Reserving()
+        self.provider = TracerProvider(resource=resource, shutdown_on_exit=False, id_generator=ids)
         self.provider.add_span_processor(BatchSpanProcessor(self.exporter))
         self.tracer = self.provider.get_tracer("orkeon", __version__)
         self._lock = threading.Lock()
-        self.tree = SpanTree(self.tracer, trace)
+        root, state = None, ""
+        found = parent_ids(environ)
+        if found is not None:
+            trace_id, span_id, flags = found
+            state = _tracestate(environ.get("TRACESTATE", ""))
+            remote = trace.SpanContext(
+                trace_id, span_id, is_remote=True, trace_flags=trace.TraceFlags(flags & 1),
+                trace_state=trace.TraceState.from_header([state]) if state else None,
+            )  # fmt: skip
+            root = trace.set_span_in_context(trace.NonRecordingSpan(remote))
+        self.tree = SpanTree(self.tracer, trace, root=root, ids=ids, tracestate=state)
         self._quiet = False
 
     # --- the listener ------------------------------------------------------------------
@@ -165,6 +217,10 @@ class Traces:
         try:
             with self._lock:
                 self.tree.handle(event)
+                headers = self.tree.headers(event)
+            if headers is not UNCHANGED:
+                # In the emitting task: its programs from now on run under that span.
+                environ.set_trace(headers)
         except Exception as exc:  # a bug here must not end the run: no more spans
             self._quiet = True
             logs.warn(f"traces: stopped recording: {type(exc).__name__}: {exc}")

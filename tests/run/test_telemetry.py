@@ -335,3 +335,136 @@ def test_a_pipelines_steps_are_spans_under_it(tmp_path: Path, receiver: Receiver
     assert [c["name"] for c in children(steps[1])] == ["role planner"]
     assert [c["name"] for c in children(steps[2])] == ["batch b1", "batch b2"]
     assert [c["name"] for c in children(children(steps[2])[0])] == ["role b1/api", "audit b1"]
+
+
+CI_TRACE = "4bf92f3577b34da6a3ce929d0e0e4736"
+CI_SPAN = "00f067aa0ba902b7"
+
+
+def recorder(tmp: Path) -> tuple[Path, Path]:
+    """A program that appends `NAME TRACEPARENT TRACESTATE` to a log outside the workspace
+    (a hook's), and that log."""
+    log = tmp / "seen.log"
+    script = tmp / "record.sh"
+    line = '"$1 ${TRACEPARENT:-none} ${TRACESTATE:-none}"'
+    script.write_text(f"#!/bin/sh\necho {line} >> {log}\n")
+    script.chmod(0o755)
+    return script, log
+
+
+# The audit's test, sandboxed (the host's /tmp hidden): it prints what it got and fails, so
+# the audit's output holds the line.
+AUDIT = ["sh", "-c", 'echo "audit $TRACEPARENT ${TRACESTATE:-none}"; exit 1']
+
+
+def audited(result: dict[str, Any]) -> str:
+    (audit,) = result["audits"]
+    return audit["output_tail"]
+
+
+def test_the_cis_trace_goes_on_and_every_program_runs_under_its_span(
+    tmp_path: Path, receiver: Receiver
+) -> None:
+    """docs/output.md, "Traces": "TRACEPARENT (and TRACESTATE) in the environment makes the
+    run's trace a child of it", and "every program orkeon starts gets TRACEPARENT set to
+    the span it runs under": the shell command its tool call's, a hook during a call that
+    call's, the audit's build and test its batch's."""
+    script, log = recorder(tmp_path)
+    shell = {"tool": "shell", "input": {"command": "printenv TRACEPARENT TRACESTATE"}}
+    doc = {
+        "model": {"provider": "scripted", "script": {
+            "b1/api": [{"tool_calls": [READ, shell]}, {"text": "done"}]}},
+        "plan": {"batches": PLAN["batches"][:1]},
+        "hooks": [{"event": "pre-tool", "command": f"{script} hook"}],
+        "shell": {"extra_allowed_commands": [str(script), "printenv"]},
+        "audit": {"test": AUDIT},
+    }  # fmt: skip
+    proc, result, events = run(
+        tmp_path, doc, OTEL_EXPORTER_OTLP_ENDPOINT=receiver.url,
+        TRACEPARENT=f"00-{CI_TRACE}-{CI_SPAN}-01", TRACESTATE="ci=job-7,vendor=x",
+    )  # fmt: skip
+    assert proc.returncode == 1, proc.stderr  # the recording audit fails
+    spans = receiver.spans()
+    assert {s["trace"] for s in spans} == {CI_TRACE}
+    (root,) = [s for s in spans if s["name"] == "orkeon run"]
+    assert root["parent"] == CI_SPAN
+    tools = {s["name"]: s for s in spans if s["name"].startswith("tool ")}
+    (batch,) = [s for s in spans if s["name"] == "batch b1"]
+
+    def header(span: dict[str, Any]) -> str:
+        return f"00-{CI_TRACE}-{span['id']}-01"
+
+    (ran,) = [e for e in events if e["type"] == "tool.call" and e["tool"] == "shell"]
+    assert ran["outcome"] == "ran", ran["result"]
+    printed = json.dumps(ran["result"])
+    assert header(tools["tool shell"]) in printed and "ci=job-7,vendor=x" in printed
+    seen = log.read_text().splitlines()
+    assert seen == [
+        f"hook {header(tools['tool file_read'])} ci=job-7,vendor=x",
+        f"hook {header(tools['tool shell'])} ci=job-7,vendor=x",
+    ]
+    assert f"audit {header(batch)} ci=job-7,vendor=x" in audited(result)
+
+
+@pytest.mark.parametrize(
+    "given", ["garbage", f"00-{'0' * 32}-{CI_SPAN}-01", f"ff-{CI_TRACE}-{CI_SPAN}-01"]
+)
+def test_a_malformed_traceparent_is_a_warning_and_a_new_trace(
+    tmp_path: Path, receiver: Receiver, given: str
+) -> None:
+    """docs/output.md, "Traces": "a malformed TRACEPARENT is one warning and a new trace";
+    the programs get the new trace's spans."""
+    doc = {**INPUTS, "plan": {"batches": PLAN["batches"][:1]}, "hooks": [],
+           "audit": {"test": AUDIT}}  # fmt: skip
+    proc, result, _ = run(
+        tmp_path, doc, OTEL_EXPORTER_OTLP_ENDPOINT=receiver.url, TRACEPARENT=given
+    )
+    assert proc.returncode == 1
+    (line,) = proc.stderr.splitlines()
+    assert "TRACEPARENT is malformed" in line and "a new trace" in line
+    spans = receiver.spans()
+    (root,) = [s for s in spans if s["name"] == "orkeon run"]
+    assert root["parent"] is None and root["trace"] != CI_TRACE
+    (batch,) = [s for s in spans if s["name"] == "batch b1"]
+    # The new trace's flags are the SDK's (sampled, and W3C's "random" bit).
+    assert f"audit 00-{root['trace']}-{batch['id']}-0" in audited(result)
+
+
+def test_without_traces_programs_inherit_the_cis_traceparent(tmp_path: Path) -> None:
+    """Traces off: orkeon adds nothing; a program sees the CI's TRACEPARENT as it was."""
+    doc = {**INPUTS, "plan": {"batches": PLAN["batches"][:1]}, "hooks": [],
+           "audit": {"test": AUDIT}}  # fmt: skip
+    given = f"00-{CI_TRACE}-{CI_SPAN}-01"
+    proc, result, _ = run(tmp_path, doc, TRACEPARENT=given)
+    assert proc.returncode == 1, proc.stderr
+    assert f"audit {given} none" in audited(result)
+
+
+def test_what_starts_with_the_step_runs_under_the_step_span() -> None:
+    """docs/output.md, "Traces": MCP servers (started once the run has begun, for the
+    step's whole length) get the `step STEP` span; after the run's result, nothing is
+    added. The traces' listener sets it in the task that emitted the event only."""
+    import contextvars
+    import time
+
+    from orkeon_run import environ as environ_mod
+    from orkeon_run.run.telemetry import Traces
+
+    # A collector that is not there: the spans are not what this test reads (1 s bounds the
+    # exporter's retries at the end).
+    traces = Traces({"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:9",
+                     "OTEL_EXPORTER_OTLP_TIMEOUT": "1",
+                     "TRACEPARENT": f"00-{CI_TRACE}-{CI_SPAN}-01"})  # fmt: skip
+
+    def in_the_runs_task() -> tuple[Any, Any]:
+        traces({"type": "run.start", "ts": time.time(), "run_id": "r", "step": "dev-batches"})
+        during = environ_mod.traced({"TRACEPARENT": "inherited"})
+        step = traces.tree._step.get_span_context()
+        assert during["TRACEPARENT"] == f"00-{CI_TRACE}-{step.span_id:016x}-01"
+        traces({"type": "result", "ts": time.time(), "status": "succeeded", "exit_code": 0})
+        return during, environ_mod.traced({"TRACEPARENT": "inherited"})
+
+    _, after = contextvars.copy_context().run(in_the_runs_task)
+    assert after == {"TRACEPARENT": "inherited"}
+    assert environ_mod.traced({"TRACEPARENT": "x"}) == {"TRACEPARENT": "x"}  # another task
+    traces.provider.shutdown()

@@ -39,6 +39,8 @@ import mcp_types
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from mcp.shared.message import SessionMessage
 
+from ...environ import traced
+
 # How often a stop looks whether the group is gone.
 _GROUP_POLL = 0.02
 
@@ -156,7 +158,7 @@ class ServerProcess:
             stdout=subprocess.PIPE,
             stderr=self.stderr,
             cwd=self.cwd,
-            env=self.env,
+            env=traced(self.env),  # the span the server runs under (docs/output.md)
             start_new_session=True,
         )
         self.pid = process.pid

@@ -27,6 +27,7 @@ from functools import partial
 from pathlib import Path
 
 from ... import logs, proc
+from ...environ import traced
 from . import forwarder
 from .bwrap import command, make_temp, remove_temp, unseen
 from .policy import CREDENTIAL_STORES, SandboxPolicy, find_git_dirs
@@ -155,7 +156,10 @@ def run(
     sandbox (session.py) where one can be made (not with an allow-list: each command
     then has its own proxy socket), else one made for this command. `env` is required:
     the sandbox passes it on as given (scrub it first). A sandbox that cannot be made, or
-    a program that cannot start, is a result with `error`, as in proc."""
+    a program that cannot start, is a result with `error`, as in proc. The command gets
+    the trace context of the span it runs under (`environ.traced`), in a kept-up sandbox
+    too."""
+    env = traced(env)
     bwrap = _start(policy, argv, cwd, env)
     if isinstance(bwrap, proc.ProcResult):
         return bwrap

@@ -92,6 +92,9 @@ class FakeServer:
             def do_GET(self) -> None:
                 server._handle(self)
 
+            def do_PATCH(self) -> None:
+                server._handle(self)
+
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._httpd.daemon_threads = True
         host, port = self._httpd.server_address[:2]

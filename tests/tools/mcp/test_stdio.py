@@ -4,6 +4,7 @@ run with this venv's python, so nothing is fetched from the network."""
 
 from __future__ import annotations
 
+import contextvars
 import json
 import os
 import signal
@@ -18,7 +19,7 @@ from kit import FAKES, ROOT
 from kit.fakes.mcp_server import ODD_SCHEMA
 from kit.mcp import FAKE, Events, git_server, group_running, running, with_hub
 
-from orkeon_run.environ import scrubbed
+from orkeon_run.environ import scrubbed, set_trace
 from orkeon_run.tools.mcp import parse_servers
 from orkeon_run.tools.mcp.check import check_servers_sync
 from orkeon_run.tools.mcp.hub import McpHub
@@ -339,3 +340,24 @@ def test_the_validate_check_starts_lists_and_stops_each_server(repo: Path) -> No
         "no such program: /nonexistent/mcp-server"
     )
     assert warnings == []
+
+
+def test_a_server_starts_under_the_span_of_the_task_that_starts_it(tmp_path: Path) -> None:
+    """docs/output.md, "Traces": MCP servers get TRACEPARENT (and TRACESTATE) set to the
+    span they run under (the step's, which the run's traces set for its task), replacing
+    the one orkeon inherited."""
+    header = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+
+    async def body(hub: McpHub, events: Events) -> list[Any]:
+        return [(await hub.call("mcp__fake__env", {"name": n}, 30)).result
+                for n in ("TRACEPARENT", "TRACESTATE")]  # fmt: skip
+
+    def under_a_span() -> Any:
+        set_trace({"TRACEPARENT": header})
+        return with_hub({"fake": FAKE}, tmp_path, body,
+                        environ={**scrubbed(), "TRACEPARENT": "inherited", "TRACESTATE": "old"})  # fmt: skip
+
+    # A context of its own: the span stays out of the other tests.
+    assert contextvars.copy_context().run(under_a_span) == [repr(header), "None"]
+    assert with_hub({"fake": FAKE}, tmp_path, body,
+                    environ={**scrubbed(), "TRACEPARENT": "inherited"}) == ["'inherited'", "None"]  # fmt: skip
