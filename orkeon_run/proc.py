@@ -7,7 +7,9 @@ Contract:
 - The child starts a new session, so it and everything it forks share one process group.
 - stdout and stderr are read through one poll loop in the calling thread, each kept up to
   `cap` bytes; the rest is counted and dropped, so a child printing 100 MB costs no memory.
-- On time-out the whole group gets SIGTERM, then SIGKILL after `kill_grace` seconds.
+- On time-out the whole group gets SIGTERM, then SIGKILL after `kill_grace` seconds. With
+  `idle`, so it does when the child has printed nothing (on stdout or stderr) for `idle`
+  seconds and not ended: the no-progress watchdog (`ProcResult.idle`).
 - When the direct child has exited but something it forked still holds the pipes open,
   reading stops after `PIPE_GRACE` seconds and the group is killed: we never wait on a
   grandchild. After SIGTERM the wait lasts until SIGKILL is due instead: the grace belongs
@@ -61,6 +63,8 @@ class ProcResult:
     seconds: float
     timed_out: bool
     error: str | None
+    # Stopped by the watchdog: no output for `idle` seconds (timed_out is then True too).
+    idle: bool = False
 
     def first_line(self) -> str:
         """The first non-blank line of stderr, else of stdout, else "" (stripped)."""
@@ -107,6 +111,7 @@ def run(
     kill_grace: float = 2.0,
     cancel_check: Callable[[], None] | None = None,
     errors: str = "replace",
+    idle: float | None = None,
 ) -> ProcResult:
     """Run `argv` in `cwd` for at most `timeout` seconds. See the module docstring.
 
@@ -134,6 +139,7 @@ def run(
     except ValueError as exc:  # an embedded NUL in argv or env
         return ProcResult(None, "", "", 0, 0, time.monotonic() - started, False, str(exc))
     child = _Child(proc, stdin, cap, started + max(timeout, 0.0), kill_grace, cancel_check)
+    child.idle = idle
     try:
         child.watch()
     finally:
@@ -149,6 +155,7 @@ def run(
         seconds=time.monotonic() - started,
         timed_out=child.timed_out,
         error=None,
+        idle=child.idled,
     )
 
 
@@ -206,6 +213,9 @@ class _Child:
         self.killed = False  # SIGKILL went to the group
         self.kill_at = 0.0  # after SIGTERM: when SIGKILL follows
         self.stop_at = 0.0  # once the child has exited: when to stop waiting for the pipes
+        self.idle: float | None = None  # the watchdog: at most this long with no output
+        self.heard = time.monotonic()  # when the child last printed something
+        self.idled = False
 
     def watch(self) -> None:
         """Until the child has exited and its pipes are closed (or PIPE_GRACE is over)."""
@@ -239,9 +249,11 @@ class _Child:
     def _stop_group(self, now: float) -> None:
         """SIGTERM to the group at the deadline or once cancelled; SIGKILL `kill_grace`
         seconds later."""
-        due = now >= self.deadline or self.cancelled is not None
+        silent = self.idle is not None and now >= self.heard + self.idle
+        due = now >= self.deadline or self.cancelled is not None or silent
         if due and not self.term_sent and not self.exited:
             self.timed_out = self.cancelled is None
+            self.idled = silent and self.cancelled is None and now < self.deadline
             self.term_sent = True
             self.kill_at = now + self.kill_grace
             _killpg(self.pid, signal.SIGTERM)
@@ -272,6 +284,8 @@ class _Child:
             wait = self.kill_at - now
         else:
             wait = self.deadline - now
+            if self.idle is not None:
+                wait = min(wait, self.heard + self.idle - now)
         if self.pidfd < 0 and not self.exited:
             wait = min(wait, 0.01)  # no pidfd: look at the child every 10 ms
         if self.cancel_check is not None and self.cancelled is None:
@@ -300,6 +314,7 @@ class _Child:
             self.poller.unregister(fd)
             self.reading -= 1
             return
+        self.heard = time.monotonic()
         buf = self.bufs[fd]
         room = self.cap - len(buf)
         if room > 0:
@@ -330,6 +345,7 @@ async def arun(
     stdin: bytes | None = None,
     cap: int = 1 << 20,
     kill_grace: float = 2.0,
+    idle: float | None = None,
 ) -> ProcResult:
     """`run` in a worker thread, so concurrent roles do not block each other's event loop.
     Cancelling the calling task stops the child's group (SIGTERM, SIGKILL after
@@ -346,5 +362,6 @@ async def arun(
         cap=cap,
         kill_grace=kill_grace,
         cancel_check=from_thread.check_cancelled,
+        idle=idle,
     )
     return await to_thread.run_sync(call)

@@ -114,9 +114,13 @@ class Turn:
 
 
 class Model(Protocol):
-    """One role's model. `complete` is one turn; it raises ProviderError on failure."""
+    """One role's model. `complete` is one turn; it raises ProviderError on failure, and
+    errors.Idle when the provider sends no bytes for `idle` seconds (None: no watchdog;
+    docs/inputs.md, "Budgets")."""
 
-    async def complete(self, messages: list[Message], tools: list[ToolSpec]) -> Turn: ...
+    async def complete(
+        self, messages: list[Message], tools: list[ToolSpec], *, idle: float | None = None
+    ) -> Turn: ...
 
 
 class Provider(Protocol):

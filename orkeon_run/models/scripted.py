@@ -179,7 +179,10 @@ class ScriptedRole:
             self._counted = (messages, len(messages), messages[-1], n)
         return n
 
-    async def complete(self, messages: list[Message], tools: list[ToolSpec]) -> Turn:
+    async def complete(
+        self, messages: list[Message], tools: list[ToolSpec], *, idle: float | None = None
+    ) -> Turn:
+        # A script answers at once: it is never silent, so `idle` has nothing to watch.
         n = self._answers(messages)
         if n >= len(self.entries):
             return Turn(text=FINAL_TEXT, tool_calls=[], model_name="scripted")

@@ -109,6 +109,7 @@ def run(
     kill_grace: float = 2.0,
     cancel_check: Callable[[], None] | None = None,
     errors: str = "replace",
+    idle: float | None = None,
 ) -> proc.ProcResult:
     """`proc.run(argv, ...)` inside a sandbox made from `policy`. `env` is required: the
     sandbox passes it on as given (scrub it first). A sandbox that cannot be made, or a
@@ -120,7 +121,7 @@ def run(
     try:
         return proc.run(
             wrapped, cwd=cwd, timeout=timeout, env=env, stdin=stdin, cap=cap,
-            kill_grace=kill_grace, cancel_check=cancel_check, errors=errors,
+            kill_grace=kill_grace, cancel_check=cancel_check, errors=errors, idle=idle,
         )  # fmt: skip
     finally:
         remove_temp(tmp)
@@ -137,6 +138,7 @@ async def arun(
     cap: int = 1 << 20,
     kill_grace: float = 2.0,
     errors: str = "replace",
+    idle: float | None = None,
 ) -> proc.ProcResult:
     """`run` in a worker thread, as `proc.arun`: cancelling the task stops the sandbox
     (SIGTERM, SIGKILL after `kill_grace`) and waits until it is gone and its private
@@ -146,5 +148,6 @@ async def arun(
     call = partial(
         run, policy, argv, cwd=cwd, timeout=timeout, env=env, stdin=stdin, cap=cap,
         kill_grace=kill_grace, cancel_check=from_thread.check_cancelled, errors=errors,
+        idle=idle,
     )  # fmt: skip
     return await to_thread.run_sync(call)
