@@ -17,6 +17,7 @@ import typer
 from . import __version__
 from .commands.knobs import (
     ConcurrencyOpt,
+    MaxIdleOpt,
     MaxSecondsOpt,
     MaxTokensOpt,
     MaxTurnsOpt,
@@ -134,6 +135,7 @@ def run(
     max_turns: MaxTurnsOpt = None,
     max_tokens: MaxTokensOpt = None,
     max_seconds: MaxSecondsOpt = None,
+    max_idle: MaxIdleOpt = None,
     concurrency: ConcurrencyOpt = None,
 ) -> None:
     """Run one step with its crew (or the pipeline). Exit 0 succeeded, 1 failed, 2 bad
@@ -145,6 +147,10 @@ def run(
     """
     from .commands import run as command
 
+    # fmt: off
+    knobs = dict(model=model, max_usd=max_usd, max_turns=max_turns, max_tokens=max_tokens,
+                 max_seconds=max_seconds, max_idle=max_idle, concurrency=concurrency)
+    # fmt: on
     _exit_with(
         command.main,
         step.value,
@@ -154,14 +160,7 @@ def run(
         output=output.value if output else None,
         resume=resume,
         progress=progress.value if progress else None,
-        knobs={
-            "model": model,
-            "max_usd": max_usd,
-            "max_turns": max_turns,
-            "max_tokens": max_tokens,
-            "max_seconds": max_seconds,
-            "concurrency": concurrency,
-        },
+        knobs=knobs,
     )
 
 

@@ -91,11 +91,14 @@ def idle_text(silent: dict[str, object]) -> str:
     kind, name, command = silent.get("kind"), silent.get("name"), silent.get("command")
     what = {
         "provider": f"the model provider {name} sent no bytes",
-        "tool": f"the {name} tool" + (f" ({command})" if command else "")
+        "tool": f"the {name} tool"
+        + (f" ({command})" if command else "")
         + " printed nothing and did not end",
-        "hook": f"the hook {name}" + (f" ({command})" if command else "")
+        "hook": f"the hook {name}"
+        + (f" ({command})" if command else "")
         + " printed nothing and did not end",
-        "mcp": f"the MCP server {name}" + (f"'s tool {command}" if command else "")
+        "mcp": f"the MCP server {name}"
+        + (f"'s tool {command}" if command else "")
         + " did not answer",
     }.get(str(kind), f"{name} was silent")
     return f"no progress for {float(str(silent.get('seconds') or 0)):g} s: {what}"

@@ -208,7 +208,9 @@ async def run_hook(
     run = HookRun(hook.n, hook.event, cmd, res.exit_code, res.seconds, res.timed_out, first)
     if res.idle and idle is not None:
         silent = {"kind": "hook", "name": f"#{hook.n} ({hook.event})", "command": cmd}
-        return NativeRun(run, f"{head} printed nothing for {idle:g} s]", {**silent, "seconds": idle})
+        return NativeRun(
+            run, f"{head} printed nothing for {idle:g} s]", {**silent, "seconds": idle}
+        )
     if res.timed_out:
         return NativeRun(run, f"{head} ran longer than {_limit_text(limit)} s]")
     if res.exit_code != 0:
