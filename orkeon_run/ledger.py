@@ -71,6 +71,18 @@ class BudgetLimits(BaseModel):
         """The limits as the `run.start` event gives them: `per_role` only when set."""
         return self.model_dump(exclude=None if self.per_role else {"per_role"})
 
+    def capped(self, share: Mapping[str, float] | None) -> BudgetLimits:
+        """These limits with each key of `share` no higher than it: a job's budget under
+        the batch's cap (jobs/cap.py)."""
+        if not share:
+            return self
+        update: dict[str, float | int] = {}
+        for key, part in share.items():
+            own = getattr(self, key)
+            value = part if own is None else min(own, part)
+            update[key] = int(value) if key == "tokens" else value
+        return self.model_copy(update=update)
+
     def per_role_warnings(self) -> list[str]:
         """A per-role limit no smaller than the step's own never stops a role first."""
         if self.per_role is None:
