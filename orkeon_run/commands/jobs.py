@@ -15,6 +15,7 @@ from pathlib import Path
 import anyio
 
 from ..errors import InputError
+from ..escape import write_line
 from ..jobs import collect, execute, jobdir, joblist, render
 from ..jobs import matrix as engines
 from ..jobs.cap import FLAGS, BatchCap, merged
@@ -25,7 +26,7 @@ MAX_CONCURRENCY = 256
 
 
 def _warn(line: str) -> None:
-    sys.stderr.write(f"warning: {line}\n")
+    write_line(sys.stderr, f"warning: {line}")
 
 
 def _folder(text: str) -> Path:
@@ -88,9 +89,7 @@ def run(
     if problems:
         raise InputError(problems)
     cap = BatchCap(limits, concurrency) if limits else None
-    code, summary = anyio.run(
-        execute.run_shard, mine, folder, f"{index}/{total}", concurrency, cap
-    )
+    code, summary = anyio.run(execute.run_shard, mine, folder, f"{index}/{total}", concurrency, cap)
     # ASCII escapes: an error line may hold a lone surrogate (a JSON "\\ud800" a model
     # sent), which no UTF-8 stdout can take as it is.
     sys.stdout.write(json.dumps(summary) + "\n")

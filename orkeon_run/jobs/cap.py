@@ -24,7 +24,7 @@ to `OUT/_cap.json` for `jobs merge` (no job id starts with `_`).
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -103,7 +103,7 @@ class BatchCap:
         atomic_write_json(out / CAP_FILE, {"shard": shard, **self.summary()})
 
 
-def merged(found: list[Mapping[str, Any]]) -> dict[str, Any] | None:
+def merged(found: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
     """The caps of every shard found (`_cap.json` files) added up: spent against cap."""
     if not found:
         return None

@@ -82,7 +82,9 @@ def gitlab(jobs: JobList, shards: int, caps: Mapping[str, float] | None = None) 
         "parallel": {"matrix": [{"SHARD": [f"{i}/{shards}" for i in sorted(held)]}]}
     }
     if caps:
-        hidden["variables"] = {f"ORKEON_JOBS_MAX_{k.upper()}": _cap_text(v) for k, v in caps.items()}
+        hidden["variables"] = {
+            f"ORKEON_JOBS_MAX_{k.upper()}": _cap_text(v) for k, v in caps.items()
+        }
     doc = {".orkeon-shards": hidden}
     head = (
         f"# orkeon jobs matrix: {jobs.name}, {len(jobs.jobs)} jobs, {len(held)} of {shards} "

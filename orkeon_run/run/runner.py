@@ -24,7 +24,6 @@ from ..ledger import Ledger
 from ..models import build_provider
 from ..vocabulary import StepStatus
 from .context import StepOutcome, StepRun, step_hooks
-from .mcp import run_servers
 from .opening import OpenRun, open_run
 from .result import result_document
 from .steps import step_module
@@ -163,9 +162,15 @@ async def _outcome(
             async def body() -> None:
                 nonlocal outcome
                 # The MCP servers start before the first role and stop after the last,
-                # also when a signal cancels the run (run/mcp.py).
-                async with run_servers(sr, environ):
+                # also when a signal cancels the run (run/mcp.py). A run without servers
+                # does not load the MCP modules at all (tests/commands/test_imports.py).
+                if not sr.config.mcp_needed:
                     outcome = await module.run(sr)
+                else:
+                    from .mcp import run_servers
+
+                    async with run_servers(sr, environ):
+                        outcome = await module.run(sr)
                 tg.cancel_scope.cancel()
 
             if watch_signals:
