@@ -59,7 +59,29 @@ def _summary_lines(rep: dict[str, Any]) -> list[tuple[str, str]]:
         ("tokens in / out", f"{rep['tokens_in']} / {rep['tokens_out']}"),
         ("cost", cost),
         ("time charged", duration(rep["seconds"])),
+        *_cap_lines(rep.get("cap")),
     ]
+
+
+CAP_NAMES = {"usd": "batch cap: cost", "tokens": "batch cap: tokens", "seconds": "batch cap: time"}
+
+
+def _cap_lines(cap: dict[str, Any] | None) -> list[tuple[str, str]]:
+    """`$16.00 of a $15.50 cap (over by $0.50; 14 jobs skipped)` per capped total."""
+    if not cap:
+        return []
+    show = {"usd": money, "seconds": duration, "tokens": lambda v: f"{v:.0f}"}
+    out = []
+    for key, name in CAP_NAMES.items():
+        part = cap.get(key)
+        if isinstance(part, dict):
+            fmt = show[key]
+            text = f"{fmt(part['spent'])} of a {fmt(part['cap'])} cap"
+            notes = [f"over by {fmt(part['overshoot'])}"] if part.get("overshoot") else []
+            if cap.get("skipped"):
+                notes.append(f"{cap['skipped']} jobs skipped")
+            out.append((name, text + (f" ({'; '.join(notes)})" if notes else "")))
+    return out
 
 
 def _md_text(text: Any) -> str:
