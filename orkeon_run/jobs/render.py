@@ -165,7 +165,8 @@ _JOB_STYLE = (
 def junit(rep: dict[str, Any]) -> str:
     """One testsuite, one testcase per job (classname `orkeon.jobs.STEP`, name the id):
     failed, provider_failed and budget_exhausted are failures; error, not_started,
-    unfinished and interrupted are errors."""
+    unfinished and interrupted are errors; a job skipped for the batch's cap is
+    `<skipped>` (not failed)."""
     rows = rep["rows"]
     failures = sum(r["status"] in ("failed", "provider_failed", "budget_exhausted") for r in rows)
     errors = sum(r["status"] in ("error", "not_started", "unfinished", "interrupted") for r in rows)
@@ -174,6 +175,7 @@ def junit(rep: dict[str, Any]) -> str:
         "tests": str(len(rows)),
         "failures": str(failures),
         "errors": str(errors),
+        "skipped": str(sum(r["status"] == "skipped" for r in rows)),
         "time": f"{rep['seconds']:.3f}",
     }
     suites = ET.Element("testsuites", attrs)
@@ -190,6 +192,9 @@ def junit(rep: dict[str, Any]) -> str:
         )
         status = row["status"]
         if status == "succeeded":
+            continue
+        if status == "skipped":
+            ET.SubElement(case, "skipped", {"message": _xml(row["error"] or status)})
             continue
         tag = "failure" if status in ("failed", "provider_failed", "budget_exhausted") else "error"
         message = _xml(row["error"] or status)

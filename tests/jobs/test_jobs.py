@@ -89,6 +89,7 @@ def test_two_hundred_jobs_add_up_the_same_as_one_shard_and_as_eight_processes(tm
         "interrupted": 0,
         "error": 0,
         "not_started": 0,
+        "skipped": 0,
         "unfinished": 0,
     }
     assert one["calls"] == 200 - count["budget"] + count["refused"]

@@ -19,6 +19,7 @@ from kit.mcp import FAKE, running, with_hub
 from kit.steps import calls, environ, events, make_workspace, run_step, shell, write
 
 from orkeon_run import proc
+from orkeon_run.config.run_settings import resolve
 from orkeon_run.errors import Idle
 from orkeon_run.run.progress.plain_lines import PlainLines
 from orkeon_run.run.progress.tracker import Tracker
@@ -85,6 +86,7 @@ def test_a_shell_command_that_prints_nothing_ends_its_role_and_its_process_tree(
     assert call["result"].startswith("[stopped: no progress for")
     ended = [e for e in events(run, "role.end") if e["role"] == "b1/api"]
     assert ended[0]["idle"] == silent
+    assert ended[0]["error"] == api["error"]  # what the progress views show of the role
 
 
 def test_output_keeps_a_command_alive_past_the_idle_limit(tmp_path: Path) -> None:
@@ -210,3 +212,15 @@ def test_a_zero_or_negative_idle_limit_is_refused_naming_it(
     (line,) = res.stderr.strip().splitlines()
     assert named in line and "Traceback" not in res.stderr
     assert not (ws / ".orkeon" / "runs").exists()  # nothing ran
+
+
+def test_max_idle_takes_the_knobs_precedence() -> None:
+    """docs/inputs.md, "Knobs": flags > environment > --inputs > settings files."""
+    doc = {"budget": {"idle_seconds": 30}}
+    env = {"ORKEON_MAX_IDLE": "20"}
+    assert resolve(doc, flags={"idle": "10"}, environ=env, files=())["budget"] == {
+        "idle_seconds": 10.0
+    }
+    assert resolve(doc, flags={}, environ=env, files=())["budget"]["idle_seconds"] == 20.0
+    off = resolve(doc, flags={"idle": "none"}, environ={}, files=())
+    assert off["budget"]["idle_seconds"] is None  # the watchdog turned off
