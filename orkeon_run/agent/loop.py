@@ -267,7 +267,10 @@ class Agent:
         try:
             with anyio.move_on_after(left) as scope:
                 turn = await self.model.complete(
-                    self.messages, self.tools, idle=self.ledger.idle_seconds
+                    self.messages,
+                    self.tools,
+                    self.spec.answer_schema,
+                    idle=self.ledger.idle_seconds,
                 )
         finally:
             seconds = time.perf_counter() - t0
