@@ -88,7 +88,7 @@ def test_a_30_job_batch_whose_shared_cap_runs_out_half_way(tmp_path: Path) -> No
         "usd": {"cap": 15.5, "spent": 16.0, "overshoot": 0.5},
     }
     md = orkeon("jobs", "merge", str(out), "--format", "md", env=env, cwd=tmp_path)
-    assert "$16.00 of a $15.50 cap (over by $0.50; 14 jobs skipped)" in md.stdout
+    assert "$16.00 of a $15.50 cap (over by $0.5000; 14 jobs skipped)" in md.stdout
     junit = orkeon("jobs", "merge", str(out), "--format", "junit", env=env, cwd=tmp_path)
     assert junit.stdout.count("<skipped ") == 14 and 'skipped="14"' in junit.stdout
 
