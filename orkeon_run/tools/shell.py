@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .. import environ as environ_mod
-from .. import proc
+from .. import proc_loop
 from ..calls import CheckedCall
 from ..catalog import SHELL_CAP, ShellInput
 from ..errors import Idle
@@ -70,7 +70,7 @@ async def shell(
     if why is not None:
         return refused(why)
     if sandbox is None:
-        res = await proc.arun(
+        res = await proc_loop.arun(
             argv, cwd=workspace, timeout=timeout, env=environ, cap=SHELL_CAP, idle=idle
         )
     else:
