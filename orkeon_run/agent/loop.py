@@ -20,10 +20,8 @@ With `resume=True` and an existing transcript, the conversation is reloaded from
 system prompt replaced by the current one) and goes on; calls the transcript shows
 without a result get `UNFINISHED` as their result so every call stays paired.
 
-The no-progress watchdog (`budget.idle_seconds`): a model that sends no bytes, or a call
-whose tool or hook prints nothing and does not end, for that long raises errors.Idle; the
-role ends `budget_exhausted` naming what was silent (`role.idle` event, the ledger's
-`exhausted: "idle"`), and its siblings go on.
+The watchdog (`budget.idle_seconds`): a silent model, tool, hook or MCP call raises
+errors.Idle; the role ends `budget_exhausted` naming it (`role.idle`), its siblings go on.
 
 Budget: `ledger.check()` before each turn; each turn charges its model time and adds
 its tokens and cost (models/pricing.py; unknown price -> usd not counted). A turn is also cut
@@ -168,14 +166,8 @@ class Agent:
         silent (the provider, the tool and its command, the hook, the MCP server)."""
         self.idle = dict(exc.silent)
         self.ledger.went_idle(self.idle)
-        self.events.emit(
-            "role.idle",
-            step=self.ctx.step,
-            batch=self.ctx.batch,
-            role=self.spec.name,
-            silent=self.idle,
-            error=str(exc),
-        )
+        where = {"step": self.ctx.step, "batch": self.ctx.batch, "role": self.spec.name}
+        self.events.emit("role.idle", **where, silent=self.idle, error=str(exc))
 
     async def close(self, reason: str = "other") -> None:
         """End the session: SessionEnd hooks (when the session started), then the
