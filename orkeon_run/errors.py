@@ -11,6 +11,8 @@
     │                                rate limits or server errors past the retries, a reply
     │                                that is no answer): try again later
     ├── BudgetExhausted              exit 3: carries which budget ran out
+    │   └── Idle                     the no-progress watchdog ended a role: carries what
+    │                                was silent (`budget.idle_seconds`)
     ├── Interrupted                  exit 130: SIGINT/SIGTERM
     └── RecordsError                 exit 1: the run could not write its records (a full
                                      disk, a read-only folder); the run ends "error"
@@ -70,6 +72,37 @@ class BudgetExhausted(OrkeonError):
         self.which = which
         self.whose = whose  # "step", or "role": the role's own limit (budget.per_role)
         super().__init__(spent_text(which, whose))
+
+
+class Idle(BudgetExhausted):
+    """The no-progress watchdog (docs/inputs.md, "Budgets": `budget.idle_seconds`): the
+    role's model sent no bytes, or its tool, hook or MCP call printed nothing and did not
+    end, for that long. `silent` names it: `{"kind": "provider"|"tool"|"hook"|"mcp",
+    "name", "command", "seconds"}` (the result's role `idle`, the `role.idle` event)."""
+
+    def __init__(self, silent: dict[str, object]) -> None:
+        self.silent = silent
+        self.which = "idle"
+        self.whose = "role"
+        OrkeonError.__init__(self, idle_text(silent))
+
+
+def idle_text(silent: dict[str, object]) -> str:
+    """`no progress for 5 s: the shell tool (sleep 99) printed nothing and did not end`."""
+    kind, name, command = silent.get("kind"), silent.get("name"), silent.get("command")
+    what = {
+        "provider": f"the model provider {name} sent no bytes",
+        "tool": f"the {name} tool"
+        + (f" ({command})" if command else "")
+        + " printed nothing and did not end",
+        "hook": f"the hook {name}"
+        + (f" ({command})" if command else "")
+        + " printed nothing and did not end",
+        "mcp": f"the MCP server {name}"
+        + (f"'s tool {command}" if command else "")
+        + " did not answer",
+    }.get(str(kind), f"{name} was silent")
+    return f"no progress for {float(str(silent.get('seconds') or 0)):g} s: {what}"
 
 
 class Interrupted(OrkeonError):

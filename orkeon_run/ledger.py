@@ -14,6 +14,13 @@ needs no other has finished within its budget.
 and its calls charge a `RoleLedger`, which charges the step's ledger as well and stops
 its role alone when the role's limit is reached (its siblings go on); the step's limits
 still hold over all of them.
+
+`budget.idle_seconds` is the no-progress watchdog (docs/inputs.md, "Budgets"): no budget
+that is spent, but the longest a role's model may send no bytes, or its tool, hook or MCP
+call print nothing without ending. Whoever waits on one of those asks `idle_seconds` and,
+when the silence lasts that long, raises errors.Idle; the agent ends the role and calls
+`went_idle`: the step records `exhausted: "idle"` and what was silent, and the role's
+siblings go on.
 """
 
 from __future__ import annotations
@@ -28,6 +35,7 @@ from .errors import BudgetExhausted
 from .vocabulary import BudgetName, spent_text
 
 Kind = Literal["model", "tool", "hook"]
+IDLE_SECONDS = 600.0  # `budget.idle_seconds`' default
 
 
 class RoleLimits(BaseModel):
@@ -54,11 +62,26 @@ class BudgetLimits(BaseModel):
     turns: int | None = Field(default=None, ge=1)
     tokens: int | None = Field(default=None, ge=1)
     usd: float | None = Field(default=None, gt=0)
+    # The no-progress watchdog, on by default and generous: ten minutes of silence from a
+    # model, a tool, a hook or an MCP server is a wedge, not work. `null`: off.
+    idle_seconds: float | None = Field(default=IDLE_SECONDS, gt=0)
     per_role: RoleLimits | None = None
 
     def to_json(self) -> dict[str, Any]:
         """The limits as the `run.start` event gives them: `per_role` only when set."""
         return self.model_dump(exclude=None if self.per_role else {"per_role"})
+
+    def capped(self, share: Mapping[str, float] | None) -> BudgetLimits:
+        """These limits with each key of `share` no higher than it: a job's budget under
+        the batch's cap (jobs/cap.py)."""
+        if not share:
+            return self
+        update: dict[str, float | int] = {}
+        for key, part in share.items():
+            own = getattr(self, key)
+            value = part if own is None else min(own, part)
+            update[key] = int(value) if key == "tokens" else value
+        return self.model_copy(update=update)
 
     def per_role_warnings(self) -> list[str]:
         """A per-role limit no smaller than the step's own never stops a role first."""
@@ -91,6 +114,7 @@ class Ledger:
         self.usd_known = True
         self.reached: BudgetName | None = None  # a limit was reached: nothing new may start
         self.exhausted: BudgetName | None = None  # ... and something that wanted to was stopped
+        self.silent: list[dict[str, object]] = []  # what the watchdog found silent, per role
 
     @property
     def used_seconds(self) -> float:
@@ -217,6 +241,19 @@ class Ledger:
             self.exhausted = self.exhausted or which
         raise BudgetExhausted(which)
 
+    @property
+    def idle_seconds(self) -> float | None:
+        """How long a role's model, tool, hook or MCP call may stay silent (None: no
+        watchdog)."""
+        return self.limits.idle_seconds
+
+    def went_idle(self, silent: dict[str, object]) -> None:
+        """The watchdog ended a role: record `exhausted: "idle"` and what was silent.
+        Nothing else is stopped: `reached` stays as it was."""
+        with self._lock:
+            self.exhausted = self.exhausted or "idle"
+            self.silent.append(dict(silent))
+
     def remaining_seconds(self) -> float | None:
         if self.limits.seconds is None:
             return None
@@ -302,6 +339,15 @@ class RoleLedger(Ledger):
             self.reached = self.reached or which
             self.exhausted = self.exhausted or which
         raise BudgetExhausted(which, "role")
+
+    @property
+    def idle_seconds(self) -> float | None:
+        return self.parent.idle_seconds
+
+    def went_idle(self, silent: dict[str, object]) -> None:
+        with self._lock:
+            self.exhausted = self.exhausted or "idle"
+        self.parent.went_idle(silent)
 
     def remaining_seconds(self) -> float | None:
         mine, step = super().remaining_seconds(), self.parent.remaining_seconds()

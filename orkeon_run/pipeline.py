@@ -38,7 +38,10 @@ as the tool returned it.
 
 The tool's run is charged to the ledger as "tool" the moment it ends (hooks charge their
 own); its limit is `ledger.cap(tool_timeout)`. Exactly one `tool.call` event is emitted per
-call (docs/output.md); `seq` counts the calls of each role through this pipeline, from 1. A `tool.start` event
+call (docs/output.md), also for a call the no-progress watchdog stops: its tool or a hook
+printed nothing and did not end for `budget.idle_seconds` (the ledger's `idle_seconds`,
+passed to the tool as `ToolEnv.idle` and read by the hooks): then errors.Idle is raised
+after the event, and the agent ends the role. `seq` counts the calls of each role through this pipeline, from 1. A `tool.start` event
 is emitted as a call begins.
 """
 
@@ -64,6 +67,7 @@ from .calls import (
     budget_refusal,
     result_text,
 )
+from .errors import Idle
 from .events import EventLog
 from .hooks import NO_HOOKS, Hooks
 from .ledger import Ledger
@@ -171,7 +175,8 @@ class Pipeline:
         self.step = step
         self.ledger = ledger
         self.events = events
-        self.tool_env = tool_env
+        # The watchdog's limit (`budget.idle_seconds`) is the step's, for every role's call.
+        self.tool_env = replace(tool_env, idle=ledger.idle_seconds)
         self.gate = gate
         self.rule_sets = tuple(rule_sets)
         self.hooks = hooks
@@ -212,11 +217,23 @@ class Pipeline:
             tool=tool,
             target=call_target(tool, input),
         )
-        out = await self._call(ctx, tool, input, call_id, ledger or self.ledger)
+        try:
+            out = await self._call(ctx, tool, input, call_id, ledger or self.ledger)
+        except Idle as exc:
+            # The watchdog ends the role (agent/loop.py): the call still has its event.
+            out = CallOutcome(tool, input, "refused", "budget", f"[stopped: {exc}]", [])
+            self._emit_call(ctx, seq, tool, input, out)
+            raise
         if self.events.redactor is not None:
             # What the model reads: a command that printed a secret, a hook that echoed
             # one, gets it as `[redacted]` (environ.Redactor).
             out.result = self.events.redactor.value(out.result)
+        self._emit_call(ctx, seq, tool, input, out)
+        return out
+
+    def _emit_call(
+        self, ctx: CallContext, seq: int, tool: str, input: dict[str, Any], out: CallOutcome
+    ) -> None:
         self.events.emit(
             "tool.call",
             step=self.step,
@@ -232,7 +249,6 @@ class Pipeline:
             tool_seconds=round(out.tool_seconds, 6),
             hook_seconds=round(out.hook_seconds, 6),
         )
-        return out
 
     async def _call(
         self, ctx: CallContext, tool: str, input: dict[str, Any], call_id: str, ledger: Ledger
@@ -275,6 +291,9 @@ class Pipeline:
             if changes:
                 env = replace(env, environ=_changed(env.environ, changes))
             result = await run_tool(call, env, timeout)
+        except Idle:  # the watchdog: the role ends, its time is charged
+            ledger.charge("tool", time.monotonic() - started)
+            raise
         except Exception as exc:  # a tool's bug must not end the step
             result = f"error: {tool} failed: {type(exc).__name__}: {exc}"
         tool_seconds = time.monotonic() - started

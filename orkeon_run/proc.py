@@ -7,7 +7,9 @@ Contract:
 - The child starts a new session, so it and everything it forks share one process group.
 - stdout and stderr are read through one poll loop in the calling thread, each kept up to
   `cap` bytes; the rest is counted and dropped, so a child printing 100 MB costs no memory.
-- On time-out the whole group gets SIGTERM, then SIGKILL after `kill_grace` seconds.
+- On time-out the whole group gets SIGTERM, then SIGKILL after `kill_grace` seconds. With
+  `idle`, so it does when the child has printed nothing (on stdout or stderr) for `idle`
+  seconds and not ended: the no-progress watchdog (`ProcResult.idle`).
 - When the direct child has exited but something it forked still holds the pipes open,
   reading stops after `PIPE_GRACE` seconds and the group is killed: we never wait on a
   grandchild. After SIGTERM the wait lasts until SIGKILL is due instead: the grace belongs
@@ -66,6 +68,8 @@ class ProcResult:
     seconds: float
     timed_out: bool
     error: str | None
+    # Stopped by the watchdog: no output for `idle` seconds (timed_out is then True too).
+    idle: bool = False
 
     def first_line(self) -> str:
         """The first non-blank line of stderr, else of stdout, else "" (stripped)."""
@@ -161,6 +165,7 @@ def run(
     kill_grace: float = 2.0,
     cancel_check: Callable[[], None] | None = None,
     errors: str = "replace",
+    idle: float | None = None,
 ) -> ProcResult:
     """Run `argv` in `cwd` for at most `timeout` seconds. See the module docstring.
 
@@ -178,7 +183,7 @@ def run(
         return child
     return collect(
         child, pipes, started=started, timeout=timeout, cap=cap, kill_grace=kill_grace,
-        cancel_check=cancel_check, errors=errors,
+        cancel_check=cancel_check, errors=errors, idle=idle,
     )  # fmt: skip
 
 
@@ -253,10 +258,14 @@ def collect(
     kill_grace: float,
     cancel_check: Callable[[], None] | None,
     errors: str,
+    idle: float | None = None,
 ) -> ProcResult:
     """Read a started command's output until it exited, and reap it: the time-out, the
-    grace, the caps and the cancellation of `run` (module docstring). Closes `pipes`."""
+    grace, the caps, the watchdog (`idle`) and the cancellation of `run` (module
+    docstring). Closes `pipes`."""
     deadline = started + max(timeout, 0.0)
+    heard = started  # when the child last printed something (the watchdog's clock)
+    silent = False  # stopped by the watchdog
     out_fd, err_fd = pipes.out, pipes.err
     bufs: dict[int, bytearray] = {out_fd: bytearray(), err_fd: bytearray()}
     scratch = bytearray(_READ_SIZE)
@@ -292,8 +301,10 @@ def collect(
     try:
         while True:
             now = time.monotonic()
-            if not term_sent and not exited and (now >= deadline or cancelled is not None):
+            quiet = idle is not None and now >= heard + idle
+            if not term_sent and not exited and (now >= deadline or cancelled is not None or quiet):
                 timed_out = cancelled is None
+                silent = quiet and cancelled is None and now < deadline
                 term_sent = True
                 kill_at = now + kill_grace
                 child.signal(signal.SIGTERM)
@@ -318,7 +329,7 @@ def collect(
             elif term_sent:
                 wait = kill_at - now
             else:
-                wait = deadline - now
+                wait = deadline - now if idle is None else min(deadline, heard + idle) - now
             if exit_fd < 0 and not exited:
                 wait = min(wait, 0.01)  # no exit fd: look at the child every 10 ms
             if cancel_check is not None and cancelled is None:
@@ -354,6 +365,7 @@ def collect(
                         poller.unregister(fd)
                         reading -= 1
                         continue
+                    heard = time.monotonic()
                     buf = bufs[fd]
                     room = cap - len(buf)
                     if room > 0:
@@ -383,4 +395,5 @@ def collect(
         seconds=time.monotonic() - started,
         timed_out=timed_out,
         error=None,
+        idle=silent,
     )

@@ -36,10 +36,12 @@ async def arun(
     stdin: bytes | None = None,
     cap: int = 1 << 20,
     kill_grace: float = 2.0,
+    idle: float | None = None,
 ) -> ProcResult:
     """`proc.run` without blocking the event loop, so concurrent roles do not block each
     other. Cancelling the calling task stops the child's group (SIGTERM, SIGKILL after
-    `kill_grace`) and waits for it, so nothing outlives the cancellation."""
+    `kill_grace`) and waits for it, so nothing outlives the cancellation. `idle`: the
+    no-progress watchdog, as `proc.run`'s."""
     try:
         loop = asyncio.get_running_loop()
     except RuntimeError:  # another event loop than asyncio's (trio)
@@ -47,7 +49,7 @@ async def arun(
     if stdin is not None or not proc._HAS_PIDFD or loop is None:
         call = partial(
             proc.run, argv, cwd=cwd, timeout=timeout, env=env, stdin=stdin, cap=cap,
-            kill_grace=kill_grace, cancel_check=from_thread.check_cancelled,
+            kill_grace=kill_grace, cancel_check=from_thread.check_cancelled, idle=idle,
         )  # fmt: skip
         return await to_thread.run_sync(call)
     started = time.monotonic()
@@ -59,10 +61,14 @@ async def arun(
         return await to_thread.run_sync(partial(
             proc.collect, child, pipes, started=started, timeout=timeout, cap=cap,
             kill_grace=kill_grace, cancel_check=from_thread.check_cancelled, errors="replace",
+            idle=idle,
         ))  # fmt: skip
     out, err = pipes.out, pipes.err  # pipes.close() forgets them
     watch = _Watch(child, pipes, cap, kill_grace, loop)
     watch.deadline = watch.loop.call_later(max(timeout, 0.0), watch.time_out)
+    if idle is not None:
+        watch.idle = idle
+        watch.timers.append(watch.loop.call_later(idle, watch.check_idle))
     try:
         await asyncio.shield(watch.done)
     except BaseException:  # cancelled: stop the group, and wait for it whatever comes
@@ -82,6 +88,7 @@ async def arun(
         seconds=time.monotonic() - started,
         timed_out=watch.timed_out,
         error=None,
+        idle=watch.silent,
     )
 
 
@@ -110,6 +117,9 @@ class _Watch:
         self.timers: list[asyncio.TimerHandle] = []
         self.deadline: asyncio.TimerHandle | None = None
         self.kill_at = 0.0
+        self.idle: float | None = None  # the watchdog: at most this long with no output
+        self.heard = time.monotonic()  # when the child last printed something
+        self.silent = False
         for fd in (pipes.out, pipes.err):
             loop.add_reader(fd, self.read, fd)
         loop.add_reader(child.exit_fd, self.exit)
@@ -122,6 +132,7 @@ class _Watch:
             if self.exited and not self.reading:
                 self.finish()
             return
+        self.heard = time.monotonic()
         buf = self.bufs[fd]
         room = self.cap - len(buf)
         if room > 0:
@@ -143,6 +154,17 @@ class _Watch:
     def time_out(self) -> None:
         if not self.exited and not self.term_sent:
             self.timed_out = True
+            self.stop()
+
+    def check_idle(self) -> None:
+        """The watchdog's timer: stop a child silent for `idle` seconds, else look again
+        when it would be (one timer, moved on by output, not one per read)."""
+        assert self.idle is not None
+        left = self.heard + self.idle - time.monotonic()
+        if left > 0:
+            self.timers.append(self.loop.call_later(left, self.check_idle))
+        elif not self.exited and not self.term_sent:
+            self.timed_out = self.silent = True
             self.stop()
 
     def stop(self) -> None:

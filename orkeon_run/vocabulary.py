@@ -28,18 +28,22 @@ RefusedBy = Literal["gate", "rules", "roots", "workspace", "hook", "budget"]
 
 # The step's budgets (`budget.exhausted`), and how each is named in the texts people and
 # models read.
-BudgetName = Literal["seconds", "turns", "tokens", "usd"]
+# "idle": the no-progress watchdog (`budget.idle_seconds`) ended a role.
+BudgetName = Literal["seconds", "turns", "tokens", "usd", "idle"]
 BUDGET_WORDS: dict[str, str] = {
     "seconds": "time",
     "turns": "turn",
     "tokens": "token",
     "usd": "cost",
+    "idle": "idle",
 }
 
 
 def spent_text(which: str, whose: str = "step") -> str:
     """`the step's time budget is spent` (for `seconds`); `whose` "role": a role's own
-    limit (`budget.per_role`)."""
+    limit (`budget.per_role`); for `idle`: the watchdog's words."""
+    if which == "idle":
+        return "the no-progress watchdog ended a role (budget.idle_seconds)"
     return f"the {whose}'s {BUDGET_WORDS.get(which, which)} budget is spent"
 
 

@@ -20,6 +20,9 @@ With `resume=True` and an existing transcript, the conversation is reloaded from
 system prompt replaced by the current one) and goes on; calls the transcript shows
 without a result get `UNFINISHED` as their result so every call stays paired.
 
+The watchdog (`budget.idle_seconds`): a silent model, tool, hook or MCP call raises
+errors.Idle; the role ends `budget_exhausted` naming it (`role.idle`), its siblings go on.
+
 Budget: `ledger.check()` before each turn; each turn charges its model time and adds
 its tokens and cost (models/pricing.py; unknown price -> usd not counted). A turn is also cut
 when it would run past the time budget. With `budget.per_role` the role charges a ledger of
@@ -40,7 +43,7 @@ from typing import Any, Literal
 
 import anyio
 
-from ..errors import BudgetExhausted, Interrupted, ProviderError
+from ..errors import BudgetExhausted, Idle, Interrupted, ProviderError
 from ..events import EventLog
 from ..hooks import NO_HOOKS, Hooks
 from ..ledger import Ledger, RoleLedger
@@ -104,6 +107,7 @@ class Agent:
         self.status: Status = "succeeded"
         self.error: str | None = None
         self.error_kind: str | None = None
+        self.idle: dict[str, Any] | None = None  # what the watchdog found silent
         self.first_refusal: tuple[str, str] | None = None
         self.resumed = resume and transcript_path.is_file() and transcript_path.stat().st_size > 0
         self._started = False
@@ -131,6 +135,7 @@ class Agent:
             self.first_refusal,
             self.error_kind,
             self.ledger.use() if isinstance(self.ledger, RoleLedger) else None,
+            self.idle,
         )
 
     async def run(self, prompt: str) -> RoleResult:
@@ -139,6 +144,9 @@ class Agent:
         kind: str | None = None
         try:
             status, error = await self._run(prompt)
+        except Idle as exc:
+            status, error = "budget_exhausted", str(exc)
+            self._went_idle(exc)
         except BudgetExhausted as exc:
             status = "budget_exhausted"
             if exc.whose == "role":  # the step's own budget is said by the step
@@ -152,6 +160,14 @@ class Agent:
             raise
         self.status, self.error, self.error_kind = status, error, kind
         return self.result
+
+    def _went_idle(self, exc: Idle) -> None:
+        """The watchdog ended the role: the ledger and the `role.idle` event say what was
+        silent (the provider, the tool and its command, the hook, the MCP server)."""
+        self.idle = dict(exc.silent)
+        self.ledger.went_idle(self.idle)
+        where = {"step": self.ctx.step, "batch": self.ctx.batch, "role": self.spec.name}
+        self.events.emit("role.idle", **where, silent=self.idle, error=str(exc))
 
     async def close(self, reason: str = "other") -> None:
         """End the session: SessionEnd hooks (when the session started), then the
@@ -246,7 +262,12 @@ class Agent:
         t0 = time.perf_counter()
         try:
             with anyio.move_on_after(left) as scope:
-                turn = await self.model.complete(self.messages, self.tools, self.spec.answer_schema)
+                turn = await self.model.complete(
+                    self.messages,
+                    self.tools,
+                    self.spec.answer_schema,
+                    idle=self.ledger.idle_seconds,
+                )
         finally:
             seconds = time.perf_counter() - t0
             if left is not None and scope.cancelled_caught:

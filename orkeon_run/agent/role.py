@@ -40,6 +40,8 @@ class RoleResult:
     error_kind: str | None = None
     # What the role spent, when the budget has per-role limits (ledger.RoleLedger).
     budget: dict[str, Any] | None = None
+    # What the no-progress watchdog found silent (errors.Idle.silent), when it ended the role.
+    idle: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
         """The result document's `roles[]` entry; `all_refused` when the role made calls
@@ -60,6 +62,8 @@ class RoleResult:
             d["all_refused"] = {"stage": stage, "text": text}
         if self.budget is not None:
             d["budget"] = self.budget
+        if self.idle is not None:
+            d["idle"] = self.idle
         return d
 
 

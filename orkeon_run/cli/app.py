@@ -12,6 +12,7 @@ import typer
 from .. import __version__
 from ..commands.knobs import (
     ConcurrencyOpt,
+    MaxIdleOpt,
     MaxSecondsOpt,
     MaxTokensOpt,
     MaxTurnsOpt,
@@ -99,6 +100,7 @@ def run(
     max_turns: MaxTurnsOpt = None,
     max_tokens: MaxTokensOpt = None,
     max_seconds: MaxSecondsOpt = None,
+    max_idle: MaxIdleOpt = None,
     concurrency: ConcurrencyOpt = None,
     github_comment: Annotated[
         bool,
@@ -139,6 +141,7 @@ def run(
             "max_turns": max_turns,
             "max_tokens": max_tokens,
             "max_seconds": max_seconds,
+            "max_idle": max_idle,
             "concurrency": concurrency,
         },
         github_comment=github_comment,

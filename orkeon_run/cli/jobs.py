@@ -21,6 +21,30 @@ class Engine(StrEnum):
     kubernetes = "kubernetes"
 
 
+# The batch's cap (jobs/cap.py): one for every job the process runs, as text (none: no cap).
+CapUsd = Annotated[
+    str | None,
+    typer.Option(
+        "--max-usd", metavar="USD", help="Cost cap over all the jobs (or ORKEON_JOBS_MAX_USD)."
+    ),
+]
+CapTokens = Annotated[
+    str | None,
+    typer.Option(
+        "--max-tokens",
+        metavar="N",
+        help="Tokens cap over all the jobs (or ORKEON_JOBS_MAX_TOKENS).",
+    ),
+]
+CapSeconds = Annotated[
+    str | None,
+    typer.Option(
+        "--max-seconds",
+        metavar="SECONDS",
+        help="Charged seconds cap over all the jobs (or ORKEON_JOBS_MAX_SECONDS).",
+    ),
+]
+
 # A Path, so the help says `<path>` rather than a Python type; the commands take its text.
 JobsArg = Annotated[
     Path,
@@ -49,11 +73,16 @@ def jobs_run(
     concurrency: Annotated[
         int, typer.Option("--concurrency", metavar="K", help="Jobs at a time.")
     ] = 4,
+    max_usd: CapUsd = None,
+    max_tokens: CapTokens = None,
+    max_seconds: CapSeconds = None,
 ) -> None:
-    """Run one shard of the list. Exit 0 all succeeded, 1 some failed, 3 budgets, 4 provider, 130 interrupted."""
+    """Run one shard of the list. Exit 0 all succeeded, 1 some failed, 3 budgets (or jobs
+    skipped for the batch's cap), 4 provider, 130 interrupted."""
     from ..commands import jobs as commands
 
-    exit_with(commands.run, str(jobs), shard=shard, concurrency=concurrency, out=out)
+    caps = {"usd": max_usd, "tokens": max_tokens, "seconds": max_seconds}
+    exit_with(commands.run, str(jobs), shard=shard, concurrency=concurrency, out=out, caps=caps)
 
 
 @jobs_app.command("matrix")
@@ -77,6 +106,12 @@ def jobs_matrix(
             "--parallelism", metavar="N", help="kubernetes: pods at a time (default: all)."
         ),
     ] = None,
+    max_usd: CapUsd = None,
+    max_tokens: CapTokens = None,
+    max_seconds: CapSeconds = None,
+    per_shard: Annotated[
+        bool, typer.Option("--per-shard", help="Each shard gets the whole cap (default: cap / N).")
+    ] = False,
 ) -> None:
     """Print the matrix (github, gitlab) or the Indexed Job manifest (kubernetes) for the shards."""
     from ..commands import jobs as commands
@@ -89,6 +124,8 @@ def jobs_matrix(
         image=image,
         concurrency=concurrency,
         parallelism=parallelism,
+        caps={"usd": max_usd, "tokens": max_tokens, "seconds": max_seconds},
+        per_shard=per_shard,
     )
 
 

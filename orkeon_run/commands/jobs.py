@@ -6,8 +6,10 @@ InputError (exit 2, one line per problem, nothing run), as every orkeon command 
 from __future__ import annotations
 
 import json
+import math
 import os
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 
 import anyio
@@ -16,6 +18,7 @@ from ..errors import InputError
 from ..escape import write_line
 from ..jobs import collect, execute, jobdir, joblist, render
 from ..jobs import matrix as engines
+from ..jobs.cap import FLAGS, BatchCap, merged
 from ..jobs.shards import check_count, parse_shard, shard_of
 
 FORMATS = ("json", "md", "html", "junit")
@@ -39,14 +42,45 @@ def validate(src: str) -> int:
     return 0
 
 
-def run(src: str, *, shard: str, concurrency: int, out: str) -> int:
-    """Run shard I/N of the list into OUT (execute.py); print the summary as JSON."""
+def batch_caps(given: Mapping[str, str | None], environ: Mapping[str, str]) -> dict[str, float]:
+    """The batch's caps (jobs/cap.py) from `--max-usd/--max-tokens/--max-seconds`, else
+    `ORKEON_JOBS_MAX_USD/_TOKENS/_SECONDS` (what `jobs matrix` gives each shard): each a
+    number above 0, or `none`. InputError naming the flag or variable."""
+    caps: dict[str, float] = {}
+    for key, flag in FLAGS.items():
+        var = f"ORKEON_JOBS_MAX_{key.upper()}"
+        raw, where = given.get(key), flag
+        if raw is None and environ.get(var):
+            raw, where = environ[var], f"environment variable {var}"
+        if raw is None or raw.strip().lower() in ("none", "null"):
+            continue
+        try:
+            value = float(raw)
+        except ValueError:
+            raise InputError(f"{where}: {raw!r} is not a number") from None
+        if not math.isfinite(value) or value <= 0 or (key == "tokens" and value < 1):
+            raise InputError(f"{where}: must be greater than 0, not {raw}")
+        caps[key] = math.floor(value) if key == "tokens" else value
+    return caps
+
+
+def run(
+    src: str,
+    *,
+    shard: str,
+    concurrency: int,
+    out: str,
+    caps: Mapping[str, str | None] | None = None,
+) -> int:
+    """Run shard I/N of the list into OUT (execute.py); print the summary as JSON. `caps`:
+    the batch's (`--max-usd` ... as text, jobs/cap.py)."""
     index, total = parse_shard(shard)
     if not 1 <= concurrency <= MAX_CONCURRENCY:
         raise InputError(f"--concurrency: {concurrency} is not between 1 and {MAX_CONCURRENCY}")
+    limits = batch_caps(caps or {}, os.environ)
     jobs = joblist.read(src)
     mine = [job for job in jobs.jobs if shard_of(job.id, total) == index]
-    joblist.check_inputs(mine, jobs.name, warn=_warn)
+    joblist.check_inputs(mine, jobs.name, warn=_warn, need_price="usd" in limits)
     folder = _folder(out)
     if folder.exists() and not folder.is_dir():
         raise InputError(f"--out: not a folder: {out}")
@@ -54,7 +88,8 @@ def run(src: str, *, shard: str, concurrency: int, out: str) -> int:
     problems = [f"--out: {c}" for c in conflicts if c]
     if problems:
         raise InputError(problems)
-    code, summary = anyio.run(execute.run_shard, mine, folder, f"{index}/{total}", concurrency)
+    cap = BatchCap(limits, concurrency) if limits else None
+    code, summary = anyio.run(execute.run_shard, mine, folder, f"{index}/{total}", concurrency, cap)
     # ASCII escapes: an error line may hold a lone surrogate (a JSON "\\ud800" a model
     # sent), which no UTF-8 stdout can take as it is.
     sys.stdout.write(json.dumps(summary) + "\n")
@@ -69,22 +104,29 @@ def matrix(
     image: str = "orkeon:latest",
     concurrency: int = 4,
     parallelism: int | None = None,
+    caps: Mapping[str, str | None] | None = None,
+    per_shard: bool = False,
 ) -> int:
-    """Print what `engine` needs to run the list in `shards` shards (matrix.py)."""
+    """Print what `engine` needs to run the list in `shards` shards (matrix.py). `caps`:
+    the batch's, split across the shards (each `cap / shards`; `per_shard`: each shard
+    gets the whole of it)."""
     check_count(shards)
+    limits = batch_caps(caps or {}, {})
+    split = {k: (v if per_shard else v / shards) for k, v in limits.items()}
     if engine not in engines.ENGINES:
         raise InputError(f"--for: {engine!r} is not one of {', '.join(engines.ENGINES)}")
     if parallelism is not None and parallelism < 1:
         raise InputError(f"--parallelism: {parallelism} is not 1 or more")
     jobs = joblist.read(src)
     if engine == "github":
-        text = engines.github(jobs, shards)
+        text = engines.github(jobs, shards, split)
     elif engine == "gitlab":
-        text = engines.gitlab(jobs, shards)
+        text = engines.gitlab(jobs, shards, split)
     else:
         text = engines.kubernetes(
-            jobs, shards, image=image, concurrency=concurrency, parallelism=parallelism
-        )
+            jobs, shards, image=image, concurrency=concurrency, parallelism=parallelism,
+            caps=split,
+        )  # fmt: skip
     sys.stdout.write(text)
     return 0
 
@@ -101,6 +143,9 @@ def merge(dirs: list[str], *, fmt: str = "json", output: str | None = None) -> i
     if missing:
         raise InputError(missing)
     rep = collect.report(collect.merge_rows(collect.find_jobs(folders)))
+    found_caps = collect.find_caps(folders)
+    if found_caps:
+        rep["cap"] = merged(found_caps)
     if fmt == "json":
         text = json.dumps(rep, indent=2) + "\n"
     elif fmt == "md":

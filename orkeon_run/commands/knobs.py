@@ -35,6 +35,15 @@ MaxSecondsOpt = Annotated[
     str | None,
     _knob("--max-seconds", "SECONDS", "Time limit, charged seconds (or ORKEON_MAX_SECONDS)."),
 ]
+MaxIdleOpt = Annotated[
+    str | None,
+    _knob(
+        "--max-idle",
+        "SECONDS",
+        "No-progress watchdog: silence from a model, tool, hook or MCP call that ends the "
+        "role; none: off (or ORKEON_MAX_IDLE; default 600).",
+    ),
+]
 ConcurrencyOpt = Annotated[
     str | None,
     _knob("--concurrency", "N", "Roles of a batch at a time, 1-64 (or ORKEON_CONCURRENCY)."),

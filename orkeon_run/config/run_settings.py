@@ -3,13 +3,15 @@ the budget's limits and the batch concurrency. Each knob is taken from the first
 sources that gives it:
 
   1. the command line: `--model PROVIDER:NAME`, `--max-usd`, `--max-turns`, `--max-tokens`,
-     `--max-seconds`, `--concurrency`;
+     `--max-seconds`, `--max-idle`, `--concurrency`;
   2. the environment: `ORKEON_MODEL`, `ORKEON_MAX_USD`, `ORKEON_MAX_TURNS`,
-     `ORKEON_MAX_TOKENS`, `ORKEON_MAX_SECONDS`, `ORKEON_CONCURRENCY` (empty: not given);
+     `ORKEON_MAX_TOKENS`, `ORKEON_MAX_SECONDS`, `ORKEON_MAX_IDLE`, `ORKEON_CONCURRENCY`
+     (empty: not given);
   3. `--inputs`: `model`, `budget.usd`, `budget.turns`, `budget.tokens`, `budget.seconds`,
-     `concurrency` (a key the document leaves out is not given; `null` is: no limit);
+     `budget.idle_seconds`, `concurrency` (a key the document leaves out is not given;
+     `null` is: no limit);
   4. the settings files, `Orkeon:Run:Model`, `MaxUsd`, `MaxTurns`, `MaxTokens`,
-     `MaxSeconds`, `Concurrency`: the workspace's `.orkeon/settings.json` when it is
+     `MaxSeconds`, `MaxIdle`, `Concurrency`: the workspace's `.orkeon/settings.json` when it is
      trusted, then the user's `$ORKEON_CONFIG_DIR/settings.json`;
   5. the crew's defaults (its budget; concurrency 4). The model has none: a step's run
      that 1-4 give no model is an input error (run/prepare.py, MODEL_REQUIRED).
@@ -47,9 +49,10 @@ KNOBS: dict[str, tuple[str, str, str, tuple[str, ...]]] = {
     "turns": ("--max-turns", "ORKEON_MAX_TURNS", "MaxTurns", ("budget", "turns")),
     "tokens": ("--max-tokens", "ORKEON_MAX_TOKENS", "MaxTokens", ("budget", "tokens")),
     "seconds": ("--max-seconds", "ORKEON_MAX_SECONDS", "MaxSeconds", ("budget", "seconds")),
+    "idle": ("--max-idle", "ORKEON_MAX_IDLE", "MaxIdle", ("budget", "idle_seconds")),
     "concurrency": ("--concurrency", "ORKEON_CONCURRENCY", "Concurrency", ("concurrency",)),
 }
-LIMITS = ("usd", "turns", "tokens", "seconds")
+LIMITS = ("usd", "turns", "tokens", "seconds", "idle")
 SECTION = ("Orkeon", "Run")
 # A model's facts that do not carry over to another model of the same provider.
 MODEL_FACTS = ("model", "script", "price", "context_tokens")
@@ -111,7 +114,7 @@ def _fold(doc: dict[str, Any], winners: Mapping[str, Given]) -> dict[str, Any]:
     out = dict(doc)
     if "model" in winners:
         out["model"] = model_object(winners["model"].value, doc.get("model"))
-    limits = {k: winners[k].value for k in LIMITS if k in winners}
+    limits = {KNOBS[k][3][-1]: winners[k].value for k in LIMITS if k in winners}
     if limits:
         budget = doc.get("budget")
         out["budget"] = {**(budget if isinstance(budget, dict) else {}), **limits}
@@ -244,6 +247,7 @@ def _adapters() -> dict[str, Any]:
     return {
         "usd": TypeAdapter(Annotated[float, Field(gt=0, allow_inf_nan=False)]),
         "seconds": TypeAdapter(Annotated[float, Field(gt=0, allow_inf_nan=False)]),
+        "idle": TypeAdapter(Annotated[float, Field(gt=0, allow_inf_nan=False)]),
         "turns": TypeAdapter(Annotated[int, Field(ge=1)]),
         "tokens": TypeAdapter(Annotated[int, Field(ge=1)]),
         "concurrency": TypeAdapter(Annotated[int, Field(ge=1, le=64)]),
@@ -271,6 +275,7 @@ def _settings_class() -> Any:
         turns: Given | None = None
         tokens: Given | None = None
         seconds: Given | None = None
+        idle: Given | None = None
         concurrency: Given | None = None
 
     return Knobs
@@ -293,7 +298,8 @@ def settings_files(
 def flag_values(**given: Any) -> dict[str, str | None]:
     """The command line's knobs by name (`max_usd=` -> `usd`), as text."""
     names = {"model": "model", "max_usd": "usd", "max_turns": "turns", "max_tokens": "tokens",
-             "max_seconds": "seconds", "concurrency": "concurrency"}  # fmt: skip
+             "max_seconds": "seconds", "max_idle": "idle",
+             "concurrency": "concurrency"}  # fmt: skip
     return {names[k]: None if v is None else str(v) for k, v in given.items() if k in names}
 
 

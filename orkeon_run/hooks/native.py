@@ -37,6 +37,7 @@ from typing import Any, Protocol
 from .. import proc_loop
 from ..calls import CallContext, CheckedCall, HookRun, Refusal, budget_refusal
 from ..config.pins import NO_PINS, Pins
+from ..errors import Idle
 from ..ledger import Ledger
 from ..policy.words import CommandRefused, split_command
 from .protocol import Hooks, PostToolVerdict, PreToolVerdict
@@ -133,6 +134,7 @@ class NativeRun:
 
     run: HookRun
     line: str | None
+    idle: dict[str, object] | None = None  # the watchdog stopped it: what was silent
 
     @property
     def ok(self) -> bool:
@@ -157,6 +159,7 @@ async def run_hook(
     limit: float = HOOK_LIMIT,
     env: Mapping[str, str] | None = None,
     pins: Pins = NO_PINS,
+    idle: float | None = None,
 ) -> NativeRun:
     """Run one pre-tool or post-tool hook for a call of `tool` whose path argument (as the
     model wrote it) is `path`. Never raises for a hook that fails or cannot run.
@@ -166,6 +169,8 @@ async def run_hook(
     `env` is the shell tool's environment (None: orkeon's own), since a hook runs "with the
     shell tool". A hook whose files (`pins`: the run's pinned files, config/pins.py) changed
     since the run started is not run: `could not run: FILE changed since the run started`.
+    With `idle` (the watchdog, docs/inputs.md, "Budgets"), a hook that prints nothing for
+    that long and does not end is killed with its process group: `NativeRun.idle`.
     """
     if hook.event not in RUN_EVENTS:
         raise ValueError(f"hook #{hook.n}: {hook.event} hooks are stored, not run")
@@ -191,12 +196,21 @@ async def run_hook(
             return cannot_run(why, time.monotonic() - started)
 
     res = await proc_loop.arun(
-        argv, cwd=workspace, timeout=limit, env=hook_environ(env, tool, hook.event, path)
+        argv,
+        cwd=workspace,
+        timeout=limit,
+        env=hook_environ(env, tool, hook.event, path),
+        idle=idle if idle is not None and idle < limit else None,
     )
     if res.error is not None:
         return cannot_run(res.error, res.seconds)
     first = _cut(res.first_line())
     run = HookRun(hook.n, hook.event, cmd, res.exit_code, res.seconds, res.timed_out, first)
+    if res.idle and idle is not None:
+        silent = {"kind": "hook", "name": f"#{hook.n} ({hook.event})", "command": cmd}
+        return NativeRun(
+            run, f"{head} printed nothing for {idle:g} s]", {**silent, "seconds": idle}
+        )
     if res.timed_out:
         return NativeRun(run, f"{head} ran longer than {_limit_text(limit)} s]")
     if res.exit_code != 0:
@@ -249,8 +263,11 @@ class NativeHooks(Hooks):
             limit=limit,
             env=self.env,
             pins=self.pins,
+            idle=ledger.idle_seconds,
         )
         ledger.charge("hook", nr.run.seconds)
+        if nr.idle is not None:  # the role ends (agent/loop.py); its call does not go on
+            raise Idle(nr.idle)
         return nr
 
     async def pre_tool(

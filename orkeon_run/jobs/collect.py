@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from ..vocabulary import error_message
+from .cap import CAP_FILE
 from .jobdir import FINISHED, JOB_FILE, OUTCOMES, outcome, read_doc
 
 STAGES = ("gate", "workspace", "rules", "roots", "hook", "budget", "invalid")
@@ -60,6 +61,9 @@ def read_job(jd: Path, job_id: str | None = None) -> dict[str, Any]:
         "error": _error_text(result, record),
         "dir": str(jd),
     }
+    if row["status"] == "skipped":
+        row["skipped"] = record.get("skipped")
+        row["error"] = "not started: the batch's cap was spent (jobs run --max-*)"
     _add_events(row, jd / "events.jsonl")
     row["usd"] = None if row["usd"] is None else round(row["usd"], 6)
     row["seconds"] = round(row["seconds"], 6)
@@ -151,6 +155,19 @@ def find_jobs(dirs: Iterable[Path]) -> list[Path]:
     for d in dirs:
         walk(d, 0)
     return found
+
+
+def find_caps(dirs: Iterable[Path]) -> list[dict[str, Any]]:
+    """The batch caps (`_cap.json`, jobs/cap.py) of the shards in or below `dirs`, as
+    deep as job folders are looked for; each file once."""
+    found: dict[Path, dict[str, Any]] = {}
+    for d in dirs:
+        for depth in range(SEARCH_DEPTH):
+            for path in sorted(d.glob("/".join(["*"] * depth + [CAP_FILE]))):
+                doc = read_doc(path)
+                if doc is not None and not any(p.name.startswith(".") for p in path.parents):
+                    found.setdefault(path.resolve(), doc)
+    return list(found.values())
 
 
 def merge_rows(folders: Iterable[Path]) -> list[dict[str, Any]]:

@@ -15,7 +15,8 @@ failed job still says it failed), first match wins:
     4    a job could not reach its model provider: run the shard again later, which
          redoes only those jobs (and any other that did not finish)
     1    a job failed, crashed, could not start, or did not finish
-    3    a job ran out of budget (and nothing worse happened)
+    3    a job ran out of budget, or was skipped because the batch's cap was spent
+         (jobs/cap.py), and nothing worse happened
     0    every job succeeded (also: a shard with no jobs)
 """
 
@@ -35,6 +36,7 @@ from ..errors import InputError, OrkeonError, one_line
 from ..run import runner
 from ..run.records import SEALS_VAR
 from . import clone, collect, jobdir
+from .cap import BatchCap
 from .joblist import GitSource, Job
 
 T = TypeVar("T")
@@ -46,15 +48,17 @@ def exit_code(outcomes: list[str], interrupted: bool) -> int:
         return 130
     if "provider_failed" in outcomes:
         return 4
-    if any(o not in ("succeeded", "budget_exhausted") for o in outcomes):
+    if any(o not in ("succeeded", "budget_exhausted", "skipped") for o in outcomes):
         return 1
-    return 3 if "budget_exhausted" in outcomes else 0
+    return 3 if "budget_exhausted" in outcomes or "skipped" in outcomes else 0
 
 
 async def run_shard(
-    jobs: list[Job], out: Path, shard: str, concurrency: int
+    jobs: list[Job], out: Path, shard: str, concurrency: int, cap: BatchCap | None = None
 ) -> tuple[int, dict[str, Any]]:
-    """Run `jobs` (one shard's, already checked) into `out`; (exit code, summary)."""
+    """Run `jobs` (one shard's, already checked) into `out`; (exit code, summary). With
+    `cap` (the batch's, jobs/cap.py) each job starts on its share of what is left, or is
+    skipped once a capped total is spent; the summary's `cap` says spent against cap."""
     out.mkdir(parents=True, exist_ok=True)
     stop = anyio.Event()
     interrupted = False
@@ -73,11 +77,20 @@ async def run_shard(
         for job in queue:  # one iterator shared by the workers: each job is taken once
             if stop.is_set():
                 return
+            share = cap.take(job.id) if cap else None
+            if cap and share is None:
+                jobdir.skipped(out / job.id, job.definition, shard, job.fingerprint)
+                _say(f"job {job.id}: skipped: the batch's cap is spent")
+                continue
+            result = None
             try:
-                await _run_job(job, out, shard, stop)
+                result = await _run_job(job, out, shard, stop, share)
             except Exception as exc:  # its folder cannot be written (a full disk): go on
                 logs.get().error("job crashed", job=job.id, exc_info=exc)
                 _say(f"job {job.id}: not run: {type(exc).__name__}: {exc}")
+            finally:
+                if cap:
+                    cap.give_back(job.id, result)
 
     async def watch_signals() -> None:
         # Listening until the workers are done: a second signal (CI engines send SIGTERM
@@ -108,12 +121,18 @@ async def run_shard(
         "skipped": skipped,
         **collect.report(rows),
     }
+    if cap:
+        summary["cap"] = cap.summary()
+        cap.write(out, shard)
     counts = ", ".join(f"{n} {k}" for k, n in summary["jobs"].items() if n and k != "total")
     _say(f"jobs: shard {shard}: {len(rows)} jobs{', ' if counts else ''}{counts} (exit {code})")
     return code, summary
 
 
-async def _run_job(job: Job, out: Path, shard: str, stop: anyio.Event) -> None:
+async def _run_job(
+    job: Job, out: Path, shard: str, stop: anyio.Event, share: dict[str, float] | None = None
+) -> dict[str, Any] | None:
+    """Run one job; its result document (None: it did not start)."""
     jd = out / job.id
     jobdir.begin(jd, job.definition, shard, job.fingerprint)
     try:
@@ -122,11 +141,11 @@ async def _run_job(job: Job, out: Path, shard: str, stop: anyio.Event) -> None:
             ws = await _unless_stopped(lambda: clone.workspace(source, jd), stop)
             if ws is None:
                 _say(f"job {job.id}: interrupted before its workspace was cloned")
-                return
+                return None
         else:
             ws = source
         resume = (jd / "inputs.json").is_file()
-        await runner.run(
+        result = await runner.run(
             job.step,
             job.inputs,
             workspace=str(ws),
@@ -136,20 +155,21 @@ async def _run_job(job: Job, out: Path, shard: str, stop: anyio.Event) -> None:
             environ=_with_seals(out),
             watch_signals=False,
             stop=stop,
+            share=share,
         )
     except clone.CloneFailed as exc:
         _not_started(jd, job, f"workspace: {exc}")
-        return
+        return None
     except InputError as exc:
         _not_started(jd, job, "; ".join(exc.problems))
-        return
+        return None
     except OrkeonError as exc:
         _not_started(jd, job, str(exc))
-        return
+        return None
     except Exception as exc:  # a bug: this job is lost, the others go on
         logs.get().error("job crashed", job=job.id, exc_info=exc)
         _not_started(jd, job, f"internal error: {type(exc).__name__}: {exc}")
-        return
+        return None
     row = collect.read_job(jd, job.id)
     usd = "unknown" if row["usd"] is None else f"${row['usd']:.4f}"
     why = f": {row['error']}" if row["error"] and row["status"] != "succeeded" else ""
@@ -157,6 +177,7 @@ async def _run_job(job: Job, out: Path, shard: str, stop: anyio.Event) -> None:
         f"job {job.id}: {row['status']} ({row['calls']} calls, {row['refused']} refused, "
         f"{row['seconds']:.2f} s, {usd}) {jd}{why}"
     )
+    return result
 
 
 def _with_seals(out: Path) -> dict[str, str]:

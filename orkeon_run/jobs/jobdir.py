@@ -2,7 +2,8 @@
 and `workspace/` for a git workspace.
 
 `job.json` is written (atomically) when an attempt at the job begins:
-`{"id", "step", "workspace", "shard", "fingerprint", "attempts", "started", "error"}`.
+`{"id", "step", "workspace", "shard", "fingerprint", "attempts", "started", "error"}`,
+and `skipped: "budget"` for a job the batch's cap left no room to start (jobs/cap.py).
 `error` is null, or the one line saying why the attempt could not start its run (the
 clone failed, the inputs do not hold for the cloned workspace); then there is no
 result.json from that attempt.
@@ -17,6 +18,7 @@ A job's outcome, from those files:
     present          error          error              yes
     present          interrupted    interrupted        no
     absent, job.json has an error   not_started        no
+    absent, job.json `skipped`      skipped            no   (the batch's cap was spent)
     absent (or unreadable)          unfinished         no   (killed, or still running)
 
 `orkeon jobs run` skips a finished job and runs the others again: a run directory that
@@ -44,6 +46,7 @@ OUTCOMES = (
     "interrupted",
     "error",
     "not_started",
+    "skipped",
     "unfinished",
 )
 FINISHED = frozenset({"succeeded", "failed", "budget_exhausted", "error"})
@@ -75,6 +78,8 @@ def provider_failed(result: dict[str, Any]) -> bool:
 def outcome(result: dict[str, Any] | None, record: dict[str, Any] | None) -> str:
     """One of OUTCOMES (the table in the module docstring)."""
     if result is None:
+        if record and record.get("skipped"):
+            return "skipped"
         return "not_started" if record and record.get("error") else "unfinished"
     status = result.get("status")
     if status == "failed":
@@ -96,6 +101,22 @@ def begin(jd: Path, definition: dict[str, Any], shard: str, fingerprint: str) ->
         "attempts": int(earlier.get("attempts") or 0) + 1,
         "started": round(time.time(), 3),
         "error": None,
+    }
+    atomic_write_json(jd / JOB_FILE, record)
+
+
+def skipped(jd: Path, definition: dict[str, Any], shard: str, fingerprint: str) -> None:
+    """Record a job not started because the batch's cap was spent (`skipped: "budget"`):
+    no attempt, no run directory; a later `jobs run` runs it."""
+    earlier = read_doc(jd / JOB_FILE) or {}
+    record = {
+        **definition,
+        "shard": shard,
+        "fingerprint": fingerprint,
+        "attempts": int(earlier.get("attempts") or 0),
+        "started": None,
+        "error": None,
+        "skipped": "budget",
     }
     atomic_write_json(jd / JOB_FILE, record)
 

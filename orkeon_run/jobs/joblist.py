@@ -26,6 +26,7 @@ from typing import Any
 from ..config.inputs import load_document
 from ..errors import InputError
 from ..jsonio import loads_strict
+from ..models import check_price
 from ..run.failed import repair_document
 from ..run.prepare import prepare, stdin_tty
 from ..run.steps import STEPS as STEP_MODULES
@@ -105,13 +106,18 @@ def read(src: str) -> JobList:
 
 
 def check_inputs(
-    jobs: Iterable[Job], name: str, *, warn: Callable[[str], None] | None = None
+    jobs: Iterable[Job],
+    name: str,
+    *,
+    warn: Callable[[str], None] | None = None,
+    need_price: bool = False,
 ) -> None:
     """Each job's inputs checked as `orkeon validate --step STEP --workspace WS` checks them.
     A git workspace is not fetched: its inputs are checked against an empty folder, and
     what needs the workspace's files (a plan or spec file, the workspace's own crews and
     settings) is checked when the job runs. Raises InputError naming every problem;
-    `warn` gets each distinct warning once."""
+    `warn` gets each distinct warning once. `need_price`: the batch has a cost cap
+    (`jobs run --max-usd`), so each job's model must have a known price."""
     problems: list[str] = []
     warned: set[str] = set()
     tty = stdin_tty()
@@ -139,6 +145,11 @@ def check_inputs(
                 )
                 for line in config.warnings:
                     note(line)
+                if need_price:
+                    try:
+                        check_price(config.inputs.model)
+                    except InputError as exc:
+                        problems.append(f"{where}: --max-usd: {exc.problems[0]}")
             except InputError as exc:
                 found.extend(exc.problems)
             if git:

@@ -18,7 +18,9 @@ from __future__ import annotations
 import json
 import shlex
 from collections import Counter
+from collections.abc import Mapping
 from pathlib import PurePosixPath
+from typing import Any
 
 from ..errors import InputError
 from .joblist import JobList
@@ -49,29 +51,41 @@ def counts(jobs: JobList, shards: int) -> Counter[int]:
     return Counter(shard_of(job.id, shards) for job in jobs.jobs)
 
 
-def github(jobs: JobList, shards: int) -> str:
+def _cap_text(value: float) -> str:
+    return f"{value:.6g}"
+
+
+def github(jobs: JobList, shards: int, caps: Mapping[str, float] | None = None) -> str:
+    """With `caps` (each shard's part of the batch's cap), each entry also holds
+    `max_usd`/`max_tokens`/`max_seconds`, for the workflow to pass to `jobs run`."""
     if shards > GITHUB_MAX:
         raise InputError(
             f"--shards: GitHub Actions runs at most {GITHUB_MAX} jobs from one matrix; "
             f"ask for {GITHUB_MAX} shards or fewer (each shard runs --concurrency jobs at a time)"
         )
     held = counts(jobs, shards)
-    include = [{"shard": f"{i}/{shards}", "jobs": held[i]} for i in sorted(held)]
+    extra = {f"max_{k}": _cap_text(v) for k, v in (caps or {}).items()}
+    include = [{"shard": f"{i}/{shards}", "jobs": held[i], **extra} for i in sorted(held)]
     return json.dumps({"include": include}, separators=(",", ":")) + "\n"
 
 
-def gitlab(jobs: JobList, shards: int) -> str:
+def gitlab(jobs: JobList, shards: int, caps: Mapping[str, float] | None = None) -> str:
+    """With `caps`, the hidden job sets `ORKEON_JOBS_MAX_USD` (and the others), which
+    `jobs run` reads as its cap."""
     if shards > GITLAB_MAX:
         raise InputError(
             f"--shards: GitLab makes at most {GITLAB_MAX} jobs from one parallel:matrix; "
             f"ask for {GITLAB_MAX} shards or fewer (each shard runs --concurrency jobs at a time)"
         )
     held = counts(jobs, shards)
-    doc = {
-        ".orkeon-shards": {
-            "parallel": {"matrix": [{"SHARD": [f"{i}/{shards}" for i in sorted(held)]}]}
-        }
+    hidden: dict[str, Any] = {
+        "parallel": {"matrix": [{"SHARD": [f"{i}/{shards}" for i in sorted(held)]}]}
     }
+    if caps:
+        hidden["variables"] = {
+            f"ORKEON_JOBS_MAX_{k.upper()}": _cap_text(v) for k, v in caps.items()
+        }
+    doc = {".orkeon-shards": hidden}
     head = (
         f"# orkeon jobs matrix: {jobs.name}, {len(jobs.jobs)} jobs, {len(held)} of {shards} "
         "shards hold some; a job runs them with `extends: .orkeon-shards` and $SHARD\n"
@@ -87,6 +101,7 @@ def kubernetes(
     concurrency: int,
     parallelism: int | None,
     name: str = "orkeon-jobs",
+    caps: Mapping[str, float] | None = None,
 ) -> str:
     list_name = PurePosixPath(jobs.name).name if jobs.name != "jobs (stdin)" else "jobs.jsonl"
     index = "$((JOB_COMPLETION_INDEX + 1))"
@@ -94,6 +109,8 @@ def kubernetes(
         f'shard="{index}"; exec orkeon jobs run {shlex.quote("/jobs/" + list_name)} '
         f'--shard "$shard/{shards}" --concurrency {concurrency} --out "/out/shard-$shard"'
     )
+    for key, value in (caps or {}).items():
+        script += f" --max-{key} {_cap_text(value)}"
     manifest = {
         "apiVersion": "batch/v1",
         "kind": "Job",

@@ -59,7 +59,29 @@ def _summary_lines(rep: dict[str, Any]) -> list[tuple[str, str]]:
         ("tokens in / out", f"{rep['tokens_in']} / {rep['tokens_out']}"),
         ("cost", cost),
         ("time charged", duration(rep["seconds"])),
+        *_cap_lines(rep.get("cap")),
     ]
+
+
+CAP_NAMES = {"usd": "batch cap: cost", "tokens": "batch cap: tokens", "seconds": "batch cap: time"}
+
+
+def _cap_lines(cap: dict[str, Any] | None) -> list[tuple[str, str]]:
+    """`$16.00 of a $15.50 cap (over by $0.50; 14 jobs skipped)` per capped total."""
+    if not cap:
+        return []
+    show = {"usd": money, "seconds": duration, "tokens": lambda v: f"{v:.0f}"}
+    out = []
+    for key, name in CAP_NAMES.items():
+        part = cap.get(key)
+        if isinstance(part, dict):
+            fmt = show[key]
+            text = f"{fmt(part['spent'])} of a {fmt(part['cap'])} cap"
+            notes = [f"over by {fmt(part['overshoot'])}"] if part.get("overshoot") else []
+            if cap.get("skipped"):
+                notes.append(f"{cap['skipped']} jobs skipped")
+            out.append((name, text + (f" ({'; '.join(notes)})" if notes else "")))
+    return out
 
 
 def _md_text(text: Any) -> str:
@@ -143,7 +165,8 @@ _JOB_STYLE = (
 def junit(rep: dict[str, Any]) -> str:
     """One testsuite, one testcase per job (classname `orkeon.jobs.STEP`, name the id):
     failed, provider_failed and budget_exhausted are failures; error, not_started,
-    unfinished and interrupted are errors."""
+    unfinished and interrupted are errors; a job skipped for the batch's cap is
+    `<skipped>` (not failed)."""
     rows = rep["rows"]
     failures = sum(r["status"] in ("failed", "provider_failed", "budget_exhausted") for r in rows)
     errors = sum(r["status"] in ("error", "not_started", "unfinished", "interrupted") for r in rows)
@@ -152,6 +175,7 @@ def junit(rep: dict[str, Any]) -> str:
         "tests": str(len(rows)),
         "failures": str(failures),
         "errors": str(errors),
+        "skipped": str(sum(r["status"] == "skipped" for r in rows)),
         "time": f"{rep['seconds']:.3f}",
     }
     suites = ET.Element("testsuites", attrs)
@@ -168,6 +192,9 @@ def junit(rep: dict[str, Any]) -> str:
         )
         status = row["status"]
         if status == "succeeded":
+            continue
+        if status == "skipped":
+            ET.SubElement(case, "skipped", {"message": _xml(row["error"] or status)})
             continue
         tag = "failure" if status in ("failed", "provider_failed", "budget_exhausted") else "error"
         message = _xml(row["error"] or status)

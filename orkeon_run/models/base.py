@@ -117,10 +117,17 @@ class Model(Protocol):
     """One role's model. `complete` is one turn; it raises ProviderError on failure.
     `answer_schema`, when given, is the JSON Schema the final answer must match: a provider
     with a structured-output mode passes it on, and the Turn's text is then the answer as
-    JSON (structured.py); the others ignore it (the step validates the text either way)."""
+    JSON (structured.py); the others ignore it (the step validates the text either way).
+    It raises errors.Idle when the provider sends no bytes for `idle` seconds (None: no
+    watchdog; docs/inputs.md, "The no-progress watchdog")."""
 
     async def complete(
-        self, messages: list[Message], tools: list[ToolSpec], answer_schema: Any = None
+        self,
+        messages: list[Message],
+        tools: list[ToolSpec],
+        answer_schema: Any = None,
+        *,
+        idle: float | None = None,
     ) -> Turn: ...
 
 

@@ -19,11 +19,12 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, NoReturn
 
+import anyio
 import anyio.lowlevel
 
-from ..errors import ProviderError
+from ..errors import Idle, ProviderError
 from ..jsonio import utf8_line
 from .base import Message, ToolSpec, Turn
 from .pricing import Pricer, context_for, price_for
@@ -171,8 +172,16 @@ class HTTPRole:
         self._tools: tuple[list[ToolSpec], list[dict[str, Any]]] | None = None
 
     async def complete(
-        self, messages: list[Message], tools: list[ToolSpec], answer_schema: Any = None
+        self,
+        messages: list[Message],
+        tools: list[ToolSpec],
+        answer_schema: Any = None,
+        *,
+        idle: float | None = None,
     ) -> Turn:
+        """One POST. With `idle`, the reply is read as it arrives: when the server sends
+        no byte (no headers, then no piece of the body) for `idle` seconds, the request
+        is dropped and errors.Idle raised, never retried (the watchdog, docs/inputs.md)."""
         p = self.provider
         wire_tools: list[dict[str, Any]] = []
         if tools:
@@ -186,13 +195,18 @@ class HTTPRole:
         # that escape; a plain encode raised here and crashed the step.
         data = utf8_line(json.dumps(body, ensure_ascii=False, separators=(",", ":")))
 
-        async def attempt() -> Any:
-            response = await client.post(p.path, content=data)
+        async def attempt() -> bytes:
+            if idle is None:
+                response = await client.post(p.path, content=data)
+                content = response.content
+            else:
+                response, content = await self._read_watched(client, data, idle)
             if not response.is_success:
-                raise StatusError(response.status_code, response.headers, response.text)
-            return response
+                text = content.decode(response.encoding or "utf-8", "replace")
+                raise StatusError(response.status_code, response.headers, text)
+            return bytes(content)
 
-        response = await with_retries(
+        content = await with_retries(
             attempt,
             p.classify,
             label=p.label,
@@ -201,4 +215,29 @@ class HTTPRole:
             base_delay=p.retry_base,
             secret=p.api_key,
         )
-        return p.parse_reply(response.content, answer_schema)
+        return p.parse_reply(content, answer_schema)
+
+    async def _read_watched(self, client: Any, data: bytes, idle: float) -> tuple[Any, bytes]:
+        """The reply and its body, each wait for a byte at most `idle` seconds."""
+        request = client.build_request("POST", self.provider.path, content=data)
+        with anyio.move_on_after(idle) as scope:
+            response = await client.send(request, stream=True)
+        if scope.cancelled_caught:
+            self._silent(idle)
+        try:
+            chunks: list[bytes] = []
+            pieces = response.aiter_bytes()
+            while True:
+                with anyio.move_on_after(idle) as scope:
+                    chunk = await anext(pieces, None)
+                if scope.cancelled_caught:
+                    self._silent(idle)
+                if chunk is None:
+                    return response, b"".join(chunks)
+                chunks.append(chunk)
+        finally:
+            await response.aclose()
+
+    def _silent(self, idle: float) -> NoReturn:
+        name = self.provider.label
+        raise Idle({"kind": "provider", "name": name, "command": None, "seconds": idle})

@@ -180,9 +180,15 @@ class ScriptedRole:
         return n
 
     async def complete(
-        self, messages: list[Message], tools: list[ToolSpec], answer_schema: Any = None
+        self,
+        messages: list[Message],
+        tools: list[ToolSpec],
+        answer_schema: Any = None,
+        *,
+        idle: float | None = None,
     ) -> Turn:
-        """The next entry; `answer_schema` is ignored: the script's text is the answer."""
+        """The next entry; `answer_schema` is ignored: the script's text is the answer. A
+        script answers at once: it is never silent, so `idle` has nothing to watch."""
         n = self._answers(messages)
         if n >= len(self.entries):
             return Turn(text=FINAL_TEXT, tool_calls=[], model_name="scripted")

@@ -73,6 +73,15 @@ class RoleBudget(_Doc):
     exhausted: BudgetName | None = Field(description="the role's own limit that stopped it")
 
 
+class Silent(_Doc):
+    """What the no-progress watchdog (`budget.idle_seconds`) found silent."""
+
+    kind: Literal["provider", "tool", "hook", "mcp"]
+    name: str = Field(description="the provider and model, the tool, the hook, the MCP server")
+    command: str | None = Field(description="the tool's command, the hook's, the MCP tool")
+    seconds: float = Field(description="how long it was silent: budget.idle_seconds")
+
+
 class RoleRecord(_Doc):
     name: str
     status: RoleStatus
@@ -85,6 +94,7 @@ class RoleRecord(_Doc):
     )
     all_refused: AllRefused | None = None
     budget: RoleBudget | None = None
+    idle: Silent | None = Field(default=None, description="the watchdog ended the role")
 
 
 class AuditRecord(_Doc):

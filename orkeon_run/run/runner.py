@@ -40,11 +40,12 @@ async def run(
     environ: Mapping[str, str] | None = None,
     watch_signals: bool = True,
     stop: anyio.Event | None = None,
+    share: Mapping[str, float] | None = None,
 ) -> dict[str, Any]:
     """Run one step in the running event loop (`anyio.run(partial(run, ...))` for one
     command; many runs share one loop in `orkeon jobs run`, docs/scale.md); return the
     result document. The preparation runs in the loop's thread and blocks it briefly.
-    `watch_signals` and `stop` are `execute`'s."""
+    `watch_signals`, `stop` and `share` are `execute`'s."""
     opened = open_run(
         step,
         doc,
@@ -54,11 +55,15 @@ async def run(
         stream=stream,
         environ=environ,
     )
-    return await execute(opened, watch_signals=watch_signals, stop=stop)
+    return await execute(opened, watch_signals=watch_signals, stop=stop, share=share)
 
 
 async def execute(
-    opened: OpenRun, *, watch_signals: bool = True, stop: anyio.Event | None = None
+    opened: OpenRun,
+    *,
+    watch_signals: bool = True,
+    stop: anyio.Event | None = None,
+    share: Mapping[str, float] | None = None,
 ) -> dict[str, Any]:
     """`_execute`, its log records also in RUN_DIR/logs.jsonl (logs.to_file)."""
     started = logs.to_file(opened.run_dir / "logs.jsonl") if opened.failure is None else None
@@ -76,12 +81,14 @@ async def _execute(
     With `watch_signals`, SIGINT and SIGTERM interrupt it. A caller running several runs in
     one loop watches them itself and sets `stop`, which ends the run as a signal would: no
     new call starts, what finished is kept, the result says "interrupted". Cancelled from
-    outside, the run still leaves that result before the cancellation goes on."""
+    outside, the run still leaves that result before the cancellation goes on. `share`: a
+    job's part of the batch's cap (`orkeon jobs run --max-usd`, jobs/cap.py): no limit of
+    the step's budget is above it."""
     config = opened.config
     step = config.step
     assert step is not None
     events = opened.events
-    ledger = Ledger(config.budget)
+    ledger = Ledger(config.budget.capped(share))
     if opened.failure is not None:
         # The run directory could not be written: nothing ran; say why, on stdout too.
         try:

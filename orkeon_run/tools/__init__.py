@@ -46,6 +46,9 @@ class ToolEnv:
     roots: tuple[str, ...] | None = None
     # The run's MCP servers (tools/mcp/): the MCP tools' implementation calls them here.
     mcp: McpHub | None = None
+    # The no-progress watchdog (`budget.idle_seconds`; the pipeline sets it per call): a
+    # tool that waits on a program or a server raises errors.Idle when it stays silent.
+    idle: float | None = None
 
 
 _loaded: dict[str, Implementation] = {}

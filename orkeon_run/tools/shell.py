@@ -4,6 +4,7 @@ OS sandbox it describes (tools/sandbox), or refused when no sandbox can be made 
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -12,6 +13,7 @@ from .. import environ as environ_mod
 from .. import proc_loop
 from ..calls import CheckedCall
 from ..catalog import SHELL_CAP, ShellInput
+from ..errors import Idle
 from ..policy.programs import ShellRules
 from . import sandbox as sandbox_mod
 from .sandbox import probe
@@ -46,6 +48,7 @@ async def shell(
     environ: Mapping[str, str] | None = None,
     sandbox: SandboxPolicy | None = None,
     unsplit: str | None = None,
+    idle: float | None = None,
 ) -> dict[str, Any] | str:
     """Run `words` (one program and its arguments) after the program rules. They are the
     words a checked call carries (`CheckedCall.words`), run as they are: this tool never
@@ -53,7 +56,9 @@ async def shell(
     command could not be split, the answer instead of a run. With `sandbox`, they run confined
     (with `environ`, else orkeon's environment scrubbed) and, where no sandbox can be
     made, is not run: the answer is the text `[refused: the shell sandbox is not available
-    here: REASON]`. Without, it runs with every right of orkeon's user."""
+    here: REASON]`. Without, it runs with every right of orkeon's user. With `idle`, a
+    command that prints nothing for that long and does not end has its process group
+    killed and raises errors.Idle (the watchdog, docs/inputs.md, "Budgets")."""
     if sandbox is not None:
         avail = probe(sandbox.bwrap)
         if not avail.ok:
@@ -65,12 +70,17 @@ async def shell(
     if why is not None:
         return refused(why)
     if sandbox is None:
-        res = await proc_loop.arun(argv, cwd=workspace, timeout=timeout, env=environ, cap=SHELL_CAP)
+        res = await proc_loop.arun(
+            argv, cwd=workspace, timeout=timeout, env=environ, cap=SHELL_CAP, idle=idle
+        )
     else:
         env = environ if environ is not None else environ_mod.scrubbed()
         res = await sandbox_mod.arun(
-            sandbox, argv, cwd=workspace, timeout=timeout, env=env, cap=SHELL_CAP
+            sandbox, argv, cwd=workspace, timeout=timeout, env=env, cap=SHELL_CAP, idle=idle
         )
+    if res.idle and idle is not None:
+        command = shlex.join(argv)
+        raise Idle({"kind": "tool", "name": "shell", "command": command, "seconds": idle})
     if res.error is not None:
         code = NOT_FOUND_EXIT if res.error.startswith("no such program") else REFUSED_EXIT
         return refused(res.error, code)
@@ -97,4 +107,5 @@ async def run_shell(call: CheckedCall, env: ToolEnv, timeout: float) -> dict[str
         timeout=timeout,
         environ=env.environ,
         sandbox=env.sandbox.with_roots(env.roots) if env.sandbox is not None else None,
+        idle=env.idle,
     )

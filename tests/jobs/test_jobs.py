@@ -104,6 +104,7 @@ def test_jobs_add_up_the_same_as_one_shard_and_as_one_process_a_shard(tmp_path, 
         "interrupted": 0,
         "error": 0,
         "not_started": 0,
+        "skipped": 0,
         "unfinished": 0,
     }
     assert one["calls"] == JOBS - count["budget"] + count["refused"]

@@ -84,7 +84,8 @@ def test_run_start_carries_the_budget_and_model_turn_the_models_text(tmp_path: P
     result = run_step("dev-spec", doc, ws)
     rd = run_dir_of(ws, result)
     (start,) = events(rd, "run.start")
-    assert start["budget"] == {"seconds": 90.0, "turns": None, "tokens": None, "usd": 2.5}
+    assert start["budget"] == {"seconds": 90.0, "turns": None, "tokens": None, "usd": 2.5,
+                               "idle_seconds": 600.0}  # fmt: skip
     turns = events(rd, "model.turn")
     assert turns[0]["text"] == long[:200]
     assert turns[1]["text"] == "no spec"

@@ -23,6 +23,7 @@ from ... import proc_loop
 from ...calls import HookRun
 from ...config.pins import NO_PINS, Pins, shell_words
 from ...environ import scrubbed
+from ...errors import Idle
 from ...ledger import Ledger
 
 DEFAULT_TIMEOUT = 10.0
@@ -108,6 +109,7 @@ class CommandRunner:
         """`extra_env` is added to this command's environment (SessionStart's
         `CLAUDE_ENV_FILE`)."""
         limit = ledger.cap(timeout)
+        idle = ledger.idle_seconds
         if limit <= 0:
             return Ran(command, timeout, None, "", "", 0.0, False, ledger.time_spent_text())
         if self.pins.digests:
@@ -123,8 +125,12 @@ class CommandRunner:
             stdin=stdin,
             cap=OUTPUT_CAP,
             kill_grace=KILL_GRACE,
+            idle=idle if idle is not None and idle < limit else None,
         )
         ledger.charge("hook", res.seconds)
+        if res.idle and idle is not None:  # the watchdog: the role ends (agent/loop.py)
+            raise Idle({"kind": "hook", "name": "settings hook", "command": command,
+                        "seconds": idle})  # fmt: skip
         return Ran(
             command=command,
             timeout=limit,
@@ -157,9 +163,17 @@ class CommandRunner:
         async def one(i: int, command: str, timeout: float) -> None:
             results[i] = await self.run_one(command, timeout, stdin, ledger, env(i))
 
-        async with anyio.create_task_group() as tg:
-            for i, (command, timeout) in enumerate(commands):
-                tg.start_soon(one, i, command, timeout)
+        try:
+            async with anyio.create_task_group() as tg:
+                for i, (command, timeout) in enumerate(commands):
+                    tg.start_soon(one, i, command, timeout)
+        except ExceptionGroup as group:
+            # The watchdog's stop, raised alone as run_one raises it (the others were
+            # cancelled with it); anything else as it came.
+            idle = next((e for e in group.exceptions if isinstance(e, Idle)), None)
+            if idle is None:
+                raise
+            raise idle from None
         return [r for r in results if r is not None]
 
 

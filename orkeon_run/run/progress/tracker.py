@@ -102,7 +102,9 @@ class Tracker:
 
     def _run_start(self, e: dict[str, Any]) -> None:
         self.step, self.run_id, self.started = e.get("step", ""), e.get("run_id", ""), e["ts"]
-        self.limits = {k: v for k, v in (e.get("budget") or {}).items() if v}
+        # The summed budgets only: `idle_seconds` (the watchdog) is no use to add up.
+        budget = e.get("budget") or {}
+        self.limits = {k: v for k, v in budget.items() if v and k in self.used}
         self._next = {k: v * MARKS[0] / 100 for k, v in self.limits.items()}
 
     def _step_start(self, e: dict[str, Any]) -> None:

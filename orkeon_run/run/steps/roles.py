@@ -157,6 +157,7 @@ def _role_end(sr: StepRun, agent: Agent, raised: BaseException | None) -> None:
         turns=r.turns,
         calls=r.calls,
         refused=r.refused,
+        idle=r.idle,
     )
 
 

@@ -45,6 +45,7 @@ import anyio.abc
 
 from ...catalog import ToolSpec
 from ...config.mcp import McpServer
+from ...errors import Idle
 from ...policy.mcpnames import MAX_NAME_CHARS, PREFIX, SEPARATOR, normalize, tool_name
 from .results import Result, call_error, no_tool, not_running, stopped_during, timed_out, to_result
 from .server import Emit, ServerRun, Settings
@@ -147,9 +148,15 @@ class McpHub:
         """`name` is `mcp__SERVER__…` for a configured SERVER: the hub answers the call."""
         return self._server_of(name) is not None
 
-    async def call(self, name: str, arguments: Any, timeout: float) -> McpReply:
+    async def call(
+        self, name: str, arguments: Any, timeout: float, idle: float | None = None
+    ) -> McpReply:
         """Call tool `name` (`mcp__SERVER__TOOL`) with `arguments`, for at most `timeout`
-        seconds (the tool limit, or what is left of the step's budget if less)."""
+        seconds (the tool limit, or what is left of the step's budget if less). With
+        `idle` (the watchdog, docs/inputs.md, "Budgets"): a call the server neither
+        answers nor reports progress on for that long is cancelled and errors.Idle
+        raised; each progress notification gives it `idle` seconds more. The server, which
+        other roles share, keeps running."""
         s = self._server_of(name)
         if s is None:
             return McpReply(no_tool(name), refused=True)
@@ -164,12 +171,25 @@ class McpHub:
         from mcp import MCPError
         from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT
 
+        deadline = anyio.current_time() + timeout
+        watch = anyio.CancelScope(deadline=_watch_deadline(deadline, idle))
+
+        async def heard(*_: Any) -> None:  # a progress notification: the server works
+            watch.deadline = _watch_deadline(deadline, idle)
+
         try:
-            with anyio.move_on_after(timeout) as scope:
-                reply = await s.client.call_tool(tool.tool, dict(arguments))
-            if scope.cancelled_caught:
+            with watch:
+                reply = await s.client.call_tool(
+                    tool.tool, dict(arguments), progress_callback=heard if idle else None
+                )
+            if watch.cancelled_caught:
+                if idle is not None and watch.deadline < deadline:
+                    silent = {"kind": "mcp", "name": s.name, "command": tool.tool}
+                    raise Idle({**silent, "seconds": idle})
                 return McpReply(timed_out(s.name, timeout))
             return McpReply(to_result(reply, name))
+        except Idle:
+            raise
         except MCPError as exc:
             if exc.code == REQUEST_TIMEOUT:
                 return McpReply(timed_out(s.name, timeout))
@@ -249,3 +269,8 @@ class McpHub:
 
 
 __all__ = ["McpHub", "McpReply", "McpTool"]
+
+
+def _watch_deadline(deadline: float, idle: float | None) -> float:
+    """When a call's watch ends: at its time limit, or `idle` seconds from now if sooner."""
+    return deadline if idle is None else min(deadline, anyio.current_time() + idle)

@@ -151,6 +151,7 @@ def run(
     kill_grace: float = 2.0,
     cancel_check: Callable[[], None] | None = None,
     errors: str = "replace",
+    idle: float | None = None,
 ) -> proc.ProcResult:
     """`proc.run(argv, ...)` inside a sandbox made from `policy`: the policy's kept-up
     sandbox (session.py) where one can be made (not with an allow-list: each command
@@ -170,7 +171,7 @@ def run(
         if kept is not None:
             res = kept.run(
                 argv, cwd=cwd, timeout=timeout, env=env, stdin=stdin, cap=cap,
-                kill_grace=kill_grace, cancel_check=cancel_check, errors=errors,
+                kill_grace=kill_grace, cancel_check=cancel_check, errors=errors, idle=idle,
             )  # fmt: skip
             if res is not None:
                 return res
@@ -180,7 +181,7 @@ def run(
             wrapped = command(policy, argv, cwd=cwd, tmp=tmp, bwrap=bwrap, egress=egress)
             return proc.run(
                 wrapped, cwd=cwd, timeout=timeout, env=env, stdin=stdin, cap=cap,
-                kill_grace=kill_grace, cancel_check=cancel_check, errors=errors,
+                kill_grace=kill_grace, cancel_check=cancel_check, errors=errors, idle=idle,
             )  # fmt: skip
     except _NoProxy as exc:
         return _not_run(str(exc))
@@ -199,6 +200,7 @@ async def arun(
     cap: int = 1 << 20,
     kill_grace: float = 2.0,
     errors: str = "replace",
+    idle: float | None = None,
 ) -> proc.ProcResult:
     """`run` in a worker thread: as with `proc_loop.arun`, cancelling the task stops the sandbox
     (SIGTERM, SIGKILL after `kill_grace`) and waits until it is gone and its private
@@ -208,5 +210,6 @@ async def arun(
     call = partial(
         run, policy, argv, cwd=cwd, timeout=timeout, env=env, stdin=stdin, cap=cap,
         kill_grace=kill_grace, cancel_check=from_thread.check_cancelled, errors=errors,
+        idle=idle,
     )  # fmt: skip
     return await to_thread.run_sync(call)

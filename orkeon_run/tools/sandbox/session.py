@@ -206,6 +206,7 @@ class Session:
         kill_grace: float = 2.0,
         cancel_check: Callable[[], None] | None = None,
         errors: str = "replace",
+        idle: float | None = None,
     ) -> proc.ProcResult | None:
         """`proc.run` of `argv` in this sandbox; None when the server cannot take it (a
         request too large for one message, a server gone): run it in one of its own."""
@@ -227,7 +228,7 @@ class Session:
         child = _Command(ours)
         res = proc.collect(
             child, pipes, started=started, timeout=timeout, cap=cap, kill_grace=kill_grace,
-            cancel_check=cancel_check, errors=errors,
+            cancel_check=cancel_check, errors=errors, idle=idle,
         )  # fmt: skip
         if child.error is not None:
             if child.error.startswith(INIT_FAILED):  # the command never started

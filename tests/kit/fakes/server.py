@@ -31,6 +31,9 @@ class Reply:
     # Never answer: a server still generating, as llama.cpp's does until the client goes
     # away. The handler waits for the client to close the connection and records it.
     hang: bool = False
+    # Stall mid-stream: send the headers and the first `stall_after` bytes of the body, then
+    # nothing more until the client goes away (recorded as `hang` is): a wedged provider.
+    stall_after: int | None = None
 
 
 @dataclass
@@ -179,6 +182,11 @@ class FakeServer:
                     h.send_header(k, v)
             h.send_header("content-length", str(len(data)))
             h.end_headers()
+            if reply.stall_after is not None:
+                h.wfile.write(data[: reply.stall_after])
+                h.wfile.flush()
+                self._wait_for_hang_up(h, req)
+                return
             h.wfile.write(data)
             h.wfile.flush()
         except (BrokenPipeError, ConnectionResetError):
