@@ -68,14 +68,18 @@ async def execute(
     """`_execute`, its log records also in RUN_DIR/logs.jsonl (logs.to_file)."""
     started = logs.to_file(opened.run_dir / "logs.jsonl") if opened.failure is None else None
     try:
-        return await _execute(opened, watch_signals=watch_signals, stop=stop)
+        return await _execute(opened, watch_signals=watch_signals, stop=stop, share=share)
     finally:
         if started is not None:
             logs.end_file(started)
 
 
 async def _execute(
-    opened: OpenRun, *, watch_signals: bool = True, stop: anyio.Event | None = None
+    opened: OpenRun,
+    *,
+    watch_signals: bool = True,
+    stop: anyio.Event | None = None,
+    share: Mapping[str, float] | None = None,
 ) -> dict[str, Any]:
     """Run the opened step to its end; write result.json; return the result document.
     With `watch_signals`, SIGINT and SIGTERM interrupt it. A caller running several runs in
