@@ -36,14 +36,22 @@ def list_lines(native_hooks: Sequence[HookSpec]) -> list[str]:
 
 def settings_lines(config: Mapping[str, Sequence[MatcherGroup]] | None) -> list[str]:
     """One line per settings-shape hook, `EVENT [MATCHER] COMMAND`, in configuration order
-    (`[*]` for a group without a matcher; ` (timeout N s)` when one is set)."""
+    (`[*]` for a group without a matcher; ` (timeout N s)` when one is set, ` (async)`,
+    ` (once)`, and ` (plugin NAME: ROOT)` for a plugin's hook). A hook that is not a
+    command is named by its label: `POST URL` (http) or `prompt: FIRST LINE`."""
     out = []
     for event, groups in (config or {}).items():
         for group in groups:
             matcher = group.matcher if group.matcher else "*"
             for h in group.hooks:
-                timeout = f" (timeout {h.timeout:g} s)" if h.timeout is not None else ""
-                out.append(f"{event} [{matcher}] {h.command}{timeout}")
+                notes = f" (timeout {h.timeout:g} s)" if h.timeout is not None else ""
+                if getattr(h, "background", False):
+                    notes += " (async)"
+                if h.once:
+                    notes += " (once)"
+                if h.plugin is not None:
+                    notes += f" (plugin {h.plugin.name}: {h.plugin.root})"
+                out.append(f"{event} [{matcher}] {h.label}{notes}")
     return out
 
 
@@ -229,15 +237,17 @@ def check_main(inputs: str, *, tool: str, path: str, workspace: str | None = Non
 
 
 def trust_main(workspace: str | None = None) -> int:
-    """Trust the workspace's .orkeon/settings.json, .orkeon/crews/ and .mcp.json as they
-    are now."""
+    """Trust the workspace's .orkeon/settings.json, .orkeon/crews/, .mcp.json and plugin
+    folders (config/trust.py's `workspace_plugins`) as they are now."""
     from ..config.trust import (
         crews_dir,
         mcp_json_path,
         project_settings_path,
         record_crews_trust,
         record_mcp_json_trust,
+        record_plugin_trust,
         record_trust,
+        workspace_plugins,
     )
     from ..errors import InputError
 
@@ -254,10 +264,12 @@ def trust_main(workspace: str | None = None) -> int:
         trusted.append((crews_dir(ws), record_crews_trust(ws)))
     if mcp_json_path(ws).is_file():
         trusted.append((mcp_json_path(ws), record_mcp_json_trust(ws)))
+    for plugin in workspace_plugins(ws):
+        trusted.append((plugin, record_plugin_trust(ws, plugin)))
     if not trusted:
         raise InputError(
             f"--workspace: nothing to trust in {ws} (no .orkeon/settings.json, no "
-            ".orkeon/crews/, no .mcp.json)"
+            ".orkeon/crews/, no .mcp.json, no plugin folder)"
         )
     for path, digest in trusted:
         sys.stdout.write(f"trusted {path} ({digest.removeprefix('sha256:')[:12]})\n")

@@ -17,8 +17,10 @@ from typing import Annotated, Any, Literal, get_args
 from pydantic import (
     AfterValidator,
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
+    PrivateAttr,
     ValidationError,
     field_validator,
     model_validator,
@@ -149,15 +151,122 @@ class NativeHook(Frozen):
         return v
 
 
-class SettingsCommand(Frozen):
+class PluginRef(Frozen):
+    """The plugin a hook came from (sources.py): its name, folder and data folder."""
+
+    name: str
+    root: str
+    data: str
+
+
+class _Handler(Frozen):
+    """What every settings-shape hook handler has (docs/hooks.md, "Handler types")."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+    timeout: float | None = Field(default=None, gt=0, strict=True)
+    # Runs at most once per session (role), then is skipped.
+    once: bool = Field(default=False, strict=True)
+    # Set on a plugin's hooks when they are loaded (sources.py): the plugin's folder, name
+    # and data folder; never read from a settings document.
+    _plugin: PluginRef | None = PrivateAttr(default=None)
+
+    @property
+    def plugin(self) -> PluginRef | None:
+        return self._plugin
+
+
+class SettingsCommand(_Handler):
     type: Literal["command"]
     command: str = Field(min_length=1)
-    timeout: float | None = Field(default=None, gt=0, strict=True)
+    background: bool = Field(default=False, alias="async", strict=True)
+
+    @property
+    def label(self) -> str:
+        return self.command
+
+
+def _http_url(v: str) -> str:
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(v)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise ValueError("must be an http:// or https:// URL")
+    return v
+
+
+class SettingsHttp(_Handler):
+    """POST the hook's JSON to `url`; `headers` values may name the variables listed in
+    `allowedEnvVars` as `$NAME` or `${NAME}` (handlers.py)."""
+
+    type: Literal["http"]
+    url: Annotated[str, AfterValidator(_http_url)] = Field(min_length=1)
+    headers: dict[str, str] = Field(default_factory=dict)
+    allowedEnvVars: list[str] = Field(default_factory=list)
+    background: bool = Field(default=False, alias="async", strict=True)
+
+    @property
+    def label(self) -> str:
+        return f"POST {self.url}"
+
+
+class SettingsPrompt(_Handler):
+    """`prompt` (with `$ARGUMENTS` standing for the hook's JSON) asked of a model, which
+    answers `{"ok": bool, "reason": "..."}` (handlers.py)."""
+
+    type: Literal["prompt"]
+    prompt: str = Field(min_length=1)
+    model: str | None = Field(default=None, min_length=1)
+
+    @property
+    def label(self) -> str:
+        first = self.prompt.strip().splitlines()[0] if self.prompt.strip() else ""
+        return f"prompt: {first[:60]}"
+
+
+SettingsHandler = Annotated[
+    SettingsCommand | SettingsHttp | SettingsPrompt, Field(discriminator="type")
+]
+
+HANDLER_TYPES = ("command", "http", "prompt")
+# Claude Code's handler types and keys orkeon refuses, and why (docs/hooks.md).
+NOT_SUPPORTED = {
+    "agent": "an agent handler is a second agent loop with tools of its own inside a hook; "
+    "a headless run has no sound meaning for it: use a `prompt` handler or a `command`",
+    "mcp_tool": "call the MCP tool from a `command` hook, or give the role the tool",
+}
+NOT_SUPPORTED_KEYS = {
+    "asyncRewake": "an async hook never wakes the model in orkeon: its answer is recorded "
+    "and never changes a decision",
+}
+
+
+def _handler_refusals(raw: Any) -> Any:
+    """An unsupported `type` or key, named with why, before the union reports a tag."""
+    if isinstance(raw, list):
+        for i, h in enumerate(raw):
+            if not isinstance(h, dict):
+                continue
+            kind = h.get("type")
+            if isinstance(kind, str) and kind in NOT_SUPPORTED:
+                raise ValueError(f"[{i}].type: {kind!r} is not supported: {NOT_SUPPORTED[kind]}")
+            if isinstance(kind, str) and kind not in HANDLER_TYPES:
+                raise ValueError(
+                    f"[{i}].type: {kind!r} is not a handler type (command, http, prompt)"
+                )
+            for key, why in NOT_SUPPORTED_KEYS.items():
+                if key in h:
+                    raise ValueError(f"[{i}].{key}: not supported: {why}")
+            if h.get("type") == "prompt" and h.get("async"):
+                raise ValueError(f"[{i}].async: a prompt hook decides; it cannot run async")
+    return raw
 
 
 class MatcherGroup(Frozen):
     matcher: str | None = None
-    hooks: list[SettingsCommand] = Field(default_factory=list)
+    hooks: Annotated[list[SettingsHandler], BeforeValidator(_handler_refusals)] = Field(
+        default_factory=list
+    )
 
 
 SETTINGS_EVENTS = (
@@ -283,6 +392,8 @@ class Inputs(Frozen):
     budget: BudgetLimits = Field(default_factory=BudgetLimits)
     hooks: list[NativeHook] | SettingsHooks = Field(default_factory=list)
     settings: list[str] = Field(default_factory=list)
+    # Claude Code plugin folders whose hooks/hooks.json the run adds (hooks/claude/plugins.py).
+    plugins: list[str] = Field(default_factory=list)
     gate: GateRules = Field(default_factory=GateRules)
     shell: ShellInputs = Field(default_factory=ShellInputs)
     request: str | None = None
@@ -334,11 +445,17 @@ def field_path(loc: tuple[int | str, ...]) -> str:
 _UNION_TAGS = {*PROVIDER_NAMES, *(m.__name__ for m in PROVIDER_MODELS), "str", "Plan"}
 
 
+# A settings-shape handler's errors carry its `type` as a step of the path (the union's
+# tag); the user's document has no such key.
+_HANDLER_TAG = re.compile(r"(hooks\[\d+\])\.(?:command|http|prompt)(?=\.|$)")
+_ITEM_PROBLEM = re.compile(r"^\[(\d+)\]\.(\w+): (.*)$", re.S)
+
+
 def error_lines(exc: ValidationError, prefix: str = "") -> list[str]:
     """One line per problem, `field.path: message`, sorted and without repeats."""
     found: list[tuple[str, str, str]] = []
     for err in exc.errors(include_url=False):
-        path = field_path(tuple(err["loc"]))
+        path = _HANDLER_TAG.sub(r"\1", field_path(tuple(err["loc"])))
         if prefix:
             path = f"{prefix}.{path}" if path != "inputs" else prefix
         msg = err["msg"]
@@ -346,6 +463,8 @@ def error_lines(exc: ValidationError, prefix: str = "") -> list[str]:
             msg = "unknown key"
         elif msg.startswith("Value error, "):
             msg = msg[len("Value error, ") :]
+            if m := _ITEM_PROBLEM.match(msg):  # a list validator naming an item's key
+                path, msg = f"{path}[{m[1]}].{m[2]}", m[3]
         found.append((path, err["type"], msg))
     # A value that failed every member of a union reports a type mismatch for the members
     # it was not meant to be; when a deeper problem exists under the same path, that

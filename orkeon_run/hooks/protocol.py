@@ -120,6 +120,11 @@ class Hooks:
         (SessionStart's `CLAUDE_ENV_FILE`): name -> value, None to remove it; {} for none."""
         return {}
 
+    async def drain(self, *, cancel: bool = False) -> None:
+        """Before the step's result is written: await the hooks still running in the
+        background (`async: true`), or with `cancel` cancel them, each one recorded."""
+        return None
+
 
 NO_HOOKS = Hooks()
 
@@ -208,6 +213,10 @@ class Chain(Hooks):
         if len(parts) <= 1:
             return parts[0] if parts else {}
         return {k: v for p in parts for k, v in p.items()}
+
+    async def drain(self, *, cancel: bool = False) -> None:
+        for s in self.sets:
+            await s.drain(cancel=cancel)
 
 
 def chain(sets: Sequence[Hooks]) -> Hooks:

@@ -143,8 +143,8 @@ def test_missing_settings_file(workspace: Path, tmp_path: Path) -> None:
             "hooks.PreToolUse[0].hooks[0].command: Field required",
         ),
         (
-            {"hooks": {"PreToolUse": [{"hooks": [{"type": "prompt", "command": "x"}]}]}},
-            "hooks.PreToolUse[0].hooks[0].type: Input should be 'command'",
+            {"hooks": {"PreToolUse": [{"hooks": [{"type": "shell", "command": "x"}]}]}},
+            "hooks.PreToolUse[0].hooks[0].type: 'shell' is not a handler type",
         ),
         (
             {
