@@ -250,7 +250,9 @@ def _handler_refusals(raw: Any) -> Any:
             kind = h.get("type")
             if isinstance(kind, str) and kind in NOT_SUPPORTED:
                 raise ValueError(f"[{i}].type: {kind!r} is not supported: {NOT_SUPPORTED[kind]}")
-            if isinstance(kind, str) and kind not in HANDLER_TYPES:
+            if kind is None:
+                raise ValueError(f"[{i}].type: Field required")
+            if not isinstance(kind, str) or kind not in HANDLER_TYPES:
                 raise ValueError(
                     f"[{i}].type: {kind!r} is not a handler type (command, http, prompt)"
                 )

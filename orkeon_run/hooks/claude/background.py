@@ -26,9 +26,14 @@ class Background:
         self._record = record
         self._tasks: dict[asyncio.Task[None], tuple[str, float, str, str]] = {}
 
-    def start(self, run: Awaitable[Ran], label: str, timeout: float, event: str, role: str) -> None:
+    def start(
+        self, run: Callable[[], Awaitable[Ran]], label: str, timeout: float, event: str, role: str
+    ) -> None:
+        """Start `run()` (made only once the task starts: a task cancelled before it
+        started leaves no coroutine behind)."""
+
         async def one() -> None:
-            ran = await run
+            ran = await run()
             ran.background = True
             self._record(ran, event, role)
 

@@ -6,6 +6,7 @@ recording the runs. `SettingsHooks` (settings.py) builds on it, through `Lifecyc
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -115,7 +116,7 @@ class SettingsBase(Hooks):
             if getattr(h, "background", False):
                 env = extra_env(i) if extra_env else None
                 self._background.start(
-                    self._one(h, timeout, stdin, ledger, ctx, env),
+                    functools.partial(self._one, h, timeout, stdin, ledger, ctx, env),
                     h.label,
                     timeout,
                     event,

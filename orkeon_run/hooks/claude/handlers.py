@@ -50,15 +50,22 @@ JUDGE_SYSTEM = (
 )
 
 
-def header_values(hook: SettingsHttp, environ: Mapping[str, str]) -> dict[str, str]:
-    """`headers` with the allowed variables filled in; other `$NAME`s become empty."""
+def header_values(
+    hook: SettingsHttp, environ: Mapping[str, str]
+) -> tuple[dict[str, str], list[str]]:
+    """`headers` with the allowed variables filled in (other `$NAME`s become empty), and
+    the values filled in (to redact)."""
     allowed = set(hook.allowedEnvVars)
+    used: list[str] = []
 
     def fill(m: re.Match[str]) -> str:
         name = m.group(1) or m.group(2)
-        return environ.get(name, "") if name in allowed else ""
+        value = environ.get(name, "") if name in allowed else ""
+        if value:
+            used.append(value)
+        return value
 
-    return {k: _VAR.sub(fill, v) for k, v in hook.headers.items()}
+    return {k: _VAR.sub(fill, v) for k, v in hook.headers.items()}, used
 
 
 def _redact(text: str, secrets: list[str]) -> str:
@@ -82,8 +89,10 @@ async def post_hook(
     limit = ledger.cap(timeout)
     if limit <= 0:
         return Ran(label, timeout, None, "", "", 0.0, False, ledger.time_spent_text())
-    headers = header_values(hook, os.environ if environ is None else environ)
-    secrets = [v for v in headers.values() if len(v) >= 4]
+    headers, filled = header_values(hook, os.environ if environ is None else environ)
+    # Longest first: a value that holds another is replaced whole.
+    secrets = sorted([*filled, *headers.values()], key=len, reverse=True)
+    secrets = [s for s in secrets if len(s) >= 4]
     start = time.perf_counter()
     code: int | None = None
     out = err = ""
