@@ -19,8 +19,10 @@ from pydantic import (
     BaseModel,
     BeforeValidator,
     ConfigDict,
+    Discriminator,
     Field,
     PrivateAttr,
+    Tag,
     ValidationError,
     field_validator,
     model_validator,
@@ -31,6 +33,7 @@ from ..ledger import BudgetLimits
 from ..policy.words import CommandRefused, split_command
 from .documents import MAX_DOCUMENT_BYTES as MAX_DOCUMENT_BYTES  # re-exported
 from .documents import load_document as load_document  # re-exported
+from .errorlines import UNION_TAGS, error_lines
 from .mcp import McpServers
 
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
@@ -224,11 +227,23 @@ class SettingsPrompt(_Handler):
         return f"prompt: {first[:60]}"
 
 
+# The union's tags are the classes' names, which error paths skip (errorlines.py).
+HANDLER_TAGS = {"command": "SettingsCommand", "http": "SettingsHttp", "prompt": "SettingsPrompt"}
+
+
+def _handler_tag(v: Any) -> str | None:
+    kind = v.get("type") if isinstance(v, dict) else getattr(v, "type", None)
+    return HANDLER_TAGS.get(kind) if isinstance(kind, str) else None
+
+
 SettingsHandler = Annotated[
-    SettingsCommand | SettingsHttp | SettingsPrompt, Field(discriminator="type")
+    Annotated[SettingsCommand, Tag("SettingsCommand")]
+    | Annotated[SettingsHttp, Tag("SettingsHttp")]
+    | Annotated[SettingsPrompt, Tag("SettingsPrompt")],
+    Discriminator(_handler_tag),
 ]
 
-HANDLER_TYPES = ("command", "http", "prompt")
+HANDLER_TYPES = tuple(HANDLER_TAGS)
 # Claude Code's handler types and keys orkeon refuses, and why (docs/hooks.md).
 NOT_SUPPORTED = {
     "agent": "an agent handler is a second agent loop with tools of its own inside a hook; "
@@ -429,55 +444,11 @@ class Inputs(Frozen):
 # --- reading and error lines ---------------------------------------------------------
 
 
-def field_path(loc: tuple[int | str, ...]) -> str:
-    """`("hooks", 1, "command")` -> `hooks[1].command`, skipping pydantic's union tags."""
-    out = ""
-    for part in loc:
-        if isinstance(part, int):
-            out += f"[{part}]"
-        elif part in _UNION_TAGS or part.startswith(("function-", "list[", "dict[")):
-            continue
-        else:
-            out += f".{part}" if out else str(part)
-    return out or "inputs"
-
-
 # The tags pydantic puts in a location for the member of a union a value was tried as: the
-# providers' (`model.openai.model` is `model.model`), their models', and `plan`'s.
-_UNION_TAGS = {*PROVIDER_NAMES, *(m.__name__ for m in PROVIDER_MODELS), "str", "Plan"}
-
-
-# A settings-shape handler's errors carry its `type` as a step of the path (the union's
-# tag); the user's document has no such key.
-_HANDLER_TAG = re.compile(r"(hooks\[\d+\])\.(?:command|http|prompt)(?=\.|$)")
-_ITEM_PROBLEM = re.compile(r"^\[(\d+)\]\.(\w+): (.*)$", re.S)
-
-
-def error_lines(exc: ValidationError, prefix: str = "") -> list[str]:
-    """One line per problem, `field.path: message`, sorted and without repeats."""
-    found: list[tuple[str, str, str]] = []
-    for err in exc.errors(include_url=False):
-        path = _HANDLER_TAG.sub(r"\1", field_path(tuple(err["loc"])))
-        if prefix:
-            path = f"{prefix}.{path}" if path != "inputs" else prefix
-        msg = err["msg"]
-        if err["type"] == "extra_forbidden":
-            msg = "unknown key"
-        elif msg.startswith("Value error, "):
-            msg = msg[len("Value error, ") :]
-            if m := _ITEM_PROBLEM.match(msg):  # a list validator naming an item's key
-                path, msg = f"{path}[{m[1]}].{m[2]}", m[3]
-        found.append((path, err["type"], msg))
-    # A value that failed every member of a union reports a type mismatch for the members
-    # it was not meant to be; when a deeper problem exists under the same path, that
-    # deeper one is the real news.
-    lines: set[str] = set()
-    for path, kind, msg in found:
-        deeper = any(p.startswith((path + ".", path + "[")) for p, _, _ in found)
-        if kind.endswith("_type") and deeper:
-            continue
-        lines.add(f"{path}: {msg}")
-    return sorted(lines)
+# providers' (`model.openai.model` is `model.model`) and their models', added to the ones
+# the leaf knows (config/errorlines.py) where the providers are defined.
+UNION_TAGS.update({*PROVIDER_NAMES, *(m.__name__ for m in PROVIDER_MODELS)})
+UNION_TAGS.update(HANDLER_TAGS.values())  # a settings-shape handler's type
 
 
 def parse_inputs(doc: Any) -> Inputs:

@@ -25,6 +25,7 @@ MCP SDK.
 from __future__ import annotations
 
 import re
+import shlex
 from collections.abc import Iterable, Mapping
 from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit, urlunsplit
@@ -40,7 +41,9 @@ from pydantic import (
     model_validator,
 )
 
+from ..errors import InputError
 from ..policy.mcpnames import normalize, server_name_problem
+from .errorlines import error_lines
 
 Transport = Literal["stdio", "http"]
 
@@ -144,7 +147,6 @@ class McpServer(BaseModel):
         hold credentials."""
         if self.url is not None:
             return f"http: {shown_url(self.url)}"
-        import shlex
 
         return "stdio: " + shlex.join(self.argv)
 
@@ -206,9 +208,6 @@ _SERVERS: TypeAdapter[dict[str, McpServer]] = TypeAdapter(McpServers)
 def parse_servers(doc: Any, prefix: str = "mcp_servers") -> dict[str, McpServer]:
     """The `mcp_servers` input (an object of server name -> SERVER). InputError with one
     line per problem, each naming the field: `mcp_servers.git.command: is empty`."""
-    from ..errors import InputError
-    from .inputs import error_lines
-
     try:
         return _SERVERS.validate_python(doc)
     except ValidationError as exc:
@@ -218,8 +217,6 @@ def parse_servers(doc: Any, prefix: str = "mcp_servers") -> dict[str, McpServer]
 def servers_from_settings(doc: Mapping[str, Any], origin: str) -> dict[str, McpServer]:
     """The `mcpServers` object of a Claude Code `.mcp.json` or settings document (parsed
     JSON); {} when it has none. Every line of an InputError starts with `origin`."""
-    from ..errors import InputError
-
     raw = doc.get("mcpServers", {})
     if not isinstance(raw, dict):
         raise InputError(f"{origin}: mcpServers: must be an object of server names")

@@ -23,10 +23,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, ParamSpec, TypeVar
 
+from .. import logs
+from ..environ import config_dir
+from ..tools.sandbox import SandboxPolicy, probe, warn_unconfined_once
+from ..tools.sandbox import prefetch as start
+from .audit import AuditGit, Commands
+from .audit.gitcmd import find_git
+
 if TYPE_CHECKING:
     from ..config.inputs import Inputs
     from ..tools.sandbox import SandboxPolicy
-    from .audit import AuditGit, Commands
 
 SandboxState = Literal["on", "off", "unavailable"]
 _said: set[str] = set()  # the reasons `announce` gave
@@ -67,12 +73,9 @@ class Confinement:
         """Say on stderr, when a run starts, that its commands run unconfined (once a
         process) or that no sandbox can be made here (once a process and reason)."""
         if self.state == "off":
-            from ..tools.sandbox import warn_unconfined_once
-
             warn_unconfined_once()
         elif self.state == "unavailable" and self.reason not in _said:
             _said.add(self.reason)  # a pipeline runs several steps
-            from .. import logs
 
             logs.warn(
                 f"the shell sandbox is not available here: {self.reason}; every shell call "
@@ -88,7 +91,6 @@ class Confinement:
         reach the tool, and the tool itself refuses to run without a sandbox."""
         if self.state == "off":
             return None
-        from ..tools.sandbox import SandboxPolicy
 
         return SandboxPolicy.for_role(
             workspace,
@@ -104,12 +106,8 @@ class Confinement:
         """How the audit runs git: its own program, in a sandbox with nothing writable when
         the sandbox is on (the fence behind the switches; `run_dir` hidden), unconfined
         otherwise."""
-        from .audit import AuditGit
-
         box = None
         if self.state == "on":
-            from ..tools.sandbox import SandboxPolicy
-
             box = SandboxPolicy.for_git(
                 Path("/"), run_dir=run_dir, config_dir=self.config_dir, bwrap=self.bwrap
             )
@@ -119,8 +117,6 @@ class Confinement:
         """How the audit's build and test run: in the audit's sandbox (the workspace
         writable except its `.git` folders, `.orkeon/` and the run directory), refused
         when it cannot be made, unconfined when it is off."""
-        from .audit import Commands
-
         if self.state == "off":
             return Commands(env=env)
         if self.state == "unavailable":
@@ -129,8 +125,6 @@ class Confinement:
             )
 
         def policy() -> SandboxPolicy:
-            from ..tools.sandbox import SandboxPolicy
-
             return SandboxPolicy.for_audit(
                 workspace,
                 run_dir=run_dir,
@@ -143,36 +137,12 @@ class Confinement:
         return Commands(env=env, sandbox=policy)
 
 
-def find_git(workspace: Path, search_path: str | None) -> Path | None:
-    """The first `git` on `search_path` (a PATH value), resolved, skipping folders that are
-    relative or lie in `workspace` and a program that resolves into it: a `git` planted in
-    the workspace (a git-ignored `.venv/bin`) is never the audit's. None when there is none."""
-    ws = os.fspath(os.path.realpath(workspace))
-    for folder in (search_path if search_path is not None else os.defpath).split(os.pathsep):
-        if not folder or not os.path.isabs(folder):
-            continue
-        real = os.path.realpath(folder)
-        if _within(ws, real):
-            continue
-        candidate = os.path.join(real, "git")
-        if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
-            target = os.path.realpath(candidate)
-            if not _within(ws, target):
-                return Path(target)
-    return None
-
-
-def _within(base: str, path: str) -> bool:
-    return path == base or path.startswith(base.rstrip("/") + "/")
-
-
 def prefetch(doc: Any) -> threading.Thread | None:
     """Start the probe in a thread when the run may ask for it (see `decide`): unless the
     inputs document `doc`, as given, turns the sandbox off."""
     shell = doc.get("shell") if isinstance(doc, dict) else None
     if isinstance(shell, dict) and shell.get("sandbox") == "off":
         return None
-    from ..tools.sandbox import prefetch as start
 
     return start()
 
@@ -197,8 +167,6 @@ def while_probing(prepare: Callable[P, R]) -> Callable[P, R]:
 def decide(inputs: Inputs, workspace: Path, environ: Mapping[str, str]) -> Confinement:
     """The run's confinement from its inputs and this machine (the probe makes one
     sandbox, once per process)."""
-    from ..environ import config_dir
-
     try:
         cfg: Path | None = config_dir(environ)
     except RuntimeError:  # no home folder to find ~/.config in
@@ -207,7 +175,6 @@ def decide(inputs: Inputs, workspace: Path, environ: Mapping[str, str]) -> Confi
     network = inputs.shell.network
     if inputs.shell.sandbox == "off":
         return Confinement("off", network, git=git, config_dir=cfg)
-    from ..tools.sandbox import probe
 
     avail = probe()
     if not avail.ok:

@@ -16,8 +16,17 @@ from typing import TYPE_CHECKING, Any
 from ..calls import BUILTINS, Catalog
 from ..catalog import TOOLS
 from ..config.inputs import Inputs
+from ..environ import scrubbed
+from ..errors import RecordsError
 from ..events import EventLog
+from ..hooks import NO_HOOKS, chain
+from ..hooks.native import NativeHooks
+from ..jsonio import atomic_write_json
 from ..ledger import Ledger
+from ..pipeline import Pipeline
+from ..policy.guards import guard
+from ..policy.paths import PathOutside, contains, relative, resolve_in_workspace
+from ..tools import ToolEnv
 from ..vocabulary import ErrorKind, StepStatus
 from .prepare import RunConfig
 
@@ -91,7 +100,7 @@ class StepRun:
         if self.mcp is None:
             names, catalog = tuple(e for e in entries if e in TOOLS), BUILTINS
         else:
-            from ..tools.mcp.tool import role_tools
+            from ..tools.mcp.tool import role_tools  # only a run with MCP servers loads them
 
             names, catalog = role_tools(entries, self.catalog, self.mcp)
         check = self.config.confinement.unavailable_check()
@@ -110,9 +119,6 @@ class StepRun:
         writer's spec, the planner's plan. The shell tool runs in the step's sandbox (each
         call narrowed to the calling role's roots); where no sandbox can be made, the
         roles' catalogs refuse it in stage 2 (`role_tools`)."""
-        from ..pipeline import Pipeline
-        from ..tools import ToolEnv
-
         if self._shell_policy is None and self.config.confinement.state != "off":
             self._shell_policy = self.config.confinement.role_policy(
                 self.workspace, self.hidden_run_dir
@@ -179,9 +185,6 @@ class StepRun:
         return self.config.confinement.audit_commands(self.workspace, env, self.hidden_run_dir)
 
     def guard(self, own_output: str | None = None) -> RuleSet:
-        from ..policy.guards import guard
-        from ..policy.paths import PathOutside, contains, relative, resolve_in_workspace
-
         ws = self.workspace
         run_dir = (self.guarded_dir or self.run_dir).resolve()
         rel_run = relative(ws, run_dir) if contains(str(ws), str(run_dir)) else None
@@ -204,8 +207,6 @@ class StepRun:
         if self.records is not None:
             self.records.write(name, obj)
             return
-        from ..errors import RecordsError
-        from ..jsonio import atomic_write_json
 
         try:
             atomic_write_json(self.run_dir / name, obj)
@@ -230,8 +231,6 @@ def child_environ(config: RunConfig, *, credentials: bool) -> dict[str, str]:
     """The environment of a program the step starts: never the model's key; with
     `credentials`, no credential-like variable either (the shell tool and native hooks,
     which the model steers). The audit's build and tests keep the others."""
-    from ..environ import scrubbed
-
     return scrubbed([config.key_env] if config.key_env else [], credentials=credentials)
 
 
@@ -243,9 +242,6 @@ def step_hooks(
 ) -> Hooks:
     """The step's hooks: native ones first, then settings-shape ones. `provider`: the
     run's, which a settings-shape `prompt` hook asks unless it names a `model`."""
-    from ..hooks import NO_HOOKS, chain
-    from ..hooks.native import NativeHooks
-
     native: Hooks = NO_HOOKS
     if config.inputs.native_hooks:
         native = NativeHooks(
@@ -257,6 +253,7 @@ def step_hooks(
         )
     settings: Hooks = NO_HOOKS
     if config.settings_hooks:
+        # Loaded only for a run that has settings-shape hooks (tests/commands/test_imports.py).
         from ..hooks.claude.settings import SettingsHooks
 
         settings = SettingsHooks(

@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ... import proc
 from ...environ import CI_FILE_VARS, OWN_VARS
 
 if TYPE_CHECKING:
@@ -107,7 +108,6 @@ class EnvFiles:
         if limit <= 0:
             self.problems.append(f"not read: {ledger.time_spent_text()}")
             return {}
-        from ... import proc
 
         res = await proc.arun(
             [runner.shell, "-c", _SCRIPT, "sh", sys.executable, _DUMP, *files],

@@ -53,8 +53,8 @@ def data_folder(config_dir: Path, name: str, root: Path) -> Path:
 def substitute(text: str, values: Mapping[str, str]) -> str:
     for name, value in values.items():
         text = text.replace("${" + name + "}", value)
-        # A function, not a replacement string: a path's backslashes stay as they are.
-        text = re.sub(r"\$" + name + r"(?![A-Za-z0-9_])", lambda _m: value, text)
+        # Escaped: a path's backslashes stay as they are in the replacement.
+        text = re.sub(r"\$" + name + r"(?![A-Za-z0-9_])", value.replace("\\", "\\\\"), text)
     return text
 
 

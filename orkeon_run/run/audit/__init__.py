@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ... import proc
+from ...tools import sandbox
 from .gitcmd import AuditGit, find_git
 from .paths import ALWAYS_IGNORED, AuditError, Ignore, ignore_list, norm_root, shown, under
 from .snapshot import Changes, Snapshot, changed_paths, changes, compare, snapshot, tampered
@@ -138,7 +139,7 @@ async def run_audit(
     orkeon's PATH), that something did when `require_changes`, then build and test as
     `commands` says (by default unconfined, with `env`, else orkeon's environment). Returns
     the audit record. `run_commands=False` checks the paths only."""
-    from anyio import to_thread
+    from anyio import to_thread  # not at import: `validate` loads this package (find_git)
 
     try:
         found = await to_thread.run_sync(changes, workspace, before, git)
@@ -217,9 +218,7 @@ def _refused(
 async def _run_command(workspace: Path, argv: Sequence[str], how: Commands) -> proc.ProcResult:
     if how.sandbox is None:
         return await proc.arun(list(argv), cwd=workspace, timeout=COMMAND_TIMEOUT, env=how.env)
-    from anyio import to_thread
-
-    from ...tools import sandbox
+    from anyio import to_thread  # not at import: `validate` loads this package (find_git)
 
     policy = await to_thread.run_sync(how.sandbox)  # walks the workspace for `.git` folders
     env = how.env if how.env is not None else os.environ

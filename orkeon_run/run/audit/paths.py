@@ -13,6 +13,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from ...policy.guards import holds_guard, is_guard
+from ...policy.pathglob import PathGlob
 
 ALWAYS_IGNORED = (".orkeon/",)
 # Under .orkeon/ only orkeon's own outputs (spec, plan, runs) are exempt. The guards
@@ -86,8 +87,6 @@ class Ignore:
 
     def __post_init__(self) -> None:
         if self.patterns and not self._globs:
-            from ...policy.pathglob import PathGlob
-
             object.__setattr__(self, "_globs", tuple(PathGlob(p) for p in self.patterns))
 
     def __call__(self, path: str) -> bool:

@@ -70,7 +70,7 @@ def test_plugin_hook_runs_from_its_folder_with_root_and_data(
         "suite-guard: files under secrets/ are not written by agents]"
     ]
     assert refusal_lines(pre_write(workspace, config, "src/a.py")) == []
-    [first, second] = seen(cfg)
+    [first, _] = seen(cfg)
     assert first["root"] == str(PLUGIN.resolve())
     assert first["path"] == str(workspace / "secrets/key.pem")
     # A second run finds what the first one left: the data folder lasts.
