@@ -21,7 +21,13 @@ from ..protocol import Hooks
 from .answers import Answer, read_answer
 from .background import Background
 from .envfile import Changes
-from .handlers import HTTP_DEFAULT_TIMEOUT, PROMPT_DEFAULT_TIMEOUT, ask_model, post_hook
+from .handlers import (
+    HTTP_DEFAULT_TIMEOUT,
+    PROMPT_DEFAULT_TIMEOUT,
+    HttpClients,
+    ask_model,
+    post_hook,
+)
 from .matchers import Selection
 from .payloads import base, encode
 from .plugins import PLUGIN_DATA, PLUGIN_ROOT
@@ -76,6 +82,7 @@ class SettingsBase(Hooks):
         self._provider_for = provider_for
         self._ran_once: set[tuple[str, int]] = set()  # (session, hook) of `once: true` hooks
         self._background = Background(self._record_background)
+        self._http = HttpClients()
 
     def has(self, event: str) -> bool:
         """Whether any hook is configured for `event` (SubagentStop included)."""
@@ -154,7 +161,7 @@ class SettingsBase(Hooks):
     ) -> Ran:
         """One hook of any handler type (run.py for commands, handlers.py for the rest)."""
         if isinstance(h, SettingsHttp):
-            return await post_hook(h, timeout, stdin, ledger)
+            return await post_hook(h, timeout, stdin, ledger, self._http)
         if isinstance(h, SettingsPrompt):
             if self._provider_for is None:
                 why = "no model to ask here (a prompt hook runs in `orkeon run`)"
@@ -193,6 +200,7 @@ class SettingsBase(Hooks):
     async def drain(self, *, cancel: bool = False) -> None:
         """The `async: true` hooks still running: awaited, or cancelled and recorded."""
         await self._background.drain(cancel=cancel)
+        await self._http.aclose()
 
     def _surface(self, event: str, ctx: CallContext, a: Answer) -> None:
         """Problems and system messages go to the person running orkeon (stderr)."""

@@ -29,6 +29,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import anyio
+import anyio.lowlevel
 
 from ...config.inputs import SettingsHttp, SettingsPrompt
 from .run import Ran
@@ -75,11 +76,37 @@ def _redact(text: str, secrets: list[str]) -> str:
     return text
 
 
+class HttpClients:
+    """The http hooks' clients, one per event loop (a connection pool belongs to one) and
+    per scheme: a plain-http URL never loads the CA bundle (some 0.1-0.5 s), an https one
+    loads it once per run, not per call. No redirect is followed."""
+
+    def __init__(self) -> None:
+        self._clients: dict[tuple[object, bool], Any] = {}
+
+    def get(self, tls: bool) -> Any:
+        import httpx2
+
+        key = (anyio.lowlevel.current_token(), tls)
+        client = self._clients.get(key)
+        if client is None:
+            client = httpx2.AsyncClient(follow_redirects=False, verify=tls)
+            self._clients[key] = client
+        return client
+
+    async def aclose(self) -> None:
+        """Close the clients of the running loop (the others' loops are gone)."""
+        token = anyio.lowlevel.current_token()
+        for key in [k for k in self._clients if k[0] == token]:
+            await self._clients.pop(key).aclose()
+
+
 async def post_hook(
     hook: SettingsHttp,
     timeout: float,
     body: bytes,
     ledger: Ledger,
+    clients: HttpClients,
     environ: Mapping[str, str] | None = None,
 ) -> Ran:
     """POST one hook event (module docstring). Charged to the ledger as hook time."""
@@ -99,15 +126,14 @@ async def post_hook(
     error: str | None = None
     timed_out = False
     try:
-        async with httpx2.AsyncClient(
-            follow_redirects=False, timeout=limit, verify=hook.url.startswith("https://")
-        ) as client:
-            with anyio.fail_after(limit):
-                reply = await client.post(
-                    hook.url,
-                    content=body,
-                    headers={"content-type": "application/json", **headers},
-                )
+        client = clients.get(hook.url.startswith("https://"))
+        with anyio.fail_after(limit):
+            reply = await client.post(
+                hook.url,
+                content=body,
+                headers={"content-type": "application/json", **headers},
+                timeout=limit,
+            )
         text = _redact(reply.content[:BODY_CAP].decode("utf-8", "replace"), secrets)
         status = reply.status_code
         if 200 <= status < 300:
@@ -213,6 +239,7 @@ __all__ = [
     "HTTP_DEFAULT_TIMEOUT",
     "PROMPT_DEFAULT_TIMEOUT",
     "REFUSAL_STATUS",
+    "HttpClients",
     "ask_model",
     "header_values",
     "judge_prompt",
