@@ -251,4 +251,5 @@ class SettingsBase(Hooks):
                 seconds=round(run.seconds, 6),
                 timed_out=run.timed_out,
                 first_line=run.first_line,
+                **({"usage": run.usage} if run.usage is not None else {}),
             )

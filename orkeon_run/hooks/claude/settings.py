@@ -10,10 +10,12 @@ The modules: `base.py` (selecting an event's hooks, running them, reading and re
 their answers), `lifecycle.py` (the lifecycle events, `envfile.py` for SessionStart's
 `CLAUDE_ENV_FILE`), this one (the tool events, `rewrites.py` for a file a PostToolUse hook
 changed), `payloads.py` (stdin), `answers.py`, `texts.py` (what the model reads),
-`matchers.py`, `sources.py` (where the configuration comes from), `run.py` (processes).
+`matchers.py`, `sources.py` (where the configuration comes from, `plugins.py` for
+Claude Code plugins), `run.py` (command processes), `handlers.py` (http and prompt
+handlers), `background.py` (`async: true` hooks).
 
 For one event: the groups whose matcher matches are collected in configuration order,
-identical commands run once, the commands run in parallel (`run.py`), each one's
+identical handlers run once, they run in parallel (`run.py`, `handlers.py`), each one's
 answer is read (`answers.py`) and the answers merge: deny and block > ask > allow, contexts
 concatenate into one `<hook_context>` block (at most 8192 bytes), the last `updatedInput`
 in configuration order wins, any `continue: false` stops the role, reasons join.
