@@ -105,6 +105,7 @@ class Agent:
         self.error: str | None = None
         self.error_kind: str | None = None
         self.first_refusal: tuple[str, str] | None = None
+        self.stop_blocks_capped: int | None = None  # RoleResult.stop_blocks_capped
         self.resumed = resume and transcript_path.is_file() and transcript_path.stat().st_size > 0
         self._started = False
         self._closed = False
@@ -131,6 +132,7 @@ class Agent:
             self.first_refusal,
             self.error_kind,
             self.ledger.use() if isinstance(self.ledger, RoleLedger) else None,
+            self.stop_blocks_capped,
         )
 
     async def run(self, prompt: str) -> RoleResult:
@@ -186,6 +188,7 @@ class Agent:
 
     async def _loop(self) -> tuple[Status, str | None]:
         stop_continued = False
+        blocks = 0  # Stop hooks' blocks honoured in a row (budget.stop_blocks)
         cut = 0  # answers cut at the output limit in a row (models/answers.py)
         while True:
             self.ledger.check()
@@ -201,10 +204,15 @@ class Agent:
             if not turn.tool_calls:
                 self.final_text = turn.text
                 keep = await self.hooks.stop(self.ctx, stop_continued, self.ledger, turn.text)
-                if keep and not stop_continued:
+                if keep and blocks < self.ledger.limits.stop_blocks:
+                    # Each continuation is one more turn, charged (ledger.check above).
+                    blocks += 1
                     stop_continued = True
                     self._add(Message("user", keep))
                     continue
+                if keep:
+                    self.stop_blocks_capped = blocks
+                    self.events.emit("hook.stop_cap", role=self.ctx.role, blocks=blocks)
                 return "succeeded", None
             for call in turn.tool_calls:
                 if call.error is not None:  # unreadable arguments: the model is told

@@ -37,6 +37,8 @@ class RoleResult:
     error_kind: str | None = None
     # What the role spent, when the budget has per-role limits (ledger.RoleLedger).
     budget: dict[str, Any] | None = None
+    # The role finished because Stop hooks had blocked `budget.stop_blocks` times in a row.
+    stop_blocks_capped: int | None = None
 
     def to_json(self) -> dict[str, Any]:
         """The result document's `roles[]` entry; `all_refused` when the role made calls
@@ -57,6 +59,8 @@ class RoleResult:
             d["all_refused"] = {"stage": stage, "text": text}
         if self.budget is not None:
             d["budget"] = self.budget
+        if self.stop_blocks_capped is not None:
+            d["stop_blocks_capped"] = self.stop_blocks_capped
         return d
 
 

@@ -155,7 +155,7 @@ def prepare(
         checked = found.collect(lambda: module.check(inputs, ws, pinned))
         if isinstance(checked, tuple):
             plan, plan_rel = checked
-    budget = budget_limits(inputs, default_budget)
+    budget = stop_block_cap(budget_limits(inputs, default_budget), env)
     warnings.extend(budget.per_role_warnings())
     if budget.usd is not None:  # a cost budget needs the model's price
         found.collect(lambda: check_price(inputs.model))  # loads the price database
@@ -247,6 +247,21 @@ def budget_limits(inputs: Inputs, default: BudgetLimits) -> BudgetLimits:
         return default
     given = inputs.budget.model_fields_set
     return default.model_copy(update={k: getattr(inputs.budget, k) for k in given})
+
+
+STOP_CAP_ENV = "CLAUDE_CODE_STOP_HOOK_BLOCK_CAP"
+
+
+def stop_block_cap(budget: BudgetLimits, env: Mapping[str, str]) -> BudgetLimits:
+    """`budget.stop_blocks`, unless Claude Code's `CLAUDE_CODE_STOP_HOOK_BLOCK_CAP` is set
+    (the environment wins over the inputs, as orkeon's own knobs do). A value that is not
+    a whole number of at least 1 is an InputError naming the variable."""
+    raw = env.get(STOP_CAP_ENV, "")
+    if not raw:
+        return budget
+    if not raw.strip().isdigit() or int(raw) < 1:
+        raise InputError(f"{STOP_CAP_ENV}: must be a whole number of at least 1, not {raw!r}")
+    return budget.model_copy(update={"stop_blocks": int(raw)})
 
 
 def _knobs(

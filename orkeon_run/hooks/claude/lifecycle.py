@@ -91,9 +91,9 @@ class Lifecycle(SettingsBase):
     ) -> str | None:
         """Stop, when the role's model is about to finish. Returns the user message that
         keeps it going, `[Stop hook (CMD) asks to keep going: REASON]` (one line per
-        blocking hook), or None. At most one continuation per turn: with
-        `stop_hook_active` (this turn already continued) the hooks run, a block is not
-        honoured. `continue: false` from any hook lets the role finish."""
+        blocking hook), or None. `stop_hook_active`: the model's answer follows a
+        continuation; the agent loop honours blocks in a row up to `budget.stop_blocks`.
+        `continue: false` from any hook lets the role finish."""
         if not self.has("Stop"):
             return None
         fields = {"stop_hook_active": stop_hook_active, "last_assistant_message": last_message}
@@ -103,13 +103,6 @@ class Lifecycle(SettingsBase):
             stop_line(a.command, why) for a in answers if (why := a.block_reason()) is not None
         ]
         if not lines or any(a.stop for a in answers):
-            return None
-        if stop_hook_active:
-            self._log.info(
-                "a Stop hook asked to keep going again this turn; at most one continuation "
-                "per turn, so the role finishes",
-                role=ctx.role,
-            )
             return None
         return "\n".join(lines)
 

@@ -150,8 +150,7 @@ def test_http_hook_time_is_charged(workspace: Path, server: FakeServer) -> None:
 
 def scripted(*texts: str, usage: tuple[int, int] = (40, 9)) -> ScriptedProvider:
     entries = [
-        {"text": t, "usage": {"input_tokens": usage[0], "output_tokens": usage[1]}}
-        for t in texts
+        {"text": t, "usage": {"input_tokens": usage[0], "output_tokens": usage[1]}} for t in texts
     ]
     return ScriptedProvider(
         ScriptedModel.model_validate(
@@ -170,7 +169,10 @@ def test_prompt_ok_false_blocks_and_is_charged(workspace: Path) -> None:
     provider = scripted('{"ok": false, "reason": "the tests were not run"}')
     rig = Rig(workspace, {"Stop": [group(judge())]}, provider_for=lambda model: provider)
     keep_going = rig.stop()
-    assert keep_going == "[Stop hook (prompt: Is this fine? $ARGUMENTS) asks to keep going: the tests were not run]"
+    assert (
+        keep_going
+        == "[Stop hook (prompt: Is this fine? $ARGUMENTS) asks to keep going: the tests were not run]"
+    )
     assert (rig.ledger.tokens_in, rig.ledger.tokens_out, rig.ledger.turns) == (40, 9, 1)
     [run] = rig.runs()
     assert run["exit_code"] == 2 and run["first_line"] == "the tests were not run"

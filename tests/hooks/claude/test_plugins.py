@@ -140,13 +140,17 @@ def test_plugin_inside_the_workspace_counts_once_trusted(
             "plugins[0]: {p}/hooks/hooks.json: not JSON",
         ),
         (
-            lambda p: (p / "hooks").mkdir(parents=True)
-            or (p / "hooks/hooks.json").write_text('{"hooks": {"Stop": [{"hooks": [{}]}]}}'),
+            lambda p: (
+                (p / "hooks").mkdir(parents=True)
+                or (p / "hooks/hooks.json").write_text('{"hooks": {"Stop": [{"hooks": [{}]}]}}')
+            ),
             "plugins[0]: {p}/hooks/hooks.json: hooks.Stop[0].hooks[0].type: Field required",
         ),
     ],
 )
-def test_bad_plugin_names_the_file(tmp_path: Path, workspace: Path, make: Any, message: str) -> None:
+def test_bad_plugin_names_the_file(
+    tmp_path: Path, workspace: Path, make: Any, message: str
+) -> None:
     """'a plugin folder without `hooks/hooks.json` or with invalid JSON: exit 2 naming the
     field or file (with the plugin's path), nothing run'."""
     p = tmp_path / "plug"
