@@ -134,7 +134,7 @@ class SettingsHooks(Lifecycle):
         shown = claude_input(tool, call.input, self._ws)
         fields = {
             **tool_fields(tool, shown),
-            "tool_response": tool_response(tool, shown, result),
+            "tool_response": tool_response(call.tool, shown, result),
             "tool_use_id": call_id,
         }
         answers = await self._run("PostToolUse", ctx, tool, fields, ledger)
