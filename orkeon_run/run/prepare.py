@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from ..config.inputs import Inputs, MatcherGroup, Plan, load_document, parse_inputs, parse_plan
 from ..config.mcp import McpServer
+from ..config.mcp_sources import untrusted_servers
 from ..config.pins import NO_PINS, Pins, run_pins
 from ..config.run_settings import resolve, settings_files
 from ..config.shell_settings import resolve_shell_rules
@@ -148,7 +149,8 @@ def prepare(
         missing = missing_files(inputs.native_hooks, ws, env.get("PATH", os.defpath))
         (found.lines if hook_files == "error" else warnings).extend(missing)
     if crew is not None and servers is not None:
-        found.collect(lambda: mcp_checks.check_entries(crew, servers))
+        untrusted = untrusted_servers(ws, environ=env, stdin_is_tty=stdin_is_tty)
+        found.collect(lambda: mcp_checks.check_entries(crew, servers, untrusted))
     plan = None
     plan_rel = ""
     if module is not None:
