@@ -147,6 +147,7 @@ class Agent:
                 error = str(exc)
         except ProviderError as exc:
             status, error, kind = "failed", str(exc), "provider"
+            await self.hooks.stop_failure(self.ctx, error, self.ledger, self.final_text)
         except Interrupted:
             status = "interrupted"
         except anyio.get_cancelled_exc_class():

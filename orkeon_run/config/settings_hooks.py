@@ -165,6 +165,8 @@ SETTINGS_EVENTS = (
     "SubagentStop",
     "PreCompact",
     "SessionEnd",
+    "StopFailure",
+    "PermissionDenied",
 )
 
 # Settings shape: event name -> matcher groups. Unknown event names are kept here and

@@ -106,6 +106,18 @@ class Lifecycle(SettingsBase):
             return None
         return "\n".join(lines)
 
+    async def stop_failure(
+        self, ctx: CallContext, error: str, ledger: Ledger, last_message: str = ""
+    ) -> None:
+        """StopFailure: the role's turn ended because its model provider failed (`error`,
+        its one-line message). Notify-only."""
+        if not self.has("StopFailure"):
+            return
+        fields = {"error": error, "last_assistant_message": last_message}
+        answers = await self._run("StopFailure", ctx, None, fields, ledger)
+        self._emit_runs("StopFailure", ctx, answers)
+        self._cannot_block("StopFailure", ctx, answers)
+
     async def pre_compact(self, ctx: CallContext, ledger: Ledger, trigger: str = "auto") -> None:
         """PreCompact, before a transcript is compacted. Side effects only."""
         if not self.has("PreCompact"):

@@ -30,6 +30,7 @@ from ...config.inputs import SETTINGS_EVENTS, MatcherGroup, SettingsHandler
 MATCH_FIELDS: dict[str, str] = {
     "PreToolUse": "tool_name",
     "PostToolUse": "tool_name",
+    "PermissionDenied": "tool_name",
     "SessionStart": "source",
     "PreCompact": "trigger",
     "SessionEnd": "reason",

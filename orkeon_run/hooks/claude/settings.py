@@ -41,7 +41,7 @@ from .sources import load_settings_hooks
 from .texts import context_block, not_run_line, post_tool_line, pre_tool_line
 
 if TYPE_CHECKING:
-    from ...calls import CallContext, CheckedCall
+    from ...calls import CallContext, CheckedCall, HookRun
     from ...ledger import Ledger
 
 
@@ -163,6 +163,20 @@ class SettingsHooks(Lifecycle):
             stop=bool(stop_reasons),
             stop_reason=join_reasons(stop_reasons),
         )
+
+    async def permission_denied(
+        self, ctx: CallContext, call: CheckedCall, call_id: str, reason: str, ledger: Ledger
+    ) -> list[HookRun]:
+        """PermissionDenied: a stage before the hooks refused the call (gate, workspace,
+        rule sets, roots). Notify-only: an answer changes nothing."""
+        tool = call.name
+        if not self.commands("PermissionDenied", tool):
+            return []
+        shown = claude_input(tool, call.input, self._ws)
+        fields = {**tool_fields(tool, shown), "tool_use_id": call_id, "reason": reason}
+        answers = await self._run("PermissionDenied", ctx, tool, fields, ledger)
+        self._cannot_block("PermissionDenied", ctx, answers)
+        return self._runs("PermissionDenied", answers)
 
 
 __all__ = ["SettingsHooks", "context_block", "load_settings_hooks"]
