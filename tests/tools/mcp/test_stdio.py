@@ -96,7 +96,10 @@ def test_results_come_back_in_the_servers_form_within_the_size_cap(tmp_path: Pat
             "than 64 characters",
             "MCP server fake lists two tools named mcp__fake__weird_name_with_spaces; the second "
             "is left out",
+            "MCP tool mcp__fake__research is left out: it requires MCP Tasks "
+            "(execution.taskSupport: required), which orkeon does not support",
         ]
+        assert "mcp__fake__research" not in tools
         assert all(len(t.name) <= 64 for t in hub.tools)
 
         async def call(name: str, args: dict[str, Any]) -> Any:
