@@ -44,6 +44,7 @@ from pydantic import (
 from ..errors import InputError
 from ..policy.mcpnames import normalize, server_name_problem
 from .errorlines import error_lines
+from .network import Network
 
 Transport = Literal["stdio", "http"]
 
@@ -64,6 +65,10 @@ class McpServer(BaseModel):
     # unless the gate allows them (policy/mcpgit.py; `mcp-server-git` is known by its
     # command without it).
     git: bool = Field(default=False, strict=True)
+    # orkeon's own key (Claude Code has none): what a stdio server run in a sandbox may
+    # reach, as `shell.network` (config/network.py): false (none, the default), true, or
+    # an allow-list.
+    network: Network = False
 
     @field_validator("type", mode="before")
     @classmethod
@@ -116,7 +121,7 @@ class McpServer(BaseModel):
         if self.url is not None:
             if self.type == "stdio":
                 raise ValueError('"type": "stdio" needs "command", not "url"')
-            extra = sorted(given & {"args", "env"})
+            extra = sorted(given & {"args", "env", "network"})
             if extra:
                 raise ValueError(f'"{extra[0]}" is for a stdio server ("command"), not "url"')
             problem = url_problem(self.url)
@@ -211,7 +216,7 @@ def parse_servers(doc: Any, prefix: str = "mcp_servers") -> dict[str, McpServer]
     try:
         return _SERVERS.validate_python(doc)
     except ValidationError as exc:
-        raise InputError(error_lines(exc, prefix=prefix)) from None
+        raise InputError(error_lines(exc, prefix=prefix, schema=_SERVERS.json_schema)) from None
 
 
 def servers_from_settings(doc: Mapping[str, Any], origin: str) -> dict[str, McpServer]:
