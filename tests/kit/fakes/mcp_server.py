@@ -91,16 +91,8 @@ TOOLS = [
     types.Tool(
         name="weird_name_with_spaces", description="Taken.", input_schema={"type": "object"}
     ),
-    # ... and a tool that runs only as an MCP Task (server-everything's
-    # simulate-research-query): every plain call of it fails -32601.
-    types.Tool(
-        name="research",
-        description="Runs only as a task.",
-        input_schema={"type": "object"},
-        execution=types.ToolExecution(task_support="required"),
-    ),
 ]
-LEFT_OUT = ("x" * 60, "weird_name_with_spaces", "research")
+LEFT_OUT = ("x" * 60, "weird_name_with_spaces")
 
 
 def text(value: str, *, error: bool = False, structured: Any = None) -> types.CallToolResult:

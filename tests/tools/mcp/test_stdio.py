@@ -95,10 +95,7 @@ def test_results_come_back_in_the_servers_form_within_the_size_cap(tmp_path: Pat
             "than 64 characters",
             "MCP server fake lists two tools named mcp__fake__weird_name_with_spaces; the second "
             "is left out",
-            "MCP tool mcp__fake__research is left out: it requires MCP Tasks "
-            "(execution.taskSupport: required), which orkeon does not support",
         ]
-        assert "mcp__fake__research" not in tools
         assert all(len(t.name) <= 64 for t in hub.tools)
 
         async def call(name: str, args: dict[str, Any]) -> Any:
@@ -342,3 +339,31 @@ def test_the_validate_check_starts_lists_and_stops_each_server(repo: Path) -> No
         "no such program: /nonexistent/mcp-server"
     )
     assert warnings == []
+
+
+def test_a_tool_that_requires_tasks_is_not_offered(tmp_path: Path) -> None:
+    """docs/tools.md: 'a tool that runs only as an MCP Task (`execution.taskSupport:
+    "required"`) is left out with a warning'. The SDK's client drops `execution` on the
+    2026 protocol the test server speaks, so the listed tools are given to the hub as a
+    2025-11-25 server (server-everything) lists them."""
+    import mcp_types as types
+
+    hub = McpHub(parse_servers({"everything": {"command": ["true"]}}), environ={}, cwd=tmp_path)
+    plain = types.Tool(name="echo", input_schema={"type": "object"})
+    research = types.Tool(
+        name="simulate-research-query",
+        input_schema={"type": "object"},
+        execution=types.ToolExecution(task_support="required"),
+    )
+    optional = types.Tool(
+        name="maybe-task",
+        input_schema={"type": "object"},
+        execution=types.ToolExecution(task_support="optional"),
+    )
+    hub._servers["everything"].tools = [plain, research, optional]
+    hub._index()
+    assert [t.name for t in hub.tools] == ["mcp__everything__echo", "mcp__everything__maybe-task"]
+    assert hub.warnings == [
+        "MCP tool mcp__everything__simulate-research-query is left out: it requires MCP Tasks "
+        "(execution.taskSupport: required), which orkeon does not support"
+    ]
