@@ -7,15 +7,20 @@
   built-in rule set `orkeon`, roots, events appended to a real events.jsonl), and the same
   with the run's secrets redacted (SECRETS values of a CI's environment's size, none of
   them in the result: the common case, every text searched for each).
-- one native hook `true`: what it adds to a call, against a bare `subprocess.run(["true"])`
-  in the same process; target at most 1.5×.
+- one native hook `true`: what it adds to a call, against a bare `os.posix_spawn` of
+  `true` and its wait in the same process; target at most 1.25×.
+
+Measured on a free core where this user may have one: the process runs under
+SCHED_FIFO (what it says in the last line), so the other jobs of a loaded machine do
+not weigh on its hand-offs to the children it starts.
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
+import shutil
 import statistics
-import subprocess
 import tempfile
 import time
 from collections.abc import Awaitable, Callable
@@ -65,9 +70,11 @@ def pipeline(
     realistic: bool,
     hooks: list[NativeHook] | None = None,
     redactor: Redactor | None = None,
+    events_path: Path | None = None,
 ) -> Pipeline:
     rules = ShellRules()
-    events = EventLog(ws.parent / "events.jsonl", redactor=redactor) if realistic else NullLog()
+    path = events_path or ws.parent / "events.jsonl"
+    events = EventLog(path, redactor=redactor) if realistic else NullLog()
     return Pipeline(
         workspace=ws,
         step="dev-batches",
@@ -105,8 +112,11 @@ async def measure(ws: Path) -> None:
     hook = NativeHook(1, "pre-tool", "true")
     hooked = pipeline(ws, realistic=False, hooks=[hook])
 
+    true_path = shutil.which("true")
+    assert true_path is not None
+
     async def true() -> object:
-        return subprocess.run(["true"])
+        return os.waitpid(os.posix_spawn(true_path, ["true"], os.environ), 0)
 
     async def one_hook() -> object:
         return await run_hook(hook, tool="file_read", path="x", workspace=ws,
@@ -148,14 +158,31 @@ async def measure(ws: Path) -> None:
     row("redaction's share of a call (20 secrets)", f"{(t_redacted - t_real) * us:.1f} µs",
         f"{t_real * us:.1f} µs", None, "", None)  # fmt: skip
     row('one native hook "true", added to a call', f"{added * 1000:.3f} ms",
-        f"{t_true * 1000:.3f} ms", added / t_true, "≤ 1.5×", added / t_true <= 1.5)  # fmt: skip
+        f"{t_true * 1000:.3f} ms", added / t_true, "≤ 1.25×", added / t_true <= 1.25)  # fmt: skip
     row('run_hook("true") alone', f"{t_run_hook * 1000:.3f} ms", f"{t_true * 1000:.3f} ms",
-        t_run_hook / t_true, "≤ 1.5×", t_run_hook / t_true <= 1.5)  # fmt: skip
-    print(f"(baselines: run_tool file_read direct; subprocess.run(['true']); medians of "
-          f"{CALLS} calls / {HOOK_RUNS} hook runs)")  # fmt: skip
+        t_run_hook / t_true, "≤ 1.25×", t_run_hook / t_true <= 1.25)  # fmt: skip
+    print(f"(baselines: run_tool file_read direct; os.posix_spawn of true and its wait; "
+          f"medians of {CALLS} calls / {HOOK_RUNS} hook runs; {FREE[0]})")  # fmt: skip
+
+
+FREE = ["as the machine is (SCHED_FIFO not permitted)"]
 
 
 def main() -> None:
+    try:
+        before = os.sched_getscheduler(0), os.sched_getparam(0)
+        os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(10))
+        FREE[0] = "free core: SCHED_FIFO"
+    except (AttributeError, PermissionError):
+        before = None
+    try:
+        _measure()
+    finally:
+        if before is not None:
+            os.sched_setscheduler(0, *before)
+
+
+def _measure() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         ws = Path(tmp, "ws").resolve()
         (ws / "src" / "api").mkdir(parents=True)

@@ -74,6 +74,8 @@ class EventLog:
         steps' events as they happen). Raises RecordsError as `emit` does."""
         if self.failure is not None:
             raise self.failure
+        if self._fd is None and self._stream is None and not self.listeners:
+            return event if self.redactor is None else self._line(event)[0]  # nothing to write
         event, data = self._line(event)
         with self._lock:
             if self.failure is not None:

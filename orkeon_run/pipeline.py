@@ -181,6 +181,16 @@ class Pipeline:
         self.hooks = hooks
         self.tool_timeout = tool_timeout
         self._seq: dict[str, Iterator[int]] = {}
+        self._role_envs: dict[tuple[str, ...], ToolEnv] = {}  # the tool env by calling roots
+
+    def end_role(self, ctx: CallContext) -> None:
+        """The role of `ctx` has ended: its kept-up shell sandbox goes (docs/security.md,
+        "The kept-up sandbox")."""
+        box = self.tool_env.sandbox
+        if box is not None:
+            from .tools.sandbox import release
+
+            release(box.with_roots(ctx.roots))
 
     async def call(
         self,
@@ -270,7 +280,7 @@ class Pipeline:
             return refused(budget_refusal(ledger))
         started = time.monotonic()
         try:
-            env = self.tool_env if ctx.roots is None else replace(self.tool_env, roots=ctx.roots)
+            env = self.tool_env if ctx.roots is None else self._role_env(ctx.roots)
             changes = self.hooks.session_env(ctx)
             if changes:
                 env = replace(env, environ=_changed(env.environ, changes))
@@ -296,6 +306,13 @@ class Pipeline:
             stop_role=post.stop,
             stop_reason=post.stop_reason,
         )
+
+    def _role_env(self, roots: tuple[str, ...]) -> ToolEnv:
+        """The tool env for a role with `roots`, made once per roots (a call's hot path)."""
+        env = self._role_envs.get(roots)
+        if env is None:
+            env = self._role_envs[roots] = replace(self.tool_env, roots=roots)
+        return env
 
     # --- stages 2-6 ----------------------------------------------------------------------
 

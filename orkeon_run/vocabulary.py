@@ -54,3 +54,7 @@ def error_message(error: Any) -> str | None:
 def error_kind(error: Any) -> str | None:
     """A result's `error.kind`, or None (none, or a result from before it)."""
     return str(error.get("kind")) if isinstance(error, dict) and error.get("kind") else None
+
+
+# The documents `orkeon schema NAME` prints (commands/schema.py).
+SCHEMAS = ("inputs", "plan", "script", "result", "event", "crew")

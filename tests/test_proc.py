@@ -15,7 +15,8 @@ import anyio
 import pytest
 from kit import DATA
 
-from orkeon_run.proc import ProcResult, arun, run
+from orkeon_run.proc import ProcResult, run
+from orkeon_run.proc_loop import arun
 
 PROCS = DATA / "procs"
 

@@ -158,7 +158,8 @@ class Agent:
 
     async def close(self, reason: str = "other") -> None:
         """End the session: SessionEnd hooks (when the session started), then the
-        transcript is closed. Safe to call twice."""
+        transcript is closed and the role's kept-up shell sandbox ended. Safe to call
+        twice."""
         if self._closed:
             return
         self._closed = True
@@ -167,6 +168,9 @@ class Agent:
                 await self.hooks.session_end(self.ctx, reason, self.ledger)
         finally:
             self.transcript.close()
+            end_role = getattr(self.pipeline, "end_role", None)  # a test's pipeline may lack it
+            if end_role is not None:
+                end_role(self.ctx)
 
     # --- the loop ----------------------------------------------------------------------
 

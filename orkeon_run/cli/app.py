@@ -4,6 +4,7 @@ under `commands/` (imported only when it runs, so a command pays for its own imp
 and exits with the code it returns (`exit_with`)."""
 
 from enum import StrEnum
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -18,6 +19,7 @@ from ..commands.knobs import (
     ModelOpt,
 )
 from ..run.steps import STEPS
+from ..vocabulary import SCHEMAS
 from .base import InputsOpt, Output, Progress, ReportFormat, Step, WorkspaceOpt, exit_with
 from .jobs import jobs_app
 
@@ -57,13 +59,19 @@ def run(
     step: Annotated[Step, typer.Argument(help=" | ".join(STEPS))],
     inputs: Annotated[
         str | None,
-        typer.Option("--inputs", help="JSON inline, @PATH for a file, or - for standard input."),
+        typer.Option(
+            "--inputs",
+            metavar="SRC",
+            help="JSON inline, @PATH for a file, or - for standard input.",
+        ),
     ] = None,
     workspace: WorkspaceOpt = None,
     run_dir: Annotated[
         str | None,
         typer.Option(
-            "--run-dir", help="Where the run writes (default WORKSPACE/.orkeon/runs/RUN_ID)."
+            "--run-dir",
+            metavar="DIR",
+            help="Where the run writes (default WORKSPACE/.orkeon/runs/RUN_ID).",
         ),
     ] = None,
     output: Annotated[
@@ -74,7 +82,9 @@ def run(
     ] = None,
     resume: Annotated[
         str | None,
-        typer.Option("--resume", help="Continue the run in RUN_DIR with its saved inputs."),
+        typer.Option(
+            "--resume", metavar="RUN_DIR", help="Continue the run in RUN_DIR with its saved inputs."
+        ),
     ] = None,
     progress: Annotated[
         Progress | None,
@@ -153,8 +163,12 @@ def hooks_list(inputs: InputsOpt, workspace: WorkspaceOpt = None) -> None:
 @hooks_app.command("check")
 def hooks_check(
     inputs: InputsOpt,
-    tool: Annotated[str, typer.Option("--tool", help="The sample call's tool.")] = "file_read",
-    path: Annotated[str, typer.Option("--path", help="The sample call's path.")] = "README.md",
+    tool: Annotated[
+        str, typer.Option("--tool", metavar="NAME", help="The sample call's tool.")
+    ] = "file_read",
+    path: Annotated[
+        str, typer.Option("--path", metavar="PATH", help="The sample call's path.")
+    ] = "README.md",
     workspace: WorkspaceOpt = None,
 ) -> None:
     """Run each hook once on a sample call and print what the model would read."""
@@ -175,7 +189,7 @@ def hooks_trust(workspace: WorkspaceOpt = None) -> None:
 @app.command()
 def report(
     run_dir: Annotated[
-        str, typer.Argument(metavar="RUN_DIR", help="The run directory to report on.")
+        Path, typer.Argument(metavar="RUN_DIR", help="The run directory to report on.")
     ],
     format: Annotated[
         ReportFormat, typer.Option("--format", help="md (default), html, junit, json or patch.")
@@ -188,7 +202,10 @@ def report(
     """Report on one run directory: Markdown, HTML, JUnit XML, JSON, or its change (patch)."""
     from ..commands import report as command
 
-    exit_with(command.main, run_dir, format.value, out)
+    exit_with(command.main, str(run_dir), format.value, out)
+
+
+SchemaName = StrEnum("SchemaName", {n: n for n in SCHEMAS})  # type: ignore[misc]
 
 
 class CiEngine(StrEnum):
@@ -217,9 +234,9 @@ def init(
 
 @app.command()
 def schema(
-    name: Annotated[str, typer.Argument(help="inputs | plan | script | result | event | crew")],
+    name: Annotated[SchemaName, typer.Argument(metavar="NAME", help="The document.")],
 ) -> None:
     """Print the JSON Schema of a document."""
     from ..commands import schema as command
 
-    exit_with(command.main, name)
+    exit_with(command.main, name.value)

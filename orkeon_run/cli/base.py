@@ -32,11 +32,16 @@ class Progress(StrEnum):
 
 
 InputsOpt = Annotated[
-    str, typer.Option("--inputs", help="JSON inline, @PATH for a file, or - for standard input.")
+    str,
+    typer.Option(
+        "--inputs", metavar="SRC", help="JSON inline, @PATH for a file, or - for standard input."
+    ),
 ]
 WorkspaceOpt = Annotated[
     str | None,
-    typer.Option("--workspace", help="Folder the crew works in (default: inputs, then .)."),
+    typer.Option(
+        "--workspace", metavar="DIR", help="Folder the crew works in (default: inputs, then .)."
+    ),
 ]
 
 

@@ -28,6 +28,7 @@ def _parser_error(exc: Exception) -> int | None:
     if isinstance(exc, TyperException):
         # Usage errors from the parser: one line, like every other bad input.
         message = exc.format_message() if hasattr(exc, "format_message") else str(exc)
+        message = message.replace(": Value error, ", ": ")  # pydantic's word, through typer
         sys.stderr.write(f"orkeon: {' '.join(message.split())} (see orkeon --help)\n")
         return int(getattr(exc, "exit_code", EXIT_USAGE))
     return None

@@ -2,6 +2,7 @@
 merge the results. Each command calls `commands/jobs.py`, imported when it runs."""
 
 from enum import StrEnum
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -20,8 +21,9 @@ class Engine(StrEnum):
     kubernetes = "kubernetes"
 
 
+# A Path, so the help says `<path>` rather than a Python type; the commands take its text.
 JobsArg = Annotated[
-    str,
+    Path,
     typer.Argument(metavar="JOBS", help="The job list: a JSON Lines file (or a JSON array)."),
 ]
 
@@ -31,35 +33,49 @@ def jobs_validate(jobs: JobsArg) -> None:
     """Check the whole job list and every job's inputs; run nothing."""
     from ..commands import jobs as commands
 
-    exit_with(commands.validate, jobs)
+    exit_with(commands.validate, str(jobs))
 
 
 @jobs_app.command("run")
 def jobs_run(
     jobs: JobsArg,
-    out: Annotated[str, typer.Option("--out", help="Folder that gets one run directory per job.")],
-    shard: Annotated[str, typer.Option("--shard", help="I/N: run shard I of N.")] = "1/1",
-    concurrency: Annotated[int, typer.Option("--concurrency", help="Jobs at a time.")] = 4,
+    out: Annotated[
+        str,
+        typer.Option("--out", metavar="DIR", help="Folder that gets one run directory per job."),
+    ],
+    shard: Annotated[
+        str, typer.Option("--shard", metavar="I/N", help="I/N: run shard I of N.")
+    ] = "1/1",
+    concurrency: Annotated[
+        int, typer.Option("--concurrency", metavar="K", help="Jobs at a time.")
+    ] = 4,
 ) -> None:
     """Run one shard of the list. Exit 0 all succeeded, 1 some failed, 3 budgets, 4 provider, 130 interrupted."""
     from ..commands import jobs as commands
 
-    exit_with(commands.run, jobs, shard=shard, concurrency=concurrency, out=out)
+    exit_with(commands.run, str(jobs), shard=shard, concurrency=concurrency, out=out)
 
 
 @jobs_app.command("matrix")
 def jobs_matrix(
     jobs: JobsArg,
-    shards: Annotated[int, typer.Option("--shards", help="How many shards.")],
+    shards: Annotated[int, typer.Option("--shards", metavar="N", help="How many shards.")],
     engine: Annotated[Engine, typer.Option("--for", help="github | gitlab | kubernetes")],
     image: Annotated[
-        str, typer.Option("--image", help="kubernetes: the container image with orkeon.")
+        str,
+        typer.Option(
+            "--image", metavar="IMAGE", help="kubernetes: the container image with orkeon."
+        ),
     ] = "orkeon:latest",
     concurrency: Annotated[
-        int, typer.Option("--concurrency", help="kubernetes: jobs at a time in each pod.")
+        int,
+        typer.Option("--concurrency", metavar="K", help="kubernetes: jobs at a time in each pod."),
     ] = 4,
     parallelism: Annotated[
-        int | None, typer.Option("--parallelism", help="kubernetes: pods at a time (default: all).")
+        int | None,
+        typer.Option(
+            "--parallelism", metavar="N", help="kubernetes: pods at a time (default: all)."
+        ),
     ] = None,
 ) -> None:
     """Print the matrix (github, gitlab) or the Indexed Job manifest (kubernetes) for the shards."""
@@ -67,7 +83,7 @@ def jobs_matrix(
 
     exit_with(
         commands.matrix,
-        jobs,
+        str(jobs),
         shards=shards,
         engine=engine.value,
         image=image,
@@ -86,7 +102,7 @@ def jobs_merge(
         ReportFormat, typer.Option("--format", help="json | md | html | junit (not patch)")
     ] = ReportFormat.json,
     output: Annotated[
-        str | None, typer.Option("--output", "-o", help="Write here, not stdout.")
+        str | None, typer.Option("--output", "-o", metavar="FILE", help="Write here, not stdout.")
     ] = None,
 ) -> None:
     """One report over every job found in or below each DIR."""

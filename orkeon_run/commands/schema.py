@@ -18,8 +18,9 @@ from ..config.crews import Crew
 from ..errors import InputError
 from ..run import result as documents
 from ..run.steps import crew_steps
+from ..vocabulary import SCHEMAS
 
-NAMES = ("inputs", "plan", "script", "result", "event", "crew")
+NAMES = SCHEMAS
 
 
 def schema(name: str) -> dict[str, Any]:

@@ -34,7 +34,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Protocol
 
-from .. import proc
+from .. import proc_loop
 from ..calls import CallContext, CheckedCall, HookRun, Refusal, budget_refusal
 from ..config.pins import NO_PINS, Pins
 from ..ledger import Ledger
@@ -190,7 +190,7 @@ async def run_hook(
             why = f"{', '.join(changed)} changed since the run started"
             return cannot_run(why, time.monotonic() - started)
 
-    res = await proc.arun(
+    res = await proc_loop.arun(
         argv, cwd=workspace, timeout=limit, env=hook_environ(env, tool, hook.event, path)
     )
     if res.error is not None:

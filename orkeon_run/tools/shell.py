@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .. import environ as environ_mod
-from .. import proc
+from .. import proc_loop
 from ..calls import CheckedCall
 from ..catalog import SHELL_CAP, ShellInput
 from ..policy.programs import ShellRules
@@ -65,7 +65,7 @@ async def shell(
     if why is not None:
         return refused(why)
     if sandbox is None:
-        res = await proc.arun(argv, cwd=workspace, timeout=timeout, env=environ, cap=SHELL_CAP)
+        res = await proc_loop.arun(argv, cwd=workspace, timeout=timeout, env=environ, cap=SHELL_CAP)
     else:
         env = environ if environ is not None else environ_mod.scrubbed()
         res = await sandbox_mod.arun(

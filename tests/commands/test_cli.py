@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -100,3 +101,17 @@ def test_a_reader_that_goes_away_gets_no_traceback():
     proc.wait(timeout=10)
     assert err == ""
     assert proc.returncode == 1
+
+
+@pytest.mark.parametrize(
+    "command",
+    ["run", "validate", "hooks list", "hooks check", "hooks trust", "report", "init", "schema",
+     "jobs validate", "jobs run", "jobs matrix", "jobs merge"],
+)  # fmt: skip
+def test_help_shows_no_python_types(command: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """`--help` names what an option takes (SRC, DIR, FILE, N, a list of choices), never a
+    Python type (`<str>`, `<int>`, `<float>`)."""
+    assert main([*command.split(), "--help"]) == 0
+    out = capsys.readouterr().out
+    assert "Usage: orkeon" in out
+    assert not re.search(r"<(str|int|float|bool)>", out), out

@@ -30,4 +30,8 @@ def test_schema_command_prints_it(name, capsys):
 
 def test_unknown_schema_is_a_usage_error(capsys):
     assert main(["schema", "nope"]) == 2
-    assert "unknown schema 'nope'" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert err == (
+        "orkeon: Invalid value for 'NAME': 'nope' is not one of 'inputs', 'plan', 'script', "
+        "'result', 'event', 'crew'. (see orkeon --help)\n"
+    )

@@ -7,6 +7,7 @@ import os
 import shlex
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +18,7 @@ from orkeon_run.calls import CheckedCall
 from orkeon_run.pipeline import check_call
 from orkeon_run.policy.programs import ShellRules
 from orkeon_run.tools import sandbox as sb
-from orkeon_run.tools.sandbox import SandboxPolicy
+from orkeon_run.tools.sandbox import SandboxPolicy, session
 from orkeon_run.tools.sandbox.bwrap import unseen
 from orkeon_run.tools.shell import shell
 
@@ -94,3 +95,22 @@ def sh(
             sandbox=policy,
         )
     )
+
+
+# The two ways a policy's commands run (docs/security.md, "The kept-up sandbox"): each in
+# the policy's kept-up sandbox, or each in a sandbox of its own (the fallback).
+MODES = ("kept-up", "per-call")
+
+
+@pytest.fixture(params=MODES)
+def sandbox_mode(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """Run the test with the policy's commands in its kept-up sandbox, then again with a
+    sandbox per command; the kept-up run fails where no kept-up sandbox can be made (it
+    would silently have tested the fallback twice)."""
+    monkeypatch.setattr(session, "ENABLED", request.param == "kept-up")
+    try:
+        yield request.param
+        if request.param == "kept-up":
+            assert session.refused() is None, f"no kept-up sandbox here: {session.refused()}"
+    finally:
+        session.close_all()

@@ -26,7 +26,7 @@ from orkeon_run.policy.programs import ShellRules
 from orkeon_run.tools import sandbox as sb
 from orkeon_run.tools.shell import shell
 
-pytestmark = LINUX_ONLY
+pytestmark = [LINUX_ONLY, pytest.mark.usefixtures("sandbox_mode")]
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -137,6 +137,13 @@ def test_the_command_cannot_lift_the_mounts(ws: Path) -> None:
     got = sh(ws, f"{q(PY)} {q(SCRIPTS / 'unmount.py')} .git .orkeon .orkeon/runs/r1 /", policy)
     assert got == {"exit_code": 0, "stdout": "\n", "stderr": ""}
     assert not (ws / ".git/probe").exists() and not (ws / ".orkeon/runs/r1/probe").exists()
+
+
+def test_the_command_cannot_make_a_user_namespace(ws: Path) -> None:
+    """No nested user namespace (docs/security.md): in one, a command would hold every
+    capability and could rearrange its own mounts."""
+    got = sh(ws, f"{PY} {SCRIPTS / 'userns.py'}", role(ws, ["."]))
+    assert got == {"exit_code": 0, "stdout": "refused\n", "stderr": ""}
 
 
 def test_a_root_that_leaves_the_workspace_grants_nothing(ws: Path, tmp_path: Path) -> None:
@@ -282,11 +289,14 @@ def test_a_tmpdir_made_hard_to_remove_is_removed_anyway(ws: Path, tmp_path: Path
 # --- lifetime -------------------------------------------------------------------------
 
 
-def test_the_command_dies_with_a_sigkilled_orkeon(ws: Path, tmp_path: Path) -> None:
+def test_the_command_dies_with_a_sigkilled_orkeon(
+    ws: Path, tmp_path: Path, sandbox_mode: str
+) -> None:
     sleep_mark, pid_file = mark(), tmp_path / "parent.pid"
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     parent = subprocess.Popen(
-        [PY, str(SCRIPTS / "parent.py"), str(ws), sleep_mark, str(pid_file)], env=env
+        [PY, str(SCRIPTS / "parent.py"), str(ws), sleep_mark, str(pid_file), sandbox_mode],
+        env=env,
     )
     try:
         assert wait_until(lambda: bool(running(sleep_mark))), "the sandboxed sleep never started"

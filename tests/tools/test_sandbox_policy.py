@@ -17,7 +17,7 @@ from orkeon_run.tools import sandbox as sb
 from orkeon_run.tools.sandbox import CREDENTIAL_STORES, SandboxPolicy, find_git_dirs
 from orkeon_run.tools.sandbox.bwrap import mounts
 
-pytestmark = LINUX_ONLY
+pytestmark = [LINUX_ONLY, pytest.mark.usefixtures("sandbox_mode")]
 
 
 @pytest.fixture

@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ... import proc
+from ... import proc_loop
 from ...environ import CI_FILE_VARS, OWN_VARS, own_name
 
 if TYPE_CHECKING:
@@ -108,7 +108,7 @@ class EnvFiles:
             self.problems.append(f"not read: {ledger.time_spent_text()}")
             return {}
 
-        res = await proc.arun(
+        res = await proc_loop.arun(
             [runner.shell, "-c", _SCRIPT, "sh", sys.executable, _DUMP, *files],
             cwd=runner.workspace,
             timeout=limit,

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ... import proc
+from ... import proc, proc_loop
 from ...tools import sandbox
 from .gitcmd import AuditGit, find_git
 from .paths import ALWAYS_IGNORED, AuditError, Ignore, ignore_list, norm_root, shown, under
@@ -217,7 +217,7 @@ def _refused(
 
 async def _run_command(workspace: Path, argv: Sequence[str], how: Commands) -> proc.ProcResult:
     if how.sandbox is None:
-        return await proc.arun(list(argv), cwd=workspace, timeout=COMMAND_TIMEOUT, env=how.env)
+        return await proc_loop.arun(list(argv), cwd=workspace, timeout=COMMAND_TIMEOUT, env=how.env)
     from anyio import to_thread  # not at import: `validate` loads this package (find_git)
 
     policy = await to_thread.run_sync(how.sandbox)  # walks the workspace for `.git` folders

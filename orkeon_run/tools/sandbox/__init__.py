@@ -5,11 +5,12 @@ build and test, which run the model's code. See docs/security.md, "The shell san
     avail = probe(policy.bwrap)           # cached; False with a reason and a fix
     result = await arun(policy, argv, cwd=workspace, timeout=60, env=scrubbed_env)
 
-`run`/`arun` are `proc.run`/`proc.arun` around a bubblewrap command line: time-outs,
+`run`/`arun` are `proc.run`/`proc_loop.arun` around a bubblewrap command line: time-outs,
 output caps, cancellation and the group kill are proc's, and the sandbox's PID namespace
 and `--die-with-parent` make sure nothing the command started outlives it. Each command
 gets a private /tmp (TMPDIR): in memory, or a folder made before it starts and removed
-once it ended.
+once it ended. Where it can, a policy's commands share one sandbox kept up for it, each
+in namespaces of its own (session.py, server.py); `release(policy)` ends it.
 
 With an allow-list (`policy.egress`, docs/security.md "Network"), the command keeps its
 own network namespace and runs behind a forwarder (forwarder.py) that reaches only the
@@ -40,11 +41,19 @@ __all__ = [
     "find_git_dirs",
     "prefetch",
     "probe",
+    "release",
     "run",
     "warn_unconfined_once",
 ]
 
 _warned = False
+
+
+def release(policy: SandboxPolicy) -> None:
+    """End the kept-up sandbox of `policy`, if one is up (its role has ended)."""
+    from . import session
+
+    session.release(policy)
 
 
 def warn_unconfined_once(allow_list: bool = False) -> None:
@@ -142,12 +151,25 @@ def run(
     cancel_check: Callable[[], None] | None = None,
     errors: str = "replace",
 ) -> proc.ProcResult:
-    """`proc.run(argv, ...)` inside a sandbox made from `policy`. `env` is required: the
-    sandbox passes it on as given (scrub it first). A sandbox that cannot be made, or a
-    program that cannot start, is a result with `error`, as in proc."""
+    """`proc.run(argv, ...)` inside a sandbox made from `policy`: the policy's kept-up
+    sandbox (session.py) where one can be made (not with an allow-list: each command
+    then has its own proxy socket), else one made for this command. `env` is required:
+    the sandbox passes it on as given (scrub it first). A sandbox that cannot be made, or
+    a program that cannot start, is a result with `error`, as in proc."""
     bwrap = _start(policy, argv, cwd, env)
     if isinstance(bwrap, proc.ProcResult):
         return bwrap
+    if policy.egress is None:
+        from . import session
+
+        kept = session.kept_up(policy, bwrap)
+        if kept is not None:
+            res = kept.run(
+                argv, cwd=cwd, timeout=timeout, env=env, stdin=stdin, cap=cap,
+                kill_grace=kill_grace, cancel_check=cancel_check, errors=errors,
+            )  # fmt: skip
+            if res is not None:
+                return res
     tmp = make_temp(policy)
     try:
         with _egress(policy, argv) as egress:
@@ -174,7 +196,7 @@ async def arun(
     kill_grace: float = 2.0,
     errors: str = "replace",
 ) -> proc.ProcResult:
-    """`run` in a worker thread, as `proc.arun`: cancelling the task stops the sandbox
+    """`run` in a worker thread: as with `proc_loop.arun`, cancelling the task stops the sandbox
     (SIGTERM, SIGKILL after `kill_grace`) and waits until it is gone and its private
     folder removed."""
     from anyio import from_thread, to_thread

@@ -35,6 +35,10 @@ SYSTEM_BWRAP = Path("/usr/bin/bwrap")
 _NAMESPACES = ("--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
                "--unshare-cgroup-try")  # fmt: skip
 _HARDENING = ("--disable-userns", "--die-with-parent", "--cap-drop", "ALL")
+# A kept-up sandbox's exec server (server.py) keeps these, to give each command namespaces
+# of its own; it stops user namespaces itself, and every command drops them all.
+_SERVER_HARDENING = ("--die-with-parent", "--cap-drop", "ALL", "--cap-add", "CAP_SETPCAP",
+                     "--cap-add", "CAP_SYS_ADMIN", "--cap-add", "CAP_SYS_RESOURCE")  # fmt: skip
 _BASE_MOUNTS = ("--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc")
 # A mount's kind, in the order they apply to one path.
 _VIEW, _WRITE, _PROTECT, _TMP, _HIDE = range(5)
@@ -166,11 +170,14 @@ def command(
     tmp: Path | None,
     bwrap: Path,
     egress: str | None = None,
+    server: bool = False,
 ) -> list[str]:
     """The full bubblewrap command line running `argv` in `cwd` under `policy`. The
     environment is the caller's (bubblewrap passes it on) with TMPDIR, TMP and TEMP
     set to /tmp. `egress`: the proxy's Unix socket for this command (an allow-list): it
-    is mounted at `forwarder.SOCKET` and `argv` runs behind the forwarder."""
+    is mounted at `forwarder.SOCKET` and `argv` runs behind the forwarder. `server`: the
+    same sandbox for a kept-up sandbox's exec server (session.py), which keeps the
+    capabilities it needs to confine each command."""
     net = () if policy.network and egress is None else ("--unshare-net",)
     temp = [a for name in ("TMPDIR", "TMP", "TEMP") for a in ("--setenv", name, "/tmp")]
     proxy: list[str] = []
@@ -181,7 +188,7 @@ def command(
         os.fspath(bwrap),
         *_NAMESPACES,
         *net,
-        *_HARDENING,
+        *(_SERVER_HARDENING if server else _HARDENING),
         *_BASE_MOUNTS,
         *mounts(policy, tmp),
         *proxy,

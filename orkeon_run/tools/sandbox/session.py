@@ -1,0 +1,326 @@
+"""A sandbox kept up per role (docs/security.md, "The kept-up sandbox"): one bubblewrap
+sandbox for all of a policy's commands, made from the same command line a single
+command gets (bwrap.py), with the exec server of server.py inside; each command in
+namespaces of its own (PID, mount, IPC), with a fresh /tmp, its processes killed when it
+ends. The client side is here:
+
+    box = kept_up(policy, bwrap)      # started on first use; None: use a sandbox a command
+    res = box.run(argv, ...) if box else None   # None: it could not take this command
+
+`run` is `proc.collect` over the command's own pipes: time-outs, output caps, the grace,
+cancellation and the kill of everything the command started are proc's. The sandbox is
+reused only while the mounts a command starting now would get are those it was made with
+(a root made since, a hidden path that appeared, a root swapped for a link): otherwise it
+is made again, so a command never runs under an older view of the policy.
+
+A kept-up sandbox cannot be made when the policy puts /tmp on disk (`temp_root`), when the
+sandbox would hide this Python, or when the kernel refuses the server what it needs (said
+once, at debug level): `kept_up` then answers None and the caller makes a sandbox per
+command, as before. `ENABLED` switches it off for a whole process (the tests run every
+policy test both ways).
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import json
+import os
+import select
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from functools import cache, partial
+from pathlib import Path
+from typing import Any
+
+from ... import proc
+from .bwrap import command, mounts, unseen
+from .policy import SandboxPolicy
+
+ENABLED = True
+# What server.py answers when a command's namespaces cannot be made (server.INIT_FAILED;
+# not imported: the server's module loads ctypes, which orkeon itself does not need).
+INIT_FAILED = "the sandbox's init failed: "
+START_TIMEOUT = 20.0  # a loaded CI machine; the server is ready in tens of milliseconds
+_REAP_TIMEOUT = 30.0  # the server reaps a command's namespace in microseconds
+
+
+class SessionError(Exception):
+    """The kept-up sandbox could not be made, or has gone."""
+
+
+@cache
+def _source() -> str:
+    return (Path(__file__).parent / "server.py").read_text(encoding="utf-8")
+
+
+class _Spawner:
+    """Starts every server's bubblewrap from one thread that lives as long as orkeon:
+    `--die-with-parent` is the kernel's parent-death signal, sent when the *thread* that
+    started bubblewrap ends, and a pool's worker thread ends when it has idled."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._jobs: list[tuple[Callable[[], Any], list[Any], threading.Event]] = []
+        self._wake = threading.Condition(self._lock)
+        self._thread: threading.Thread | None = None
+
+    def call(self, fn: Callable[[], Any]) -> Any:
+        done, box = threading.Event(), list[Any]()
+        with self._lock:
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._serve, name="orkeon-sandboxes",
+                                                daemon=True)  # fmt: skip
+                self._thread.start()
+            self._jobs.append((fn, box, done))
+            self._wake.notify()
+        done.wait()
+        ok, value = box
+        if not ok:
+            raise value
+        return value
+
+    def _serve(self) -> None:
+        while True:
+            with self._lock:
+                while not self._jobs:
+                    self._wake.wait()
+                fn, box, done = self._jobs.pop(0)
+            try:
+                box += [True, fn()]
+            except BaseException as exc:  # handed to the caller
+                box += [False, exc]
+            done.set()
+
+
+_spawner = _Spawner()
+
+
+class _Command:
+    """One command of a session, as `proc.collect` watches it: its reply socket is
+    readable once it exited (`{"exit": CODE}`), could not start (`{"error": TEXT}`) or
+    was killed (the server closed the socket)."""
+
+    __slots__ = ("code", "ended", "error", "exit_fd", "sock")
+
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock = sock
+        self.exit_fd = sock.fileno()
+        self.code = -9  # killed, until the init says otherwise
+        self.error: str | None = None
+        self.ended = False  # the server closed the socket: nothing of the command is left
+
+    def exited(self) -> bool:
+        try:
+            got = self.sock.recv(4096)
+        except OSError:
+            got = b""
+        if not got:
+            self.ended = True
+            return True
+        said = json.loads(got)
+        if "exit" in said:
+            self.code = said["exit"]
+        else:
+            self.error = said.get("error", "the sandbox's server failed")
+        return True
+
+    def signal(self, sig: int) -> None:
+        with contextlib.suppress(OSError):
+            self.sock.send(json.dumps({"signal": int(sig)}).encode())
+
+    def reap(self) -> int:
+        """Wait until the server has reaped the command's namespace (then every process
+        of it is gone), killing it first if it still runs."""
+        try:
+            if not self.ended and self.error is None and self.code == -9:
+                # No word from the init: kill it, and wait until its namespace is gone
+                # (an init that answered killed what the command left first).
+                self.signal(9)
+                ready = select.select([self.sock], [], [], _REAP_TIMEOUT)[0]
+                while ready and self.sock.recv(4096):
+                    ready = select.select([self.sock], [], [], _REAP_TIMEOUT)[0]
+        except OSError:
+            pass
+        finally:
+            self.sock.close()
+        return self.code
+
+
+class Session:
+    """One kept-up sandbox for `policy`; `run` a command in it. Commands may run at the
+    same time, each in its own namespaces."""
+
+    def __init__(self, policy: SandboxPolicy, bwrap: Path) -> None:
+        self.policy = policy
+        self.view = mounts(policy, None)
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        python = os.path.realpath(sys.executable)
+        server = [python, "-I", "-S", "-c", _source(), str(theirs.fileno())]
+        argv = command(policy, server, cwd=policy.workspace, tmp=None, bwrap=bwrap, server=True)
+        start = partial(
+            subprocess.Popen, argv, cwd=policy.workspace, env={"PATH": os.defpath},
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+            pass_fds=(theirs.fileno(),), start_new_session=True,
+        )  # fmt: skip
+        try:
+            self.popen: subprocess.Popen[bytes] = _spawner.call(start)
+        except OSError as exc:
+            ours.close()
+            raise SessionError(f"bubblewrap could not start: {exc}") from None
+        finally:
+            theirs.close()
+        self.sock = ours
+        try:
+            ready = select.select([ours], [], [], START_TIMEOUT)[0] and ours.recv(4096)
+        except OSError:
+            ready = b""
+        answer = json.loads(ready) if ready else {}
+        if "ready" not in answer:
+            self.close()
+            assert self.popen.stderr is not None
+            said = self.popen.stderr.read().decode(errors="replace").strip().splitlines()
+            why = answer.get("error") or (said[-1] if said else "the server did not start")
+            raise SessionError(why)
+        assert self.popen.stderr is not None
+        self.popen.stderr.close()  # the server writes nothing more; bubblewrap only dying
+
+    def current(self) -> bool:
+        """Whether a command starting now would see what this sandbox shows: the server
+        is up and the policy's mounts are those it was made with."""
+        return self.popen.poll() is None and mounts(self.policy, None) == self.view
+
+    def run(
+        self,
+        argv: Sequence[str],
+        *,
+        cwd: Path,
+        timeout: float,
+        env: Mapping[str, str],
+        stdin: bytes | None = None,
+        cap: int = 1 << 20,
+        kill_grace: float = 2.0,
+        cancel_check: Callable[[], None] | None = None,
+        errors: str = "replace",
+    ) -> proc.ProcResult | None:
+        """`proc.run` of `argv` in this sandbox; None when the server cannot take it (a
+        request too large for one message, a server gone): run it in one of its own."""
+        started = time.monotonic()
+        # What bubblewrap sets for a command of its own (bwrap.command), set here.
+        env = {**env, "TMPDIR": "/tmp", "TMP": "/tmp", "TEMP": "/tmp", "PWD": os.fspath(cwd)}
+        request = json.dumps({"argv": list(argv), "cwd": os.fspath(cwd), "env": env})
+        pipes = proc.Pipes(stdin)
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        try:
+            socket.send_fds(self.sock, [request.encode()], [theirs.fileno(), *pipes.child_fds()])
+        except OSError:
+            pipes.close()
+            ours.close()
+            return None
+        finally:
+            theirs.close()
+        pipes.started()
+        child = _Command(ours)
+        res = proc.collect(
+            child, pipes, started=started, timeout=timeout, cap=cap, kill_grace=kill_grace,
+            cancel_check=cancel_check, errors=errors,
+        )  # fmt: skip
+        if child.error is not None:
+            if child.error.startswith(INIT_FAILED):  # the command never started
+                _refuse(self, child.error)
+                return None
+            return proc.ProcResult(None, "", "", 0, 0, res.seconds, False, child.error)
+        return res
+
+    def close(self) -> None:
+        """End the sandbox: the server exits when its socket closes, and everything in the
+        sandbox with it."""
+        self.sock.close()
+        try:
+            self.popen.wait(2.0)
+        except subprocess.TimeoutExpired:
+            self.popen.kill()
+            self.popen.wait()
+
+
+_lock = threading.Lock()
+_sessions: dict[SandboxPolicy, Session] = {}
+_starting: dict[SandboxPolicy, threading.Lock] = {}
+_refused: list[str] = []  # why no kept-up sandbox can be made here, once known
+
+
+def kept_up(policy: SandboxPolicy, bwrap: Path) -> Session | None:
+    """The kept-up sandbox of `policy`, started on its first command; None where none can
+    be made (see the module docstring)."""
+    if not ENABLED or _refused or policy.temp_root is not None:
+        return None
+    with _lock:
+        found = _sessions.get(policy)
+        starting = _starting.setdefault(policy, threading.Lock())
+    if found is not None and found.current():
+        return found
+    with starting:  # one start per policy; others wait for it
+        with _lock:
+            found = _sessions.get(policy)
+        if found is not None:
+            if found.current():
+                return found
+            _drop(policy, found)
+        python = os.path.realpath(sys.executable)
+        if unseen(policy, python) or unseen(policy, os.path.realpath(sys.base_prefix)):
+            return None
+        try:
+            made = Session(policy, bwrap)
+        except SessionError as exc:
+            from ... import logs
+
+            _refused.append(str(exc))
+            logs.get().debug("no kept-up sandbox here: a sandbox per command", why=str(exc))
+            return None
+        with _lock:
+            _sessions[policy] = made
+        return made
+
+
+def refused() -> str | None:
+    """Why no kept-up sandbox can be made here (None: none refused so far)."""
+    return _refused[0] if _refused else None
+
+
+def _refuse(session: Session, why: str) -> None:
+    """The kernel refused a command's namespaces: no kept-up sandbox for this process."""
+    from ... import logs
+
+    _refused.append(why)
+    logs.get().debug("no kept-up sandbox here: a sandbox per command", why=why)
+    _drop(session.policy, session)
+
+
+def _drop(policy: SandboxPolicy, session: Session) -> None:
+    with _lock:
+        if _sessions.get(policy) is session:
+            del _sessions[policy]
+    session.close()
+
+
+def release(policy: SandboxPolicy) -> None:
+    """End `policy`'s kept-up sandbox (its role has ended); a later command starts one
+    again. A command still running in it is killed."""
+    with _lock:
+        found = _sessions.pop(policy, None)
+    if found is not None:
+        found.close()
+
+
+@atexit.register
+def close_all() -> None:
+    """End every kept-up sandbox (they would die with orkeon anyway)."""
+    with _lock:
+        found = list(_sessions.values())
+        _sessions.clear()
+    for session in found:
+        session.close()
