@@ -15,6 +15,7 @@ import pytest
 from kit import DATA
 from kit.pipeline import refusal_lines, sample_call
 
+from orkeon_run.calls import CallContext
 from orkeon_run.commands.hooks import settings_lines, trust_main
 from orkeon_run.config.inputs import parse_inputs
 from orkeon_run.config.pins import hook_commands, pin
@@ -123,9 +124,17 @@ def test_plugin_inside_the_workspace_counts_once_trusted(
     assert warnings == [] and list(config) == ["PreToolUse"]
     pins = pin(workspace, hook_commands([], config), "")
     assert "tools/guard/hooks/guard.py" in pins.paths
+    # The run's pins hold: the plugin's script changed during the run is not run, and a
+    # PreToolUse hook that cannot run refuses the call (config/pins.py).
+    (inside / "hooks" / "guard.py").write_text("import sys; sys.exit(0)\n")
+    hooks = SettingsHooks(config, workspace=workspace, events=NullLog(), pins=pins)
+    ctx = CallContext(step="dev-batches", role="b1/api", workspace=workspace)
+    call = sample_call(workspace, "file_write", {"file_path": "src/a.py", "content": "x"})
+    v = anyio.run(hooks.pre_tool, ctx, call, "call-1", Ledger(BudgetLimits()))
+    [line] = refusal_lines(v)
+    assert "could not run: tools/guard/hooks/guard.py changed since the run started" in line
 
     # Any file of the plugin changed: untrusted again.
-    (inside / "hooks" / "guard.py").write_text("import sys; sys.exit(0)\n")
     config, warnings = load(workspace, cfg, {"plugins": ["tools/guard"]})
     assert config == {} and "not trusted" in warnings[0]
 
