@@ -167,6 +167,7 @@ SETTINGS_EVENTS = (
     "SessionEnd",
     "StopFailure",
     "PermissionDenied",
+    "PostToolUseFailure",
 )
 
 # Settings shape: event name -> matcher groups. Unknown event names are kept here and

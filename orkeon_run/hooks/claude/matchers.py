@@ -31,6 +31,7 @@ MATCH_FIELDS: dict[str, str] = {
     "PreToolUse": "tool_name",
     "PostToolUse": "tool_name",
     "PermissionDenied": "tool_name",
+    "PostToolUseFailure": "tool_name",
     "SessionStart": "source",
     "PreCompact": "trigger",
     "SessionEnd": "reason",

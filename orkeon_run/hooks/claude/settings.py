@@ -128,8 +128,9 @@ class SettingsHooks(Lifecycle):
         one `<hook_context>` block, then the note on the file the call wrote when the
         hooks changed it (rewrites.py)."""
         tool = call.name
+        failure = await self._failure(ctx, call, result, call_id, ledger)
         if not self.commands("PostToolUse", tool):
-            return PostToolVerdict(lines=list(pre.context_lines))
+            return PostToolVerdict(lines=list(pre.context_lines), runs=failure)
         watch = Watch.before_hooks(self.workspace, call, result)
         shown = claude_input(tool, call.input, self._ws)
         fields = {
@@ -159,10 +160,36 @@ class SettingsHooks(Lifecycle):
                 lines.append(note)
         return PostToolVerdict(
             lines=lines,
-            runs=self._runs("PostToolUse", answers),
+            runs=[*failure, *self._runs("PostToolUse", answers)],
             stop=bool(stop_reasons),
             stop_reason=join_reasons(stop_reasons),
         )
+
+    async def _failure(
+        self, ctx: CallContext, call: CheckedCall, result: Any, call_id: str, ledger: Ledger
+    ) -> list[HookRun]:
+        """PostToolUseFailure, notify-only, before PostToolUse (which still fires: a failed
+        command's exit code is part of its result): for a shell command that exited
+        non-zero or ran out of time, or a tool that answered an error."""
+        tool = call.name
+        if not self.commands("PostToolUseFailure", tool):
+            return []
+        error = failure_text(result)
+        if error is None:
+            return []
+        shown = claude_input(tool, call.input, self._ws)
+        interrupted = (
+            isinstance(result, dict) and "exit_code" in result and result["exit_code"] is None
+        )
+        fields = {
+            **tool_fields(tool, shown),
+            "tool_use_id": call_id,
+            "error": error,
+            "is_interrupt": interrupted,
+        }
+        answers = await self._run("PostToolUseFailure", ctx, tool, fields, ledger)
+        self._cannot_block("PostToolUseFailure", ctx, answers)
+        return self._runs("PostToolUseFailure", answers)
 
     async def permission_denied(
         self, ctx: CallContext, call: CheckedCall, call_id: str, reason: str, ledger: Ledger
@@ -177,6 +204,21 @@ class SettingsHooks(Lifecycle):
         answers = await self._run("PermissionDenied", ctx, tool, fields, ledger)
         self._cannot_block("PermissionDenied", ctx, answers)
         return self._runs("PermissionDenied", answers)
+
+
+def failure_text(result: Any) -> str | None:
+    """Claude Code's `error` of a failed call (`Exit code 3\nOUT\nERR` for a command), or
+    None when the call did not fail."""
+    if isinstance(result, str):
+        return result if result.startswith("error: ") else None
+    if isinstance(result, dict) and "exit_code" in result:
+        code = result["exit_code"]
+        if code == 0:
+            return None
+        head = "Command timed out" if code is None else f"Exit code {code}"
+        parts = [str(result.get(k) or "").rstrip("\n") for k in ("stdout", "stderr")]
+        return "\n".join([head, *(p for p in parts if p)])
+    return None
 
 
 __all__ = ["SettingsHooks", "context_block", "load_settings_hooks"]

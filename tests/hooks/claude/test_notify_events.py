@@ -56,3 +56,31 @@ def test_stop_failure_fires_when_the_provider_fails(tmp_path: Path) -> None:
     assert payload["hook_event_name"] == "StopFailure"
     assert payload["error"] == result.error
     assert [e["event"] for e in rig.read_events("hook.run")] == ["StopFailure"]
+
+
+def test_post_tool_use_failure_fires_for_a_failed_command(workspace: Path, tmp_path: Path) -> None:
+    """docs/hooks.md, "Events": PostToolUseFailure, with Claude Code's `error` (its f6:
+    `Exit code 3\\nto-stdout\\nto-stderr`) and `is_interrupt`, before PostToolUse, which
+    still fires; nothing for a call that succeeded."""
+    from kit.hooks import Rig
+
+    fail, post = tmp_path / "fail.jsonl", tmp_path / "post.jsonl"
+    config = {
+        "PostToolUseFailure": [group(ans(record=fail), matcher="Bash")],
+        "PostToolUse": [group(ans(record=post))],
+    }
+    rig = Rig(workspace, config)
+    failed = {"exit_code": 3, "stdout": "to-stdout\n", "stderr": "to-stderr\n"}
+    v = rig.post("shell", {"command": "make test"}, failed)
+    [payload] = payloads(fail)
+    assert payload["hook_event_name"] == "PostToolUseFailure"
+    assert (payload["error"], payload["is_interrupt"]) == (
+        "Exit code 3\nto-stdout\nto-stderr",
+        False,
+    )
+    assert payload["tool_input"] == {"command": "make test"}
+    assert [r.event for r in v.runs] == ["PostToolUseFailure", "PostToolUse"]
+    rig.post("shell", {"command": "make test"}, {"exit_code": None, "stdout": "", "stderr": ""})
+    assert payloads(fail)[-1]["is_interrupt"] is True
+    rig.post("shell", {"command": "true"}, {"exit_code": 0, "stdout": "", "stderr": ""})
+    assert len(payloads(fail)) == 2 and len(payloads(post)) == 3
