@@ -165,9 +165,13 @@ class HookRun:
     seconds: float
     timed_out: bool
     first_line: str
+    # A settings-shape prompt hook's model answer (tokens_in, tokens_out, usd); None: none.
+    usage: dict[str, Any] | None = None
+    # An `async: true` settings-shape hook (it ran in the background, deciding nothing).
+    background: bool = False
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        d: dict[str, Any] = {
             "n": self.n,
             "event": self.event,
             "command": self.command,
@@ -176,6 +180,11 @@ class HookRun:
             "timed_out": self.timed_out,
             "first_line": self.first_line,
         }
+        if self.usage is not None:
+            d["usage"] = self.usage
+        if self.background:
+            d["async"] = True
+        return d
 
 
 @dataclass

@@ -132,8 +132,10 @@ def _text(result: Any) -> str:
 def _shell_response(input: Mapping[str, Any], result: Any) -> Any:
     if not isinstance(result, dict):
         return result
+    stdout = result.get("stdout", "")
     return {
-        "stdout": result.get("stdout", ""),
+        # Claude Code's Bash gives its output without the trailing newline(s).
+        "stdout": stdout.rstrip("\n") if isinstance(stdout, str) else stdout,
         "stderr": result.get("stderr", ""),
         "exit_code": result.get("exit_code"),
         # orkeon's shell gives exit_code null when the command ran out of time.
@@ -142,10 +144,14 @@ def _shell_response(input: Mapping[str, Any], result: Any) -> Any:
 
 
 def _write_response(input: Mapping[str, Any], result: Any) -> Any:
+    text = _text(result)
     return {
+        # Claude Code's `type`: the file was made (`create`) or replaced (`update`), as
+        # orkeon's result text says (tools/files.py).
+        "type": "create" if text.startswith("created ") else "update",
         "filePath": input.get("file_path"),
         "content": input.get("content"),
-        "output": _text(result),
+        "output": text,
     }
 
 
@@ -360,21 +366,29 @@ def claude_name(tool: str) -> str:
 # --- tools a run adds ---------------------------------------------------------------------
 
 
-def _as_is(input: Mapping[str, Any], result: Any) -> Any:
-    return result
+def _mcp_response(input: Mapping[str, Any], result: Any) -> Any:
+    """An MCP tool's result as Claude Code gives it to hooks: its structured content as a
+    JSON string, else its content as a list of blocks (orkeon's result is the blocks' text,
+    one text block; tools/mcp/results.py)."""
+    import json
+
+    if isinstance(result, dict | list):
+        return json.dumps(result, ensure_ascii=False, separators=(",", ":"), default=str)
+    return [{"type": "text", "text": result if isinstance(result, str) else str(result)}]
 
 
 def declared_tool(name: str, description: str, schema: dict[str, Any], run: str) -> Tool:
     """The entry of a tool a run adds (a tool of an MCP server): its input any JSON object,
     which the tool checks itself, offered to the model with `schema` exactly as declared; no
     path field, so the path checks and a role's roots do not apply; no other name, so rules,
-    matchers and hook payloads name it `name`; its result given to hooks as it is."""
+    matchers and hook payloads name it `name`; its result given to hooks in Claude Code's
+    shape (`_mcp_response`)."""
     return Tool(
         name=name,
         description=description,
         input=ObjectInput,
         run=run,
         claude_name=name,
-        response=_as_is,
+        response=_mcp_response,
         schema=schema,
     )

@@ -66,6 +66,9 @@ class BudgetLimits(BaseModel):
     # model, a tool, a hook or an MCP server is a wedge, not work. `null`: off.
     idle_seconds: float | None = Field(default=IDLE_SECONDS, gt=0)
     per_role: RoleLimits | None = None
+    # Stop hooks' blocks honoured in a row before the role may finish (Claude Code's
+    # CLAUDE_CODE_STOP_HOOK_BLOCK_CAP, default 8; docs/hooks.md, "Events").
+    stop_blocks: int = Field(default=8, ge=1, strict=True)
 
     def to_json(self) -> dict[str, Any]:
         """The limits as the `run.start` event gives them: `per_role` only when set."""
@@ -289,7 +292,7 @@ class RoleLedger(Ledger):
 
     def __init__(self, parent: Ledger, limits: RoleLimits) -> None:
         own = BudgetLimits(**{k: getattr(limits, k) for k in ("seconds", "turns", "tokens", "usd")})
-        super().__init__(own)
+        super().__init__(own.model_copy(update={"stop_blocks": parent.limits.stop_blocks}))
         self.parent = parent
 
     def charge(self, kind: Kind, seconds: float) -> None:

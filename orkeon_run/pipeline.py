@@ -154,6 +154,10 @@ def call_target(tool: str, input: Any) -> str | None:
     return value.strip().partition("\n")[0][:200]
 
 
+# The stages whose refusal fires PermissionDenied (docs/hooks.md, "Events").
+_POLICY = ("gate", "workspace", "rules", "roots")
+
+
 class Pipeline:
     def __init__(
         self,
@@ -265,6 +269,12 @@ class Pipeline:
             return refused(budget_refusal(ledger))
         call = self._check(ctx, tool, input)
         if isinstance(call, Refusal):
+            if call.by in _POLICY:  # a fence refused a valid call: PermissionDenied hooks
+                checked = check_call(self.workspace, tool, input, ctx.catalog)
+                if isinstance(checked, CheckedCall):
+                    runs.extend(
+                        await self.hooks.permission_denied(ctx, checked, call_id, call.text, ledger)
+                    )
             return refused(call)
 
         pre = await self.hooks.pre_tool(ctx, call, call_id, ledger)

@@ -54,7 +54,15 @@ from ..models.pricing import cost
 from ..models.transcript import TranscriptWriter, load_conversation
 from . import compaction
 from .compaction import ContextMeter, message_chars
-from .role import RoleResult, RoleSpec, Status, first_line, specs_for, with_context
+from .role import (
+    RoleResult,
+    RoleSpec,
+    Status,
+    first_line,
+    specs_for,
+    unanswered_calls,
+    with_context,
+)
 
 UNFINISHED = "[no result: the role stopped before this call finished]"
 
@@ -109,6 +117,7 @@ class Agent:
         self.error_kind: str | None = None
         self.idle: dict[str, Any] | None = None  # what the watchdog found silent
         self.first_refusal: tuple[str, str] | None = None
+        self.stop_blocks_capped: int | None = None  # RoleResult.stop_blocks_capped
         self.resumed = resume and transcript_path.is_file() and transcript_path.stat().st_size > 0
         self._started = False
         self._closed = False
@@ -136,6 +145,7 @@ class Agent:
             self.error_kind,
             self.ledger.use() if isinstance(self.ledger, RoleLedger) else None,
             self.idle,
+            self.stop_blocks_capped,
         )
 
     async def run(self, prompt: str) -> RoleResult:
@@ -153,6 +163,7 @@ class Agent:
                 error = str(exc)
         except ProviderError as exc:
             status, error, kind = "failed", str(exc), "provider"
+            await self.hooks.stop_failure(self.ctx, error, self.ledger, self.final_text)
         except Interrupted:
             status = "interrupted"
         except anyio.get_cancelled_exc_class():
@@ -206,6 +217,7 @@ class Agent:
 
     async def _loop(self) -> tuple[Status, str | None]:
         stop_continued = False
+        blocks = 0  # Stop hooks' blocks honoured in a row (budget.stop_blocks)
         cut = 0  # answers cut at the output limit in a row (models/answers.py)
         while True:
             self.ledger.check()
@@ -221,10 +233,15 @@ class Agent:
             if not turn.tool_calls:
                 self.final_text = turn.text
                 keep = await self.hooks.stop(self.ctx, stop_continued, self.ledger, turn.text)
-                if keep and not stop_continued:
+                if keep and blocks < self.ledger.limits.stop_blocks:
+                    # Each continuation is one more turn, charged (ledger.check above).
+                    blocks += 1
                     stop_continued = True
                     self._add(Message("user", keep))
                     continue
+                if keep:
+                    self.stop_blocks_capped = blocks
+                    self.events.emit("hook.stop_cap", role=self.ctx.role, blocks=blocks)
                 return "succeeded", None
             for call in turn.tool_calls:
                 if call.error is not None:  # unreadable arguments: the model is told
@@ -379,17 +396,5 @@ class Agent:
     def _pair_open_calls(self) -> None:
         """Give every call of the last answer that has no result the UNFINISHED result
         (after a hook stopped the role mid-answer, or a resumed transcript ended there)."""
-        last = next(
-            (
-                i
-                for i in range(len(self.messages) - 1, -1, -1)
-                if self.messages[i].role == "assistant"
-            ),
-            None,
-        )
-        if last is None:
-            return
-        answered = {m.tool_call_id for m in self.messages[last + 1 :] if m.role == "tool"}
-        for call in self.messages[last].tool_calls:
-            if call.id not in answered:
-                self._add(Message("tool", UNFINISHED, tool_call_id=call.id, name=call.name))
+        for call in unanswered_calls(self.messages):
+            self._add(Message("tool", UNFINISHED, tool_call_id=call.id, name=call.name))

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..calls import BUILTINS, CallContext, Catalog
-from ..models.base import ToolSpec
+from ..models.base import Message, ToolSpec
 from ..vocabulary import RoleStatus
 
 Status = RoleStatus
@@ -42,6 +42,8 @@ class RoleResult:
     budget: dict[str, Any] | None = None
     # What the no-progress watchdog found silent (errors.Idle.silent), when it ended the role.
     idle: dict[str, Any] | None = None
+    # The role finished because Stop hooks had blocked `budget.stop_blocks` times in a row.
+    stop_blocks_capped: int | None = None
 
     def to_json(self) -> dict[str, Any]:
         """The result document's `roles[]` entry; `all_refused` when the role made calls
@@ -64,6 +66,8 @@ class RoleResult:
             d["budget"] = self.budget
         if self.idle is not None:
             d["idle"] = self.idle
+        if self.stop_blocks_capped is not None:
+            d["stop_blocks_capped"] = self.stop_blocks_capped
         return d
 
 
@@ -83,3 +87,14 @@ def with_context(prompt: str, blocks: list[str | None]) -> str:
     if not kept:
         return prompt
     return "\n".join([prompt.rstrip("\n"), *kept])
+
+
+def unanswered_calls(messages: list[Message]) -> list[Any]:
+    """The calls of the conversation's last answer that no tool message answers."""
+    last = next(
+        (i for i in range(len(messages) - 1, -1, -1) if messages[i].role == "assistant"), None
+    )
+    if last is None:
+        return []
+    answered = {m.tool_call_id for m in messages[last + 1 :] if m.role == "tool"}
+    return [c for c in messages[last].tool_calls if c.id not in answered]

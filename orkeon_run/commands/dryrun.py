@@ -108,15 +108,18 @@ def _hooks(config: RunConfig) -> list[dict[str, Any]]:
     for event, groups in config.settings_hooks.items():
         for group in groups:
             for h in group.hooks:
-                out.append(
-                    {
-                        "contract": "settings",
-                        "event": event,
-                        "matcher": group.matcher or "*",
-                        "command": h.command,
-                        "timeout": h.timeout,
-                    }
-                )
+                entry: dict[str, Any] = {
+                    "contract": "settings",
+                    "event": event,
+                    "matcher": group.matcher or "*",
+                    "command": h.label,  # an http or prompt hook: `POST URL`, `prompt: …`
+                    "timeout": h.timeout,
+                }
+                if h.type != "command":
+                    entry["type"] = h.type
+                if h.plugin is not None:
+                    entry["plugin"] = h.plugin.name
+                out.append(entry)
     return out
 
 

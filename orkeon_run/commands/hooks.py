@@ -31,7 +31,9 @@ from ..config.trust import (
     record_checks_trust,
     record_crews_trust,
     record_mcp_json_trust,
+    record_plugin_trust,
     record_trust,
+    workspace_plugins,
 )
 from ..errors import InputError
 from ..escape import write_line
@@ -59,14 +61,22 @@ def list_lines(native_hooks: Sequence[HookSpec]) -> list[str]:
 
 def settings_lines(config: Mapping[str, Sequence[MatcherGroup]] | None) -> list[str]:
     """One line per settings-shape hook, `EVENT [MATCHER] COMMAND`, in configuration order
-    (`[*]` for a group without a matcher; ` (timeout N s)` when one is set)."""
+    (`[*]` for a group without a matcher; ` (timeout N s)` when one is set, ` (async)`,
+    ` (once)`, and ` (plugin NAME: ROOT)` for a plugin's hook). A hook that is not a
+    command is named by its label: `POST URL` (http) or `prompt: FIRST LINE`."""
     out = []
     for event, groups in (config or {}).items():
         for group in groups:
             matcher = group.matcher if group.matcher else "*"
             for h in group.hooks:
-                timeout = f" (timeout {h.timeout:g} s)" if h.timeout is not None else ""
-                out.append(f"{event} [{matcher}] {h.command}{timeout}")
+                notes = f" (timeout {h.timeout:g} s)" if h.timeout is not None else ""
+                if getattr(h, "background", False):
+                    notes += " (async)"
+                if h.once:
+                    notes += " (once)"
+                if h.plugin is not None:
+                    notes += f" (plugin {h.plugin.name}: {h.plugin.root})"
+                out.append(f"{event} [{matcher}] {h.label}{notes}")
     return out
 
 
@@ -236,8 +246,8 @@ def check_main(inputs: str, *, tool: str, path: str, workspace: str | None = Non
 
 
 def trust_main(workspace: str | None = None) -> int:
-    """Trust the workspace's .orkeon/settings.json, .orkeon/crews/, .orkeon/checks/ and
-    .mcp.json as they are now."""
+    """Trust the workspace's .orkeon/settings.json, .orkeon/crews/, .orkeon/checks/,
+    .mcp.json and plugin folders (config/trust.py's `workspace_plugins`) as they are now."""
     # os.path.expanduser: Path.expanduser raises RuntimeError for an unknown ~user (an
     # internal error, exit 1); the shell's way is to keep the text as it is.
     ws = Path(os.path.expanduser(workspace or "."))
@@ -253,10 +263,12 @@ def trust_main(workspace: str | None = None) -> int:
         trusted.append((checks_dir(ws), record_checks_trust(ws)))
     if mcp_json_path(ws).is_file():
         trusted.append((mcp_json_path(ws), record_mcp_json_trust(ws)))
+    for plugin in workspace_plugins(ws):
+        trusted.append((plugin, record_plugin_trust(ws, plugin)))
     if not trusted:
         raise InputError(
             f"--workspace: nothing to trust in {ws} (no .orkeon/settings.json, no "
-            ".orkeon/crews/, no .orkeon/checks/*.md, no .mcp.json)"
+            ".orkeon/crews/, no .orkeon/checks/*.md, no .mcp.json, no plugin folder)"
         )
     for path, digest in trusted:
         write_line(sys.stdout, f"trusted {path} ({digest.removeprefix('sha256:')[:12]})")

@@ -3,12 +3,15 @@ docs/inputs.md): the leaf every reader of a configuration document imports."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
 from pydantic import ValidationError
 
 from .suggest import did_you_mean
+
+_ITEM_PROBLEM = re.compile(r"^\[(\d+)\]\.(\w+): (.*)$", re.S)
 
 
 def field_path(loc: tuple[int | str, ...]) -> str:
@@ -51,6 +54,8 @@ def error_lines(
                 msg += did_you_mean(made[0], tuple(err["loc"]))
         elif msg.startswith("Value error, "):
             msg = msg[len("Value error, ") :]
+            if m := _ITEM_PROBLEM.match(msg):  # a list's validator naming an item's key
+                path, msg = f"{path}[{m[1]}].{m[2]}", m[3]
         found.append((path, err["type"], msg))
     # A value that failed every member of a union reports a type mismatch for the members
     # it was not meant to be; when a deeper problem exists under the same path, that

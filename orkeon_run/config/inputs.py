@@ -33,6 +33,15 @@ from .errorlines import UNION_TAGS, error_lines
 from .mcp import McpServers
 from .network import Network
 from .review import ReviewInputs
+from .settings_hooks import HANDLER_TAGS
+from .settings_hooks import SETTINGS_EVENTS as SETTINGS_EVENTS  # re-exported
+from .settings_hooks import MatcherGroup as MatcherGroup  # re-exported
+from .settings_hooks import PluginRef as PluginRef  # re-exported
+from .settings_hooks import SettingsCommand as SettingsCommand  # re-exported
+from .settings_hooks import SettingsHandler as SettingsHandler  # re-exported
+from .settings_hooks import SettingsHooks as SettingsHooks  # re-exported
+from .settings_hooks import SettingsHttp as SettingsHttp  # re-exported
+from .settings_hooks import SettingsPrompt as SettingsPrompt  # re-exported
 
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
@@ -152,34 +161,6 @@ class NativeHook(Frozen):
         return v
 
 
-class SettingsCommand(Frozen):
-    type: Literal["command"]
-    command: str = Field(min_length=1)
-    timeout: float | None = Field(default=None, gt=0, strict=True)
-
-
-class MatcherGroup(Frozen):
-    matcher: str | None = None
-    hooks: list[SettingsCommand] = Field(default_factory=list)
-
-
-SETTINGS_EVENTS = (
-    "SessionStart",
-    "UserPromptSubmit",
-    "PreToolUse",
-    "PostToolUse",
-    "Notification",
-    "Stop",
-    "SubagentStop",
-    "PreCompact",
-    "SessionEnd",
-)
-
-# Settings shape: event name -> matcher groups. Unknown event names are kept here and
-# ignored with a warning when the hooks are built (the page: "Unknown names are ignored").
-SettingsHooks = dict[str, list[MatcherGroup]]
-
-
 # --- gate, shell, steps --------------------------------------------------------------
 
 
@@ -288,6 +269,8 @@ class Inputs(Frozen):
     budget: BudgetLimits = Field(default_factory=BudgetLimits)
     hooks: list[NativeHook] | SettingsHooks = Field(default_factory=list)
     settings: list[str] = Field(default_factory=list)
+    # Claude Code plugin folders whose hooks/hooks.json the run adds (hooks/claude/plugins.py).
+    plugins: list[str] = Field(default_factory=list)
     gate: GateRules = Field(default_factory=GateRules)
     shell: ShellInputs = Field(default_factory=ShellInputs)
     request: str | None = None
@@ -330,6 +313,7 @@ class Inputs(Frozen):
 # providers' (`model.openai.model` is `model.model`) and their models', added to the ones
 # the leaf knows (config/errorlines.py) where the providers are defined.
 UNION_TAGS.update({*PROVIDER_NAMES, *(m.__name__ for m in PROVIDER_MODELS)})
+UNION_TAGS.update(HANDLER_TAGS.values())  # a settings-shape handler's type
 
 
 def parse_inputs(doc: Any) -> Inputs:

@@ -133,4 +133,35 @@ def _workspace_file(
     return {}
 
 
-__all__ = ["load_servers"]
+def untrusted_servers(
+    workspace: Path,
+    *,
+    config_dir: Path | None = None,
+    environ: Mapping[str, str] | None = None,
+    stdin_is_tty: bool | None = None,
+) -> dict[str, Path]:
+    """Server name -> the workspace file that has it but is not trusted (never, or changed
+    since): for the error of a crew that names such a server (run/mcp_checks.py)."""
+    env = os.environ if environ is None else environ
+    folder = config_dir or default_config_dir(env)
+    out: dict[str, Path] = {}
+    checks = (
+        (project_settings_path(workspace), doc_is_trusted),
+        (mcp_json_path(workspace), mcp_json_trusted),
+    )
+    for path, trusted in checks:
+        if not path.is_file():
+            continue
+        try:
+            doc = read_settings_doc(path)
+        except InputError:
+            continue
+        raw = doc.get("mcpServers")
+        if not isinstance(raw, dict) or not raw:
+            continue
+        if not trusted(workspace, doc, config_dir=folder, environ=env, stdin_is_tty=stdin_is_tty):
+            out.update(dict.fromkeys(map(str, raw), path))
+    return out
+
+
+__all__ = ["load_servers", "untrusted_servers"]

@@ -184,6 +184,11 @@ def crews_hash(workspace: Path) -> str | None:
     folder = crews_dir(workspace)
     if not folder.is_dir():
         return None
+    return folder_hash(folder)
+
+
+def folder_hash(folder: Path) -> str:
+    """SHA-256 over every file under `folder`: its relative path and its bytes."""
     h = hashlib.sha256()
     for path in sorted(p for p in folder.rglob("*") if p.is_file()):
         h.update(path.relative_to(folder).as_posix().encode("utf-8") + b"\0")
@@ -301,6 +306,49 @@ def record_mcp_json_trust(workspace: Path, *, config_dir: Path | None = None) ->
     return digest
 
 
+# --- a Claude Code plugin inside the workspace ---------------------------------------------
+# A plugin folder the inputs name but the workspace holds (a cloned repository's) runs its
+# hooks' scripts: trusted as a folder, every file of it covered (path and bytes).
+
+PLUGIN_MANIFEST = Path(".claude-plugin") / "plugin.json"
+
+
+def _plugin_key(workspace: Path, plugin: Path) -> str:
+    return _key(workspace) + "::plugin:" + os.path.realpath(plugin)
+
+
+def plugin_trusted(
+    workspace: Path,
+    plugin: Path,
+    *,
+    config_dir: Path | None = None,
+    environ: Mapping[str, str] | None = None,
+    stdin_is_tty: bool | None = None,
+) -> bool:
+    """Whether the plugin folder, as it is now, is trusted for this workspace (or
+    `ORKEON_TRUST_PROJECT_HOOKS=1` with stdin not a TTY)."""
+    return _trusted(
+        _plugin_key(workspace, plugin), folder_hash(plugin), config_dir, environ, stdin_is_tty
+    )
+
+
+def workspace_plugins(workspace: Path) -> list[Path]:
+    """The plugin folders of a workspace `orkeon hooks trust` records: the workspace itself
+    and folders one or two levels down that hold `.claude-plugin/plugin.json`."""
+    ws = Path(workspace)
+    found = [ws] if (ws / PLUGIN_MANIFEST).is_file() else []
+    for pattern in ("*/.claude-plugin/plugin.json", "*/*/.claude-plugin/plugin.json"):
+        found += sorted(p.parent.parent for p in ws.glob(pattern))
+    return [p for p in found if ".git" not in p.relative_to(ws).parts]
+
+
+def record_plugin_trust(workspace: Path, plugin: Path, *, config_dir: Path | None = None) -> str:
+    """Trust the plugin folder (inside the workspace) as it is now."""
+    digest = folder_hash(plugin)
+    _store_put(_plugin_key(workspace, plugin), digest, config_dir)
+    return digest
+
+
 def _store_put(key: str, digest: str, config_dir: Path | None) -> None:
     folder = config_dir or default_config_dir()
     folder.mkdir(parents=True, exist_ok=True)
@@ -330,14 +378,18 @@ __all__ = [
     "default_config_dir",
     "doc_is_trusted",
     "env_trusts",
+    "folder_hash",
     "is_trusted",
     "mcp_json_hash",
     "mcp_json_path",
     "mcp_json_trusted",
+    "plugin_trusted",
     "project_settings_path",
     "read_settings_doc",
     "record_checks_trust",
     "record_crews_trust",
     "record_mcp_json_trust",
+    "record_plugin_trust",
     "record_trust",
+    "workspace_plugins",
 ]

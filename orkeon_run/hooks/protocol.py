@@ -120,6 +120,24 @@ class Hooks:
         (SessionStart's `CLAUDE_ENV_FILE`): name -> value, None to remove it; {} for none."""
         return {}
 
+    async def drain(self, *, cancel: bool = False) -> None:
+        """Before the step's result is written: await the hooks still running in the
+        background (`async: true`), or with `cancel` cancel them, each one recorded."""
+        return None
+
+    async def permission_denied(
+        self, ctx: CallContext, call: CheckedCall, call_id: str, reason: str, ledger: Ledger
+    ) -> list[HookRun]:
+        """A stage before the hooks (gate, workspace, rule sets, roots) refused `call`:
+        notify-only; the runs, for the call's record."""
+        return []
+
+    async def stop_failure(
+        self, ctx: CallContext, error: str, ledger: Ledger, last_message: str = ""
+    ) -> None:
+        """The role's turn ended because its model provider failed: notify-only."""
+        return None
+
 
 NO_HOOKS = Hooks()
 
@@ -208,6 +226,24 @@ class Chain(Hooks):
         if len(parts) <= 1:
             return parts[0] if parts else {}
         return {k: v for p in parts for k, v in p.items()}
+
+    async def drain(self, *, cancel: bool = False) -> None:
+        for s in self.sets:
+            await s.drain(cancel=cancel)
+
+    async def permission_denied(
+        self, ctx: CallContext, call: CheckedCall, call_id: str, reason: str, ledger: Ledger
+    ) -> list[HookRun]:
+        runs: list[HookRun] = []
+        for s in self.sets:
+            runs.extend(await s.permission_denied(ctx, call, call_id, reason, ledger))
+        return runs
+
+    async def stop_failure(
+        self, ctx: CallContext, error: str, ledger: Ledger, last_message: str = ""
+    ) -> None:
+        for s in self.sets:
+            await s.stop_failure(ctx, error, ledger, last_message)
 
 
 def chain(sets: Sequence[Hooks]) -> Hooks:

@@ -276,8 +276,14 @@ def child_environ(config: RunConfig, *, credentials: bool) -> dict[str, str]:
     return scrubbed(consumed_names(config), credentials=credentials)
 
 
-def step_hooks(config: RunConfig, events: EventLog) -> Hooks:
-    """The step's hooks: native ones first, then settings-shape ones."""
+def step_hooks(
+    config: RunConfig,
+    events: EventLog,
+    provider: Provider | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> Hooks:
+    """The step's hooks: native ones first, then settings-shape ones. `provider`: the
+    run's, which a settings-shape `prompt` hook asks unless it names a `model`."""
     native: Hooks = NO_HOOKS
     if config.inputs.native_hooks:
         native = NativeHooks(
@@ -298,8 +304,30 @@ def step_hooks(config: RunConfig, events: EventLog) -> Hooks:
             events=events,
             extra_env_remove=consumed_names(config),
             pins=config.pins,
+            provider_for=_hook_models(config, provider, environ) if provider else None,
         )
     return chain([native, settings])
+
+
+def _hook_models(
+    config: RunConfig, provider: Provider, environ: Mapping[str, str] | None
+) -> Callable[[str | None], Provider]:
+    """A prompt hook's provider: the run's, or for a hook naming `model` the run's
+    provider configuration with that model (made once per name; the scripted provider
+    has no model names: the run's)."""
+    made: dict[str, Provider] = {}
+
+    def provider_for(model: str | None) -> Provider:
+        if model is None or "model" not in type(config.inputs.model).model_fields:
+            return provider
+        if model not in made:
+            from ..models import build_provider
+
+            cfg = config.inputs.model.model_copy(update={"model": model})
+            made[model] = build_provider(cfg, environ=environ)
+        return made[model]
+
+    return provider_for
 
 
 # The kind of error a step that did not succeed has when its outcome names none.

@@ -33,13 +33,25 @@ def servers_of(
     return load_servers(inputs, workspace=ws, environ=env, stdin_is_tty=stdin_is_tty, warn=warn)
 
 
-def check_entries(crew: Crew, servers: Mapping[str, McpServer]) -> None:
-    """Each MCP entry of a role's tools names a configured server."""
+def check_entries(
+    crew: Crew, servers: Mapping[str, McpServer], untrusted: Mapping[str, Path] | None = None
+) -> None:
+    """Each MCP entry of a role's tools names a configured server. `untrusted`: servers
+    only a workspace file that is not trusted has (config/mcp_sources.py), named in the
+    error with the fix."""
     problems = []
+    hidden = {normalize(n): (n, p) for n, p in (untrusted or {}).items()}
     for i, role in enumerate(crew.roles):
         for j, entry in enumerate(role.tools):
             problem = pattern_problem(entry, servers) if is_mcp_name(entry) else None
             if problem:
+                parts = split_pattern(entry)
+                if parts is not None and parts[0] in hidden:
+                    name, path = hidden[parts[0]]
+                    problem += (
+                        f"; {path} has {name!r} but is not trusted (never, or changed since "
+                        f"it was): run `orkeon hooks trust --workspace {path.parent}`"
+                    )
                 problems.append(f"{crew.source}: roles[{i}].tools[{j}]: {problem}")
     if problems:
         raise InputError(problems)

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from ..config.inputs import Inputs, MatcherGroup, Plan, load_document, parse_inputs, parse_plan
 from ..config.mcp import McpServer
+from ..config.mcp_sources import untrusted_servers
 from ..config.pins import NO_PINS, Pins, run_pins
 from ..config.run_settings import resolve, settings_files
 from ..config.shell_settings import resolve_shell_rules
@@ -148,14 +149,15 @@ def prepare(
         missing = missing_files(inputs.native_hooks, ws, env.get("PATH", os.defpath))
         (found.lines if hook_files == "error" else warnings).extend(missing)
     if crew is not None and servers is not None:
-        found.collect(lambda: mcp_checks.check_entries(crew, servers))
+        untrusted = untrusted_servers(ws, environ=env, stdin_is_tty=stdin_is_tty)
+        found.collect(lambda: mcp_checks.check_entries(crew, servers, untrusted))
     plan = None
     plan_rel = ""
     if module is not None:
         checked = found.collect(lambda: module.check(inputs, ws, pinned))
         if isinstance(checked, tuple):
             plan, plan_rel = checked
-    budget = budget_limits(inputs, default_budget)
+    budget = stop_block_cap(budget_limits(inputs, default_budget), env)
     warnings.extend(budget.per_role_warnings())
     if budget.usd is not None:  # a cost budget needs the model's price
         found.collect(lambda: check_price(inputs.model))  # loads the price database
@@ -247,6 +249,21 @@ def budget_limits(inputs: Inputs, default: BudgetLimits) -> BudgetLimits:
         return default
     given = inputs.budget.model_fields_set
     return default.model_copy(update={k: getattr(inputs.budget, k) for k in given})
+
+
+STOP_CAP_ENV = "CLAUDE_CODE_STOP_HOOK_BLOCK_CAP"
+
+
+def stop_block_cap(budget: BudgetLimits, env: Mapping[str, str]) -> BudgetLimits:
+    """`budget.stop_blocks`, unless Claude Code's `CLAUDE_CODE_STOP_HOOK_BLOCK_CAP` is set
+    (the environment wins over the inputs, as orkeon's own knobs do). A value that is not
+    a whole number of at least 1 is an InputError naming the variable."""
+    raw = env.get(STOP_CAP_ENV, "")
+    if not raw:
+        return budget
+    if not raw.strip().isdigit() or int(raw) < 1:
+        raise InputError(f"{STOP_CAP_ENV}: must be a whole number of at least 1, not {raw!r}")
+    return budget.model_copy(update={"stop_blocks": int(raw)})
 
 
 def _knobs(

@@ -95,6 +95,11 @@ class RoleRecord(_Doc):
     all_refused: AllRefused | None = None
     budget: RoleBudget | None = None
     idle: Silent | None = Field(default=None, description="the watchdog ended the role")
+    stop_blocks_capped: int | None = Field(
+        default=None,
+        description="the role finished when Stop hooks had blocked this many times in a row "
+        "(budget.stop_blocks)",
+    )
 
 
 class AuditRecord(_Doc):

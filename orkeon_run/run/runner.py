@@ -103,14 +103,15 @@ async def _execute(
         finally:
             for watcher in opened.watchers:
                 watcher.close()
+    provider = build_provider(config.inputs.model, environ=opened.environ)
     sr = StepRun(
         config=config,
         run_dir=opened.run_dir,
         run_id=opened.run_id,
         ledger=ledger,
         events=events,
-        provider=build_provider(config.inputs.model, environ=opened.environ),
-        hooks=step_hooks(config, events),
+        provider=provider,
+        hooks=step_hooks(config, events, provider, opened.environ),
         resume=opened.resume,
         state=opened.state,
         environ=opened.environ,
@@ -133,10 +134,13 @@ async def _execute(
             outcome = await _outcome(sr, watch_signals, stop, opened.environ)
         except anyio.get_cancelled_exc_class():
             with anyio.CancelScope(shield=True):
+                await sr.hooks.drain(cancel=True)
                 await _finish(sr, _partial(sr, "interrupted", "interrupted"))
             raise
         except RecordsError as exc:  # run.start could not be written
             outcome = _partial(sr, "error", str(exc))
+        # `async: true` hooks end (each within its own time-out) before the result.
+        await sr.hooks.drain(cancel=outcome.status == "interrupted")
         return await _finish(sr, outcome)
     finally:
         events.close()

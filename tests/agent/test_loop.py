@@ -11,6 +11,7 @@ from typing import Any
 
 import anyio
 import pytest
+from kit import DATA
 from kit.agent import Rig
 from kit.fakes.anthropic_api import conversation_problem as anthropic_problem
 from kit.fakes.openai_api import OpenAIFake, completion
@@ -161,19 +162,39 @@ def test_prompt_continue_false_stops_the_role(tmp_path: Path) -> None:
     assert (result.status, result.error, result.turns) == ("stopped", "frozen for the release", 0)
 
 
-def test_stop_hook_keeps_the_model_going_once_per_prompt(tmp_path: Path) -> None:
-    """ "A Stop hook that blocks sends the model one more user message,
-    `[Stop hook (CMD) asks to keep going: REASON]`, at most once per turn." """
+def test_stop_hook_blocks_are_honoured_in_a_row_up_to_the_cap(tmp_path: Path) -> None:
+    """docs/hooks.md, "Events": 'a Stop hook's blocks are honoured in a row up to
+    `budget.stop_blocks` (default 8, as Claude Code) ... each continuation is one more turn,
+    charged to the budget; at the cap the role finishes, with a `hook.stop_cap` event and
+    the role's `stop_blocks_capped` in the result'."""
     log = tmp_path / "stop.jsonl"
     hooks = {"Stop": hook(record=log, stderr="tests fail", exit=2)}
-    rig = Rig(tmp_path, scripted([{"text": "done?"}, {"text": "now done"}]), hooks=hooks)
+    limits = BudgetLimits(seconds=None, stop_blocks=2)
+    rig = Rig(tmp_path, scripted([{"text": "done?"}, {"text": "now done"}]), hooks=hooks,
+              limits=limits)  # fmt: skip
     first, second = rig.run("build", "again")
-    assert (first.turns, first.final_text) == (2, "now done")
-    assert second.turns == 4 and second.final_text == FINAL_TEXT
+    assert (first.turns, first.final_text, first.stop_blocks_capped) == (3, FINAL_TEXT, 2)
+    assert first.to_json()["stop_blocks_capped"] == 2
+    assert second.turns == 6 and second.stop_blocks_capped == 2
     users = [line["content"] for line in rig.transcript() if line["role"] == "user"]
     keep = f"[Stop hook ({ans(record=log, stderr='tests fail', exit=2)}) asks to keep going: tests fail]"
-    assert users == ["build", keep, "again", keep]
-    assert [p["stop_hook_active"] for p in recorded(log)] == [False, True, False, True]
+    assert users == ["build", keep, keep, "again", keep, keep]
+    assert [p["stop_hook_active"] for p in recorded(log)] == [False, True, True] * 2
+    assert [e["blocks"] for e in rig.read_events("hook.stop_cap")] == [2, 2]
+    assert rig.ledger.turns == 6
+
+
+def test_a_ralph_loop_runs_to_its_promise_within_the_default_cap(tmp_path: Path) -> None:
+    """The issue's ralph-wiggum loop: a Stop hook that keeps the model going for five
+    rounds, then removes its state file: under the default cap of 8 every round runs."""
+    state = tmp_path / "ralph.state"
+    script = DATA / "cc_hooks" / "loop_until.sh"
+    hooks = {"Stop": [group(f"bash {script} {state} 5")]}
+    rig = Rig(tmp_path, scripted([]), hooks=hooks)
+    [result] = rig.run("build")
+    assert (result.turns, result.stop_blocks_capped) == (5, None)
+    assert not state.exists()
+    assert rig.read_events("hook.stop_cap") == []
 
 
 def test_pre_tool_continue_false_stops_the_role_and_a_follow_up_pairs_its_calls(

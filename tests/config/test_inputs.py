@@ -90,7 +90,7 @@ BAD_INPUTS = [
     ),
     (
         "settings hook of another type",
-        '{"hooks": {"PreToolUse": [{"hooks": [{"type": "prompt", "command": "x"}]}]}}',
+        '{"hooks": {"PreToolUse": [{"hooks": [{"type": "agent", "prompt": "x"}]}]}}',
         "hooks.PreToolUse[0].hooks[0].type:",
     ),
     (

@@ -328,3 +328,27 @@ def test_saved_inputs_keep_variable_references_and_redact_the_rest() -> None:
     assert db["env"] == {"DB_URL": REDACTED, "TOKEN": "${DB_TOKEN}", "N": REDACTED}
     assert web["headers"] == {"Authorization": "Bearer ${WEB}", "X-Key": REDACTED}
     assert web["url"] == "https://example.invalid/mcp"
+
+
+def test_a_crew_naming_a_server_of_an_untrusted_mcp_json_is_told_the_fix(
+    tmp_path: Path,
+) -> None:
+    """docs/tools.md: 'a crew naming a server that only an untrusted (changed since trust)
+    `.mcp.json` provides exits 2 naming the file and `orkeon hooks trust`'."""
+    from orkeon_run.config.mcp_sources import untrusted_servers
+    from orkeon_run.run.mcp_checks import check_entries
+
+    ws, cfg = tmp_path / "ws", tmp_path / "cfg"
+    write(ws / ".mcp.json", {"mcpServers": {"memory": SERVER}})
+    record_mcp_json_trust(ws, config_dir=cfg)
+    assert untrusted_servers(ws, config_dir=cfg, environ={}, stdin_is_tty=False) == {}
+    write(ws / ".mcp.json", {"mcpServers": {"memory": {**SERVER, "env": {"X": "1"}}}})
+    untrusted = untrusted_servers(ws, config_dir=cfg, environ={}, stdin_is_tty=False)
+    assert untrusted == {"memory": ws / ".mcp.json"}
+    team = Crew.model_validate(crew(["mcp__memory__*"]))
+    with pytest.raises(InputError) as caught:
+        check_entries(team, {}, untrusted)
+    [problem] = caught.value.problems
+    assert "there is no MCP server 'memory' (none is configured)" in problem
+    assert f"{ws / '.mcp.json'} has 'memory' but is not trusted" in problem
+    assert f"run `orkeon hooks trust --workspace {ws}`" in problem

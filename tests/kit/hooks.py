@@ -64,14 +64,25 @@ def group(*commands: str | dict[str, Any], matcher: str | None = None) -> dict[s
 class Rig:
     """A SettingsHooks over a real workspace, with the events it emitted and a ledger."""
 
-    def __init__(self, ws: Path, config: dict[str, Any], remove: tuple[str, ...] = ()) -> None:
+    def __init__(
+        self,
+        ws: Path,
+        config: dict[str, Any],
+        remove: tuple[str, ...] = (),
+        provider_for: Any = None,
+    ) -> None:
+        """`provider_for(model)`: the provider prompt hooks ask (SettingsHooks)."""
         self.ws = ws
         self.events: list[dict[str, Any]] = []
         log = NullLog()
         log.listeners.append(self.events.append)
         self.ledger = Ledger(BudgetLimits())
         self.hooks = SettingsHooks(
-            SETTINGS.validate_python(config), workspace=ws, events=log, extra_env_remove=remove
+            SETTINGS.validate_python(config, strict=True),
+            workspace=ws,
+            events=log,
+            extra_env_remove=remove,
+            provider_for=provider_for,
         )
         self.ctx = CallContext(
             step="dev-batches",

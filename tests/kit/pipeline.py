@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from orkeon_run.calls import CheckedCall, Refusal
-from orkeon_run.catalog import TOOLS
+from orkeon_run.catalog import TOOLS, declared_tool
 from orkeon_run.config.inputs import NativeHook
 from orkeon_run.events import EventLog
 from orkeon_run.hooks import NO_HOOKS, Hooks, chain
@@ -63,6 +63,9 @@ def make_pipeline(
 def sample_call(workspace: Path, tool: str, input: dict[str, Any]) -> CheckedCall:
     """`input` as the pipeline hands a call of `tool` to hooks: checked when it is a valid
     call, else taken as it is (hook tests feed hooks inputs no tool would accept)."""
+    if tool.startswith("mcp__"):  # the entry a run declares for an MCP server's tool
+        entry = declared_tool(tool, "", {"type": "object"}, run="")
+        return CheckedCall(entry, input, entry.input.model_construct(**input), None)
     checked = check_call(workspace, tool, input)
     if isinstance(checked, CheckedCall):
         return checked

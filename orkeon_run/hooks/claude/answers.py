@@ -96,7 +96,7 @@ def read_answer(event: str, ran: Ran) -> Answer:
     a = Answer(ran=ran)
     if ran.error:
         a.problems.append(f"could not run: {ran.error}")
-        if ran.unpinned:
+        if ran.unpinned or ran.fail_closed:
             a.not_run = ran.error
         return a
     if ran.timed_out:

@@ -91,9 +91,9 @@ class Lifecycle(SettingsBase):
     ) -> str | None:
         """Stop, when the role's model is about to finish. Returns the user message that
         keeps it going, `[Stop hook (CMD) asks to keep going: REASON]` (one line per
-        blocking hook), or None. At most one continuation per turn: with
-        `stop_hook_active` (this turn already continued) the hooks run, a block is not
-        honoured. `continue: false` from any hook lets the role finish."""
+        blocking hook), or None. `stop_hook_active`: the model's answer follows a
+        continuation; the agent loop honours blocks in a row up to `budget.stop_blocks`.
+        `continue: false` from any hook lets the role finish."""
         if not self.has("Stop"):
             return None
         fields = {"stop_hook_active": stop_hook_active, "last_assistant_message": last_message}
@@ -104,14 +104,19 @@ class Lifecycle(SettingsBase):
         ]
         if not lines or any(a.stop for a in answers):
             return None
-        if stop_hook_active:
-            self._log.info(
-                "a Stop hook asked to keep going again this turn; at most one continuation "
-                "per turn, so the role finishes",
-                role=ctx.role,
-            )
-            return None
         return "\n".join(lines)
+
+    async def stop_failure(
+        self, ctx: CallContext, error: str, ledger: Ledger, last_message: str = ""
+    ) -> None:
+        """StopFailure: the role's turn ended because its model provider failed (`error`,
+        its one-line message). Notify-only."""
+        if not self.has("StopFailure"):
+            return
+        fields = {"error": error, "last_assistant_message": last_message}
+        answers = await self._run("StopFailure", ctx, None, fields, ledger)
+        self._emit_runs("StopFailure", ctx, answers)
+        self._cannot_block("StopFailure", ctx, answers)
 
     async def pre_compact(self, ctx: CallContext, ledger: Ledger, trigger: str = "auto") -> None:
         """PreCompact, before a transcript is compacted. Side effects only."""

@@ -24,12 +24,14 @@ from typing import Any
 
 from ... import logs
 from ...catalog import TOOLS
-from ...config.inputs import SETTINGS_EVENTS, MatcherGroup, SettingsCommand
+from ...config.inputs import SETTINGS_EVENTS, MatcherGroup, SettingsHandler
 
 # Events whose matcher is tested against a field, and that field's name.
 MATCH_FIELDS: dict[str, str] = {
     "PreToolUse": "tool_name",
     "PostToolUse": "tool_name",
+    "PermissionDenied": "tool_name",
+    "PostToolUseFailure": "tool_name",
     "SessionStart": "source",
     "PreCompact": "trigger",
     "SessionEnd": "reason",
@@ -149,19 +151,19 @@ class Selection:
     out), each event-and-value answer kept once found."""
 
     def __init__(self, config: Mapping[str, Sequence[MatcherGroup]]) -> None:
-        self._groups: dict[str, list[tuple[Matcher, Sequence[SettingsCommand]]]] = {}
+        self._groups: dict[str, list[tuple[Matcher, Sequence[SettingsHandler]]]] = {}
         for event, groups in config.items():
-            kept: list[tuple[Matcher, Sequence[SettingsCommand]]] = [
+            kept: list[tuple[Matcher, Sequence[SettingsHandler]]] = [
                 (Matcher(g.matcher), g.hooks) for g in groups if g.hooks
             ]
             if event in SETTINGS_EVENTS and kept:
                 self._groups[event] = kept
-        self._selected: dict[tuple[str, str | None], list[SettingsCommand]] = {}
+        self._selected: dict[tuple[str, str | None], list[SettingsHandler]] = {}
 
     def has(self, event: str) -> bool:
         return event in self._groups
 
-    def commands(self, event: str, value: str | None = None) -> list[SettingsCommand]:
+    def commands(self, event: str, value: str | None = None) -> list[SettingsHandler]:
         """The hooks that run for `event` on `value` (the tool, source, trigger or reason),
         in configuration order, identical commands once (the first one's timeout)."""
         key = (event, value)
@@ -170,7 +172,7 @@ class Selection:
             return found
         field = MATCH_FIELDS.get(event)
         found = []
-        seen: set[str] = set()
+        seen: set[str] = set()  # a handler's label: its command, URL or prompt
         for matcher, hooks in self._groups.get(event, ()):
             if field is None or value is None:
                 hit = matcher.match_all
@@ -181,8 +183,9 @@ class Selection:
             if not hit:
                 continue
             for h in hooks:
-                if h.command not in seen:
-                    seen.add(h.command)
+                seen_as = f"{h.type}\0{h.label}\0{h.plugin.root if h.plugin else ''}"
+                if seen_as not in seen:
+                    seen.add(seen_as)
                     found.append(h)
         self._selected[key] = found
         return found

@@ -21,7 +21,7 @@ import json
 import posixpath
 from typing import Any
 
-from ...catalog import TOOLS, claude_name
+from ...catalog import TOOLS, Tool, claude_name
 from ...jsonio import utf8_line
 
 
@@ -61,12 +61,11 @@ def tool_fields(tool: str, input: dict[str, Any]) -> dict[str, Any]:
     return {"tool_name": claude_name(tool), "orkeon_tool_name": tool, "tool_input": input}
 
 
-def tool_response(tool: str, input: dict[str, Any], result: Any) -> Any:
-    """The tool's result in the shape Claude Code gives that tool's hooks (the catalog's
-    `response`); a tool the catalog does not hold, or a result of an unexpected shape (an
-    error text), as it is."""
-    entry = TOOLS.get(tool)
-    return entry.response(input, result) if entry else result
+def tool_response(entry: Tool, input: dict[str, Any], result: Any) -> Any:
+    """The tool's result in the shape Claude Code gives that tool's hooks (the catalog
+    entry's `response`, an MCP tool's too: catalog.py); a result of an unexpected shape
+    (an error text) as it is."""
+    return entry.response(input, result)
 
 
 def encode(payload: dict[str, Any]) -> bytes:

@@ -16,6 +16,7 @@ import os
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import anyio
 
@@ -65,6 +66,12 @@ class Ran:
     error: str | None  # it could not run (not started, or no budget left)
     # It was not run: a file it names changed since the run started (config/pins.py).
     unpinned: bool = False
+    # Its failure (`error`) refuses a PreToolUse call: an http or prompt hook (handlers.py).
+    fail_closed: bool = False
+    # A prompt hook's model answer: tokens_in, tokens_out, usd (handlers.py).
+    usage: dict[str, Any] | None = None
+    # An `async: true` hook: it ran in the background (background.py).
+    background: bool = False
 
     def first_line(self, *, with_stdout: bool = True) -> str:
         """The first line it printed, its error output first; or why it did not run."""
@@ -85,6 +92,8 @@ class Ran:
             seconds=self.seconds,
             timed_out=self.timed_out,
             first_line=self.first_line(with_stdout=with_stdout),
+            usage=self.usage,
+            background=self.background,
         )
 
 

@@ -10,10 +10,12 @@ The modules: `base.py` (selecting an event's hooks, running them, reading and re
 their answers), `lifecycle.py` (the lifecycle events, `envfile.py` for SessionStart's
 `CLAUDE_ENV_FILE`), this one (the tool events, `rewrites.py` for a file a PostToolUse hook
 changed), `payloads.py` (stdin), `answers.py`, `texts.py` (what the model reads),
-`matchers.py`, `sources.py` (where the configuration comes from), `run.py` (processes).
+`matchers.py`, `sources.py` (where the configuration comes from, `plugins.py` for
+Claude Code plugins), `run.py` (command processes), `handlers.py` (http and prompt
+handlers), `background.py` (`async: true` hooks).
 
 For one event: the groups whose matcher matches are collected in configuration order,
-identical commands run once, the commands run in parallel (`run.py`), each one's
+identical handlers run once, they run in parallel (`run.py`, `handlers.py`), each one's
 answer is read (`answers.py`) and the answers merge: deny and block > ask > allow, contexts
 concatenate into one `<hook_context>` block (at most 8192 bytes), the last `updatedInput`
 in configuration order wins, any `continue: false` stops the role, reasons join.
@@ -39,7 +41,7 @@ from .sources import load_settings_hooks
 from .texts import context_block, not_run_line, post_tool_line, pre_tool_line
 
 if TYPE_CHECKING:
-    from ...calls import CallContext, CheckedCall
+    from ...calls import CallContext, CheckedCall, HookRun
     from ...ledger import Ledger
 
 
@@ -126,13 +128,14 @@ class SettingsHooks(Lifecycle):
         one `<hook_context>` block, then the note on the file the call wrote when the
         hooks changed it (rewrites.py)."""
         tool = call.name
+        failure = await self._failure(ctx, call, result, call_id, ledger)
         if not self.commands("PostToolUse", tool):
-            return PostToolVerdict(lines=list(pre.context_lines))
+            return PostToolVerdict(lines=list(pre.context_lines), runs=failure)
         watch = Watch.before_hooks(self.workspace, call, result)
         shown = claude_input(tool, call.input, self._ws)
         fields = {
             **tool_fields(tool, shown),
-            "tool_response": tool_response(tool, shown, result),
+            "tool_response": tool_response(call.tool, shown, result),
             "tool_use_id": call_id,
         }
         answers = await self._run("PostToolUse", ctx, tool, fields, ledger)
@@ -157,10 +160,65 @@ class SettingsHooks(Lifecycle):
                 lines.append(note)
         return PostToolVerdict(
             lines=lines,
-            runs=self._runs("PostToolUse", answers),
+            runs=[*failure, *self._runs("PostToolUse", answers)],
             stop=bool(stop_reasons),
             stop_reason=join_reasons(stop_reasons),
         )
+
+    async def _failure(
+        self, ctx: CallContext, call: CheckedCall, result: Any, call_id: str, ledger: Ledger
+    ) -> list[HookRun]:
+        """PostToolUseFailure, notify-only, before PostToolUse (which still fires: a failed
+        command's exit code is part of its result): for a shell command that exited
+        non-zero or ran out of time, or a tool that answered an error."""
+        tool = call.name
+        if not self.commands("PostToolUseFailure", tool):
+            return []
+        error = failure_text(result)
+        if error is None:
+            return []
+        shown = claude_input(tool, call.input, self._ws)
+        interrupted = (
+            isinstance(result, dict) and "exit_code" in result and result["exit_code"] is None
+        )
+        fields = {
+            **tool_fields(tool, shown),
+            "tool_use_id": call_id,
+            "error": error,
+            "is_interrupt": interrupted,
+        }
+        answers = await self._run("PostToolUseFailure", ctx, tool, fields, ledger)
+        self._cannot_block("PostToolUseFailure", ctx, answers)
+        return self._runs("PostToolUseFailure", answers)
+
+    async def permission_denied(
+        self, ctx: CallContext, call: CheckedCall, call_id: str, reason: str, ledger: Ledger
+    ) -> list[HookRun]:
+        """PermissionDenied: a stage before the hooks refused the call (gate, workspace,
+        rule sets, roots). Notify-only: an answer changes nothing."""
+        tool = call.name
+        if not self.commands("PermissionDenied", tool):
+            return []
+        shown = claude_input(tool, call.input, self._ws)
+        fields = {**tool_fields(tool, shown), "tool_use_id": call_id, "reason": reason}
+        answers = await self._run("PermissionDenied", ctx, tool, fields, ledger)
+        self._cannot_block("PermissionDenied", ctx, answers)
+        return self._runs("PermissionDenied", answers)
+
+
+def failure_text(result: Any) -> str | None:
+    """Claude Code's `error` of a failed call (`Exit code 3\nOUT\nERR` for a command), or
+    None when the call did not fail."""
+    if isinstance(result, str):
+        return result if result.startswith("error: ") else None
+    if isinstance(result, dict) and "exit_code" in result:
+        code = result["exit_code"]
+        if code == 0:
+            return None
+        head = "Command timed out" if code is None else f"Exit code {code}"
+        parts = [str(result.get(k) or "").rstrip("\n") for k in ("stdout", "stderr")]
+        return "\n".join([head, *(p for p in parts if p)])
+    return None
 
 
 __all__ = ["SettingsHooks", "context_block", "load_settings_hooks"]

@@ -6,7 +6,9 @@ Sources, merged per event and never overwritten, in this order:
 2. the workspace's `.orkeon/settings.json`, only when trusted (`trust.py`); otherwise its
    hooks are skipped with a warning, unchecked (a file that is not used is not checked);
 3. each file named in the `settings` input, in order (the caller named them: trusted);
-4. the `hooks` object of `--inputs` when it has the settings shape (trusted).
+4. the `hooks` object of `--inputs` when it has the settings shape (trusted);
+5. each plugin the `plugins` input names, in order (plugins.py; one inside the workspace
+   only when trusted), as Claude Code adds plugins' hooks after its settings files'.
 
 A file that is missing (when named), not JSON, or of the wrong shape is an InputError
 naming the file and the field, before anything runs. Only a file's `hooks` key is read;
@@ -38,6 +40,7 @@ from ...config.trust import (
 from ...errors import InputError
 from ...policy.mcpnames import server_prefix
 from .matchers import MATCH_FIELDS, Matcher, matches_all, tool_names
+from .plugins import load_plugin
 
 Config = dict[str, list[MatcherGroup]]
 
@@ -46,7 +49,7 @@ _HOOKS = TypeAdapter(dict[str, list[MatcherGroup]])
 
 def parse_hooks(doc: Mapping[str, Any], origin: str) -> Config:
     """The `hooks` object of one settings document, validated strictly (a timeout must be
-    a JSON number, `type` must be "command", every hook needs a `command`)."""
+    a JSON number, `type` one of command, http, prompt, each with what it needs)."""
     raw = doc.get("hooks", {})
     if not isinstance(raw, dict):
         raise InputError(f"{origin}: hooks: must be an object of event names")
@@ -199,6 +202,19 @@ def load_settings_hooks(
 
     if isinstance(inputs.hooks, dict):
         add("inputs", inputs.hooks)
+
+    for i, name in enumerate(inputs.plugins):
+        config = load_plugin(
+            i,
+            name,
+            workspace=workspace,
+            config_dir=folder,
+            environ=env,
+            stdin_is_tty=stdin_is_tty,
+            parse=parse_hooks,
+            warn=warn,
+        )
+        add(f"plugins[{i}]", config)
     return merged
 
 

@@ -244,7 +244,8 @@ class McpHub:
 
     def _index(self) -> None:
         """The tool names of the servers that started; a name too long for model APIs,
-        or one two tools share, is left out with a warning."""
+        a tool that can only run as an MCP Task, or a name two tools share, is left out with
+        a warning (so the model is never offered a tool whose every call fails)."""
         for s in self._servers.values():
             for t in s.tools:
                 name = tool_name(s.name, t.name)
@@ -252,6 +253,11 @@ class McpHub:
                     self.warnings.append(
                         f"MCP tool {name} is left out: model APIs refuse tool names longer "
                         f"than {MAX_NAME_CHARS} characters"
+                    )
+                elif _needs_tasks(t):
+                    self.warnings.append(
+                        f"MCP tool {name} is left out: it requires MCP Tasks "
+                        "(execution.taskSupport: required), which orkeon does not support"
                     )
                 elif name in self._tools:
                     self.warnings.append(
@@ -274,3 +280,10 @@ __all__ = ["McpHub", "McpReply", "McpTool"]
 def _watch_deadline(deadline: float, idle: float | None) -> float:
     """When a call's watch ends: at its time limit, or `idle` seconds from now if sooner."""
     return deadline if idle is None else min(deadline, anyio.current_time() + idle)
+
+
+def _needs_tasks(tool: Any) -> bool:
+    """A tool whose `execution.taskSupport` is `required`: it answers a plain call with
+    -32601, and orkeon does not run MCP Tasks."""
+    execution = getattr(tool, "execution", None)
+    return getattr(execution, "task_support", None) == "required"

@@ -187,13 +187,14 @@ def test_stop_exit0_and_other_let_it_finish(workspace: Path, code: int) -> None:
     assert Rig(workspace, {"Stop": [group(f"echo hi; exit {code}")]}).stop() is None
 
 
-def test_stop_at_most_one_continuation_per_turn(workspace: Path, tmp_path: Path) -> None:
-    """'OrbCode forces at most one continuation per turn as a safety net.' The hook still
-    runs and reads `stop_hook_active: true`."""
+def test_stop_block_after_a_continuation_still_counts(workspace: Path, tmp_path: Path) -> None:
+    """docs/hooks.md: 'Blocks are honoured in a row up to `budget.stop_blocks`': a block on
+    an answer that follows a continuation is returned (the agent loop counts and caps
+    them, tests/agent/test_loop.py); the hook reads `stop_hook_active: true`."""
     rec = tmp_path / "rec.jsonl"
     rig = Rig(workspace, {"Stop": [group(ans(exit=2, stderr="again", record=rec))]})
     assert rig.stop(active=False) is not None
-    assert rig.stop(active=True) is None
+    assert rig.stop(active=True) is not None
     assert [p["stop_hook_active"] for p in payloads(rec)] == [False, True]
 
 
@@ -598,7 +599,7 @@ def test_stdin_payloads(workspace: Path, tmp_path: Path) -> None:
             "orkeon_tool_name": "shell",
             "tool_input": {"command": "git status"},
             "tool_response": {
-                "stdout": "clean\n",
+                "stdout": "clean",
                 "stderr": "",
                 "exit_code": 0,
                 "interrupted": False,
@@ -623,8 +624,24 @@ def test_stdin_payloads(workspace: Path, tmp_path: Path) -> None:
         (
             "file_write",
             {"file_path": "a.txt", "content": "hi"},
-            "wrote a.txt",
-            {"filePath": "WS/a.txt", "content": "hi", "output": "wrote a.txt"},
+            "created a.txt (2 bytes)",
+            {
+                "type": "create",
+                "filePath": "WS/a.txt",
+                "content": "hi",
+                "output": "created a.txt (2 bytes)",
+            },
+        ),
+        (
+            "file_write",
+            {"file_path": "a.txt", "content": "hi"},
+            "updated a.txt (2 bytes)",
+            {
+                "type": "update",
+                "filePath": "WS/a.txt",
+                "content": "hi",
+                "output": "updated a.txt (2 bytes)",
+            },
         ),
         (
             "file_edit",
@@ -669,13 +686,33 @@ def test_stdin_payloads(workspace: Path, tmp_path: Path) -> None:
             {"exit_code": None, "stdout": "", "stderr": ""},
             {"stdout": "", "stderr": "", "exit_code": None, "interrupted": True},
         ),
+        (
+            "shell",
+            {"command": "git status"},
+            {"exit_code": 0, "stdout": "clean\n\n", "stderr": "w\n"},
+            {"stdout": "clean", "stderr": "w\n", "exit_code": 0, "interrupted": False},
+        ),
+        (
+            "mcp__memory__read_graph",
+            {},
+            "two entities",
+            [{"type": "text", "text": "two entities"}],
+        ),
+        (
+            "mcp__memory__read_graph",
+            {},
+            {"entities": [], "relations": []},
+            '{"entities":[],"relations":[]}',
+        ),
     ],
 )
 def test_tool_response_shapes(
     workspace: Path, tmp_path: Path, tool: str, input: dict, result: Any, response: Any
 ) -> None:
-    """`tool_response` in Claude Code's shapes (shell: stdout, stderr, exit_code, interrupted;
-    `filePath` absolute, as Claude Code gives it)."""
+    """`tool_response` in Claude Code's shapes (shell: stdout without its trailing newline,
+    stderr, exit_code, interrupted; Write's `type` create or update; `filePath` absolute;
+    an MCP tool's content blocks, or its structured content as a JSON string:
+    docs/hooks.md, "Input on stdin")."""
     rec = tmp_path / "rec.jsonl"
     Rig(workspace, {"PostToolUse": [group(ans(record=rec))]}).post(tool, input, result)
     [p] = payloads(rec)

@@ -98,13 +98,13 @@ def test_unknown_event_is_ignored_with_a_warning(workspace: Path, tmp_path: Path
     """'Unknown names are ignored.' the contract: 'other names ignored with a warning'."""
     inputs = {
         "hooks": {
-            "PostToolUseFailure": [{"hooks": [{"type": "command", "command": "x"}]}],
+            "PermissionRequest": [{"hooks": [{"type": "command", "command": "x"}]}],
             "SubagentStop": [{"hooks": [{"type": "command", "command": "y"}]}],
         }
     }
     got, warnings = load(workspace, tmp_path, inputs)
     assert list(got) == ["SubagentStop"]
-    assert warnings == ["inputs: hooks.PostToolUseFailure: unknown event, ignored"]
+    assert warnings == ["inputs: hooks.PermissionRequest: unknown event, ignored"]
 
 
 def test_matchers_that_never_match_are_warned_about(workspace: Path, tmp_path: Path) -> None:
@@ -143,8 +143,8 @@ def test_missing_settings_file(workspace: Path, tmp_path: Path) -> None:
             "hooks.PreToolUse[0].hooks[0].command: Field required",
         ),
         (
-            {"hooks": {"PreToolUse": [{"hooks": [{"type": "prompt", "command": "x"}]}]}},
-            "hooks.PreToolUse[0].hooks[0].type: Input should be 'command'",
+            {"hooks": {"PreToolUse": [{"hooks": [{"type": "shell", "command": "x"}]}]}},
+            "hooks.PreToolUse[0].hooks[0].type: 'shell' is not a handler type",
         ),
         (
             {

@@ -361,3 +361,31 @@ def test_a_server_starts_under_the_span_of_the_task_that_starts_it(tmp_path: Pat
     assert contextvars.copy_context().run(under_a_span) == [repr(header), "None"]
     assert with_hub({"fake": FAKE}, tmp_path, body,
                     environ={**scrubbed(), "TRACEPARENT": "inherited"}) == ["'inherited'", "None"]  # fmt: skip
+
+
+def test_a_tool_that_requires_tasks_is_not_offered(tmp_path: Path) -> None:
+    """docs/tools.md: 'a tool that runs only as an MCP Task (`execution.taskSupport:
+    "required"`) is left out with a warning'. The SDK's client drops `execution` on the
+    2026 protocol the test server speaks, so the listed tools are given to the hub as a
+    2025-11-25 server (server-everything) lists them."""
+    import mcp_types as types
+
+    hub = McpHub(parse_servers({"everything": {"command": ["true"]}}), environ={}, cwd=tmp_path)
+    plain = types.Tool(name="echo", input_schema={"type": "object"})
+    research = types.Tool(
+        name="simulate-research-query",
+        input_schema={"type": "object"},
+        execution=types.ToolExecution(task_support="required"),
+    )
+    optional = types.Tool(
+        name="maybe-task",
+        input_schema={"type": "object"},
+        execution=types.ToolExecution(task_support="optional"),
+    )
+    hub._servers["everything"].tools = [plain, research, optional]
+    hub._index()
+    assert [t.name for t in hub.tools] == ["mcp__everything__echo", "mcp__everything__maybe-task"]
+    assert hub.warnings == [
+        "MCP tool mcp__everything__simulate-research-query is left out: it requires MCP Tasks "
+        "(execution.taskSupport: required), which orkeon does not support"
+    ]
