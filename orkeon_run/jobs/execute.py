@@ -135,6 +135,7 @@ async def _run_job(job: Job, out: Path, shard: str, stop: anyio.Event) -> None:
             environ=_with_seals(out),
             watch_signals=False,
             stop=stop,
+            hidden=[out],  # every sibling job's folder and the seals (docs/scale.md)
         )
     except clone.CloneFailed as exc:
         _not_started(jd, job, f"workspace: {exc}")

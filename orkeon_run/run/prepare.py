@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from ..config.inputs import Inputs, MatcherGroup, Plan, load_document, parse_inputs, parse_plan
 from ..errors import InputError
 from ..ledger import BudgetLimits
-from .confine import Confinement, decide, while_probing
+from .confine import Confinement, decide, operator_commands, while_probing
 
 if TYPE_CHECKING:
     from ..config.crews import Crew
@@ -220,7 +220,7 @@ def prepare(
         repair=repair,
         mcp_servers=servers or {},
         warnings=tuple(warnings + mcp.rule_warnings(inputs, crew, servers or {})),
-        confinement=decide(inputs, ws, env),
+        confinement=decide(inputs, ws, env, operator_commands(settings or {}, servers or {})),
     )
 
 

@@ -12,8 +12,8 @@ after SIGINT/SIGTERM too.
 from __future__ import annotations
 
 import signal
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
@@ -184,15 +184,8 @@ def run(
     """Run one step; return the result document."""
     import anyio
 
-    opened = open_run(
-        step,
-        doc,
-        workspace=workspace,
-        run_dir=run_dir,
-        resume_dir=resume_dir,
-        stream=stream,
-        environ=environ,
-    )
+    opened = open_run(step, doc, workspace=workspace, run_dir=run_dir,
+                      resume_dir=resume_dir, stream=stream, environ=environ)  # fmt: skip
     return anyio.run(execute, opened)
 
 
@@ -207,9 +200,11 @@ async def run_async(
     environ: Mapping[str, str] | None = None,
     watch_signals: bool = True,
     stop: anyio.Event | None = None,
+    hidden: Sequence[Path] = (),
 ) -> dict[str, Any]:
     """`run` inside a running event loop, so that many runs can share one (`orkeon jobs
-    run`, docs/scale.md). The preparation runs in the loop's thread and blocks it briefly."""
+    run`, docs/scale.md). The preparation runs in the loop's thread and blocks it briefly.
+    `hidden`: more folders every sandbox of the run hides (a job's whole output folder)."""
     opened = open_run(
         step,
         doc,
@@ -219,6 +214,7 @@ async def run_async(
         stream=stream,
         environ=environ,
     )
+    opened.config = replace(opened.config, confinement=opened.config.confinement.hiding(hidden))
     return await execute(opened, watch_signals=watch_signals, stop=stop)
 
 

@@ -21,7 +21,13 @@ from pathlib import Path
 
 from ... import logs, proc
 from .bwrap import command, make_temp, remove_temp, unseen
-from .policy import CREDENTIAL_STORES, SandboxPolicy, find_git_dirs
+from .policy import (
+    CREDENTIAL_STORES,
+    SandboxPolicy,
+    find_git_dirs,
+    named_files,
+    python_environment,
+)
 from .probe import Availability, diagnose, prefetch, probe
 
 __all__ = [
@@ -31,8 +37,10 @@ __all__ = [
     "arun",
     "diagnose",
     "find_git_dirs",
+    "named_files",
     "prefetch",
     "probe",
+    "python_environment",
     "run",
     "warn_unconfined_once",
 ]
