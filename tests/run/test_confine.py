@@ -307,3 +307,40 @@ def test_an_unavailable_tool_is_refused_in_stage_2_whatever_the_tool(tmp_path: P
     assert (sh.outcome, sh.refused_by) == ("refused", None)
     assert sh.result == "[refused: the shell sandbox is not available here: no namespaces]"
     assert not (tmp_path / "hooked").exists()
+
+
+# --- what the sandbox shows -------------------------------------------------------------
+
+
+def test_the_operators_files_under_tmp_are_shown_and_the_rest_of_tmp_is_not(
+    tmp_path: Path,
+) -> None:
+    """docs/security.md, "What the sandbox shows": the files and programs the operator's
+    own commands name (here the audit's test: a script and a flag file under the host's
+    /tmp) are shown read-only wherever they lie; the host's /tmp as a whole stays hidden,
+    from the audit's commands and from the role's."""
+    assert tmp_path.resolve().is_relative_to("/tmp"), "pytest's tmp_path is under /tmp here"
+    ws = make_workspace(tmp_path, FILES)
+    tools = tmp_path / "tools"
+    tools.mkdir()
+    (tools / "flag").write_text("strict\n")
+    secret = tmp_path / "other" / "secret"
+    secret.parent.mkdir()
+    secret.write_text("not for the sandbox\n")
+    (tools / "audit.py").write_text(
+        "import os, sys\n"
+        "assert open(sys.argv[1]).read() == 'strict\\n'\n"
+        f"assert not os.path.exists({str(secret)!r}), 'the rest of /tmp is shown'\n"
+        f"assert not os.access({str(tools)!r} + '/flag', os.W_OK), 'writable'\n"
+    )
+    test = [PY, str(tools / "audit.py"), str(tools / "flag")]
+    script = [
+        {"tool_calls": [write("src/a/x.py", "x = 1\n"), shell(f"cat {secret}")]},
+        {"text": "done"},
+    ]
+    rd = tmp_path / "run"
+    result = run_step("dev-batches", batch(script, audit={"test": test}), ws, run_dir=rd)
+    (rec,) = result["audits"]
+    assert rec["passed"] is True, rec
+    (peek,) = [c["result"] for c in calls(rd, "b1/a") if c["tool"] == "shell"]
+    assert peek["exit_code"] != 0 and "No such file" in peek["stderr"]
