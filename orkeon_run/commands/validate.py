@@ -2,7 +2,9 @@
 MCP servers are started, their tools listed, and stopped (commands/mcp.py): a server that
 does not start is an input error. Where the shell sandbox cannot be made here it says so on
 stderr, with the reason and the fix (a run would refuse every shell call, but the inputs
-are valid: exit 0); so does a sandbox turned off. Where it can, stderr stays quiet."""
+are valid: exit 0); so does a sandbox turned off. Where it can, stderr stays quiet. Where
+the inputs name hooks and the veil that hides orkeon's processes from them cannot be made
+here, it says so too (the hooks would run as they are)."""
 
 from __future__ import annotations
 
@@ -34,6 +36,16 @@ def main(inputs: str, *, step: str | None = None, workspace: str | None = None) 
             "call would be refused and the audit's build and test would not run\n"
             f"fix: {confinement.fix}\n"
         )
+    if config.inputs.native_hooks or config.settings_hooks:
+        from ..tools.sandbox.veil import veil_status
+
+        bwrap, why = veil_status()
+        if bwrap is None:
+            sys.stderr.write(
+                f"warning: hooks: orkeon's processes cannot be hidden from them here: {why}; "
+                "they would run as they are, able to read orkeon's /proc (its environment, "
+                "the model key)\n"
+            )
     from .mcp import validate_lines
 
     lines, warnings = validate_lines(config)

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from kit import DATA
 from kit.sandbox import LINUX_ONLY, require_sandbox
 from kit.steps import calls, environ, events, make_workspace, run_step, scripted, shell, write
 
@@ -94,6 +95,27 @@ def test_operator_hooks_run_outside_the_sandbox(tmp_path: Path) -> None:
     rd = ws / ".orkeon" / "runs" / result["run_id"]
     (call,) = calls(rd, "b1/a")
     assert call["result"]["exit_code"] == 1 and call["hooks"][0]["exit_code"] == 0
+
+
+def test_operator_hooks_cannot_read_orkeons_memory(tmp_path: Path) -> None:
+    """docs/security.md, "Your hooks": native and settings-shape hooks keep their rights
+    (here: writing outside the workspace) but run where /proc/<orkeon> is not visible, so
+    a hook tricked into running the model's code cannot read the key from its environ."""
+    ws = make_workspace(tmp_path, FILES)
+    out = tmp_path / "seen"
+    out.mkdir()
+    reader = f"{DATA / 'veil' / 'read_orkeon.py'} {os.getpid()} {out}"
+    settings = {"PreToolUse": [{"hooks": [{"type": "command", "command": reader}]}]}
+    script = [{"tool_calls": [write("src/a/x.py", "x = 1\n")]}, {"text": "done"}]
+    allowed = {"extra_allowed_commands": [str(DATA / "veil" / "read_orkeon.py")]}
+    for hooks in ([{"event": "pre-tool", "command": reader}], settings):
+        result = run_step("dev-batches", batch(script, hooks=hooks, shell=allowed), ws)
+        assert result["status"] == "succeeded", result
+    seen = [json.loads(line) for line in (out / "seen.jsonl").read_text().splitlines()]
+    assert [s["hook"] for s in seen] == ["pre-tool", "settings"]  # both ran, and wrote here
+    for s in seen:
+        assert s["environ"] is None and s["environ_error"] == "FileNotFoundError", s
+        assert s["cmdline"] is None
 
 
 class Listener:
@@ -216,6 +238,18 @@ def no_namespaces(tmp: Path) -> list[str]:
             "--chdir", str(tmp), "--"]  # fmt: skip
 
 
+def no_bubblewrap(tmp: Path) -> list[str]:
+    """A command-line prefix that starts a program where no bubblewrap is installed: the
+    bundled one's folder is empty and the system's is gone."""
+    from orkeon_run.tools.sandbox.bwrap import SYSTEM_BWRAP
+
+    bwrap = sb.probe().bwrap
+    assert bwrap is not None
+    hide = ["--ro-bind", "/dev/null", str(SYSTEM_BWRAP)] if SYSTEM_BWRAP.exists() else []
+    return [str(bwrap), "--unshare-user", "--dev-bind", "/", "/", "--tmpfs", str(bwrap.parent),
+            *hide, "--chdir", str(tmp), "--"]  # fmt: skip
+
+
 def test_where_no_sandbox_can_be_made_shell_calls_are_refused_before_the_hooks(
     tmp_path: Path,
 ) -> None:
@@ -274,6 +308,21 @@ def test_validate_says_whether_the_sandbox_can_be_made(tmp_path: Path) -> None:
     assert said.startswith("warning: shell sandbox: not available here: ")
     (fix,) = [line for line in lines if line.startswith("fix: ")]
     assert fix.endswith('"shell": {"sandbox": "off"} in the inputs to run commands unconfined')
+
+
+def test_validate_says_when_hooks_cannot_be_kept_from_orkeons_memory(tmp_path: Path) -> None:
+    """docs/security.md, "Your hooks": where the veil cannot be made, hooks run as they
+    are and `orkeon validate` says so (only when the inputs name hooks)."""
+    hooks = json.dumps(
+        {"workspace": str(tmp_path), "hooks": [{"event": "stop", "command": "true"}]}
+    )
+    here = orkeon(tmp_path, "validate", "--inputs", hooks)
+    assert here.returncode == 0 and "hooks:" not in here.stderr, here.stderr
+    there = orkeon(tmp_path, "validate", "--inputs", hooks, wrap=no_bubblewrap(tmp_path))
+    assert there.returncode == 0, there.stderr
+    (said,) = [line for line in there.stderr.splitlines() if line.startswith("warning: hooks:")]
+    assert "orkeon's processes cannot be hidden from them here: " in said
+    assert "they would run as they are" in said
 
 
 def test_an_unavailable_tool_is_refused_in_stage_2_whatever_the_tool(tmp_path: Path) -> None:

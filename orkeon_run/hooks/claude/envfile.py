@@ -107,9 +107,9 @@ class EnvFiles:
         if limit <= 0:
             self.problems.append(f"not read: {ledger.time_spent_text()}")
             return {}
-        from ... import proc
+        from .. import spawn
 
-        res = await proc.arun(
+        res = await spawn.arun(
             [runner.shell, "-c", _SCRIPT, "sh", sys.executable, _DUMP, *files],
             cwd=runner.workspace,
             timeout=limit,

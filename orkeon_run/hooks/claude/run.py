@@ -1,7 +1,7 @@
 """Running settings-shape hook commands (docs/hooks.md, "Execution and environment").
 
-Each command runs as `[$SHELL or /bin/sh, "-c", COMMAND]` through `proc.arun`: cwd the
-workspace, the event's JSON line on stdin, its own time limit (default 10 s, capped by what
+Each command runs as `[$SHELL or /bin/sh, "-c", COMMAND]` through `spawn.arun` (`proc`
+under the veil that hides orkeon's processes): cwd the workspace, the event's JSON line on stdin, its own time limit (default 10 s, capped by what
 is left of the step's budget), SIGTERM then SIGKILL after 2 s, output capped. The commands
 of one event run in parallel; each one's own run time is charged to the ledger.
 
@@ -19,10 +19,10 @@ from pathlib import Path
 
 import anyio
 
-from ... import proc
 from ...calls import HookRun
 from ...environ import scrubbed
 from ...ledger import Ledger
+from .. import spawn
 
 DEFAULT_TIMEOUT = 10.0
 KILL_GRACE = 2.0
@@ -103,7 +103,7 @@ class CommandRunner:
         limit = ledger.cap(timeout)
         if limit <= 0:
             return Ran(command, timeout, None, "", "", 0.0, False, ledger.time_spent_text())
-        res = await proc.arun(
+        res = await spawn.arun(
             [self.shell, "-c", command],
             cwd=self.workspace,
             timeout=limit,
