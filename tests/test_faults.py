@@ -31,6 +31,7 @@ from kit import DATA, ROOT
 from kit.fakes import anthropic_api
 from kit.fakes.anthropic_api import AnthropicFake
 from kit.fakes.protocols import PROTOCOLS, Protocol
+from kit.mcp import namespaced
 from kit.steps import environ, make_workspace, run_step, write
 
 from orkeon_run.__main__ import main
@@ -120,23 +121,9 @@ def gone(pid: int) -> bool:
 
 def host_pids(pid: int) -> list[int]:
     """The host's pids of a hook's process that wrote `pid` (`$$`): hooks run in a PID
-    namespace of their own (docs/security.md, "Your hooks"), so what they see of their pid
-    is the namespace's; the host's is the first of NSpid where the last is `pid`. Where no
-    veil can be made here, `pid` itself."""
-    if veil_status()[0] is None:
-        return [pid]
-    found = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                status = Path(f"/proc/{entry}/status").read_text()
-            except OSError:
-                continue
-            for line in status.splitlines():
-                ids = line.split()[1:] if line.startswith("NSpid:") else []
-                if len(ids) > 1 and int(ids[-1]) == pid:
-                    found.append(int(ids[0]))
-    return found
+    namespace of their own (docs/security.md, "Your hooks"); where no veil can be made
+    here, `pid` itself."""
+    return namespaced(pid) if veil_status()[0] is not None else [pid]
 
 
 def wait_gone(pid: int, seconds: float = 3.0) -> bool:

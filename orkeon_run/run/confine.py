@@ -60,6 +60,17 @@ class Confinement:
         more = tuple(Path(os.path.realpath(f)) for f in folders)
         return dataclasses.replace(self, hidden=tuple(dict.fromkeys(self.hidden + more)))
 
+    def mcp_states(self, servers: Mapping[str, Any]) -> dict[str, str] | None:
+        """How each stdio MCP server of the run is confined, for the result: "on" (in the
+        roles' sandbox), "off" (its `"sandbox": "off"`, or the shell sandbox's), or
+        "unavailable" (it could not start); None when the run has no stdio server."""
+        out: dict[str, str] = {}
+        for name, server in servers.items():
+            if server.transport == "stdio":
+                off = server.sandbox == "off" or self.state == "off"
+                out[name] = "off" if off else self.state
+        return out or None
+
     def refusal(self) -> str:
         """What a shell call answers the model when there is no sandbox here."""
         return f"[refused: the shell sandbox is not available here: {self.reason}]"

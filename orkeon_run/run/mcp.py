@@ -54,6 +54,7 @@ async def run_servers(
         emit=sr.events.emit,
         log_dir=sr.run_dir / "mcp",
         start_timeout=START_TIMEOUT,
+        sandbox=sr.role_sandbox(),  # confined servers run in the roles' sandbox
     )
     async with hub:
         sr.mcp = hub

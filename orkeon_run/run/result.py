@@ -111,6 +111,12 @@ class Result(_Doc):
         description='the shell sandbox: on; off ("shell": {"sandbox": "off"}: '
         "unconfined); unavailable (no sandbox could be made here: shell calls were refused)"
     )
+    mcp_sandbox: dict[str, Literal["on", "off", "unavailable"]] | None = Field(
+        default=None,
+        description="runs with stdio MCP servers only: each one's confinement: on (in the "
+        'roles\' sandbox); off (its "sandbox": "off", or the shell sandbox\'s: unconfined); '
+        "unavailable (no sandbox could be made here: it did not start)",
+    )
     steps: list[StepRecord] | None = Field(
         default=None, description="pipeline only: every step it ran, in order"
     )
@@ -170,10 +176,15 @@ class Event(BaseModel):
 
 
 def result_document(
-    run_id: str, step: str, outcome: StepOutcome, ledger: Ledger, sandbox: str
+    run_id: str,
+    step: str,
+    outcome: StepOutcome,
+    ledger: Ledger,
+    sandbox: str,
+    mcp_sandbox: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     """The result document of a step that ended with `outcome`; `sandbox` is the run's
-    shell sandbox state."""
+    shell sandbox state, `mcp_sandbox` its stdio MCP servers' (None: it has none)."""
 
     kind = outcome.error_kind
     error = None
@@ -192,6 +203,8 @@ def result_document(
         "error": error,
         "sandbox": sandbox,
     }
+    if mcp_sandbox is not None:
+        doc["mcp_sandbox"] = dict(mcp_sandbox)
     if outcome.steps is not None:
         doc["steps"] = list(outcome.steps)
     return doc

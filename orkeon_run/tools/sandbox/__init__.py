@@ -42,6 +42,7 @@ __all__ = [
     "probe",
     "python_environment",
     "run",
+    "server_command",
     "warn_unconfined_once",
 ]
 
@@ -103,6 +104,19 @@ def _start(
         return _not_run(why)
     tmp = make_temp(policy)
     return command(policy, argv, cwd=cwd, tmp=tmp, bwrap=avail.bwrap), tmp
+
+
+def server_command(
+    policy: SandboxPolicy, argv: Sequence[str], *, cwd: Path, env: Mapping[str, str], bwrap: Path
+) -> tuple[list[str], str | None]:
+    """The command line of a long-lived program confined by `policy` (a stdio MCP server,
+    docs/tools.md): bubblewrap around `argv`, its /tmp in memory (gone with the sandbox);
+    `([], why)` when the program cannot start, in proc's words. The caller starts it (in a
+    process group of its own) and stops it; `--die-with-parent` ends it with orkeon."""
+    why = _unrunnable(policy, argv, cwd, env)
+    if why is not None:
+        return [], why
+    return command(policy, argv, cwd=cwd, tmp=None, bwrap=bwrap), None
 
 
 def run(
