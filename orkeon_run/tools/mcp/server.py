@@ -216,7 +216,6 @@ class ServerRun:
 
     async def _list_roots(self, context: Any) -> Any:
         from mcp_types import ListRootsResult, Root
-
         from pydantic import FileUrl
 
         roots = [Root(uri=FileUrl(u), name=n) for u, n in self.root_uris()]
