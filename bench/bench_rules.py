@@ -16,7 +16,8 @@ import time
 import warnings
 from collections.abc import Callable
 
-from orkeon_run.policy.rules import call_subjects, parse_rule
+from orkeon_run.policy.rules import parse_rule
+from tests.kit.pipeline import subjects
 
 from .common import header, median_seconds, row
 
@@ -66,8 +67,8 @@ def old_matcher(rule_text: str) -> Callable[[str], object]:
 def subjects_of(rule_text: str, subject: str) -> tuple[str, ...]:
     tool = parse_rule(rule_text).tool
     if tool == "shell":
-        return call_subjects(tool, {"command": subject}, None)
-    return call_subjects(tool, {}, subject)
+        return subjects(tool, {"command": subject})
+    return subjects(tool, {}, subject)
 
 
 def verdicts(text: str, subject: str) -> tuple[Callable[[], bool], Callable[[], bool]]:

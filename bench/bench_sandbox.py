@@ -33,6 +33,7 @@ from typing import Any
 import anyio
 
 from orkeon_run.policy.programs import ShellRules
+from orkeon_run.policy.words import split_command
 from orkeon_run.tools import sandbox
 from orkeon_run.tools.sandbox.probe import _probe
 from orkeon_run.tools.shell import shell
@@ -49,15 +50,14 @@ def paired(
 ) -> dict[str, list[float]]:
     """Seconds per call, unconfined and sandboxed, measured in alternation."""
     rules = ShellRules()
+    argv = split_command(command)  # as the pipeline's check splits it, once
 
     cpu = {"plain": 0.0, "sandboxed": 0.0}
 
     async def once(sb: sandbox.SandboxPolicy | None) -> float:
         used = cpu_seconds()
         start = time.perf_counter()
-        got: Any = await shell(
-            command, workspace=ws, rules=rules, timeout=60, environ=ENV, sandbox=sb
-        )
+        got: Any = await shell(argv, workspace=ws, rules=rules, timeout=60, environ=ENV, sandbox=sb)
         took = time.perf_counter() - start
         cpu["plain" if sb is None else "sandboxed"] += cpu_seconds() - used
         assert isinstance(got, dict) and got["exit_code"] == 0, got

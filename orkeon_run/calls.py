@@ -124,7 +124,13 @@ class CheckedCall:
     `raw_path` is the path argument as written (None when the tool has none or the call
     leaves it out). `path` is where it resolved inside the workspace (the workspace itself
     when an optional path is left out), None for a tool without a path and for a path
-    that resolves outside the workspace (`outside`), which a later stage refuses."""
+    that resolves outside the workspace (`outside`), which a later stage refuses.
+
+    `words`: for a tool with a command field (`Tool.command_field`: the shell), the
+    command split into one program and its arguments, once (policy/words.split_command):
+    the rule patterns, the program checks, the hooks and the tool all read these words,
+    never the command split again, so what was judged is what runs. None for another tool,
+    and for a command that cannot be split (`unsplit` says why; the tool answers with it)."""
 
     tool: Tool
     input: dict[str, Any]  # as the model (or a hook's rewrite) wrote it
@@ -132,10 +138,19 @@ class CheckedCall:
     raw_path: str | None = None
     path: Path | None = None
     outside: bool = False
+    words: tuple[str, ...] | None = None
+    unsplit: str | None = None
 
     @property
     def name(self) -> str:
         return self.tool.name
+
+    @property
+    def command(self) -> str | None:
+        """The command line as written (the tool's command field), or None."""
+        field = self.tool.command_field
+        value = getattr(self.args, field, None) if field is not None else None
+        return value if isinstance(value, str) else None
 
 
 @dataclass

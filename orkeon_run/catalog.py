@@ -2,8 +2,9 @@
 
 A `Tool` holds the name the model calls, the names Claude Code and OrbCode give it (rules,
 hook matchers and hook payloads accept and show them), the input model (the one check of a
-call's input), the path field the pipeline resolves and checks, whether the tool writes
-(a batch role's roots apply), what the model reads about it, where its implementation
+call's input), the path field the pipeline resolves and checks (and whether it may name a
+folder), the field holding a command line the pipeline splits into words, whether the tool
+writes (a batch role's roots apply), what the model reads about it, where its implementation
 lives (a `module:function` path, imported on first use, so this module stays a leaf that
 rules, crews and hooks can read) and the shape Claude Code gives its result to hooks.
 
@@ -199,6 +200,11 @@ class Tool:
     response: Callable[[Mapping[str, Any], Any], Any]  # Claude Code's `tool_response` shape
     path_field: str | None = None  # the call's path argument, resolved and checked
     writes: bool = False  # a batch role's roots confine it
+    # The path may name a folder: a rule pattern matches it as `DIR` and as `DIR/`.
+    folder: bool = False
+    # The field that holds a command line (one program and its arguments): the check splits
+    # it into words once, and the rules, the program checks and the tool all read those.
+    command_field: str | None = None
     other_names: tuple[str, ...] = field(default=())  # OrbCode's, for hook matchers
     # The input's JSON Schema as the tool's server declares it (`declared_tool`); None: the
     # schema of `input`.
@@ -306,6 +312,7 @@ TOOLS: dict[str, Tool] = {
             claude_name="Glob",
             response=_list_response,
             path_field="path",
+            folder=True,
         ),
         Tool(
             name="search_files",
@@ -320,6 +327,7 @@ TOOLS: dict[str, Tool] = {
             claude_name="Grep",
             response=_search_response,
             path_field="path",
+            folder=True,
         ),
         Tool(
             name="shell",
@@ -329,6 +337,7 @@ TOOLS: dict[str, Tool] = {
             claude_name="Bash",
             other_names=("execute_command",),
             response=_shell_response,
+            command_field="command",
         ),
     )
 }

@@ -24,7 +24,7 @@ from .commands.knobs import (
     ModelOpt,
 )
 from .errors import EXIT_INTERRUPTED, EXIT_USAGE, InputError, OrkeonError, exit_code_for, one_line
-from .vocabulary import STEPS
+from .run.steps import STEPS
 
 app = typer.Typer(
     name="orkeon",
@@ -214,6 +214,7 @@ class ReportFormat(StrEnum):
     html = "html"
     junit = "junit"
     json = "json"
+    patch = "patch"
 
 
 @app.command()
@@ -222,14 +223,14 @@ def report(
         str, typer.Argument(metavar="RUN_DIR", help="The run directory to report on.")
     ],
     format: Annotated[
-        ReportFormat, typer.Option("--format", help="md (default), html, junit or json.")
+        ReportFormat, typer.Option("--format", help="md (default), html, junit, json or patch.")
     ] = ReportFormat.md,
     out: Annotated[
         str | None,
-        typer.Option("-o", "--out", metavar="FILE", help="Write to FILE instead of stdout."),
+        typer.Option("-o", "--output", "--out", metavar="FILE", help="Write to FILE, not stdout."),
     ] = None,
 ) -> None:
-    """Report on one run directory: Markdown, a self-contained HTML page, JUnit XML or JSON."""
+    """Report on one run directory: Markdown, HTML, JUnit XML, JSON, or its change (patch)."""
     from .commands import report as command
 
     _exit_with(command.main, run_dir, format.value, out)
@@ -317,7 +318,7 @@ def jobs_merge(
         typer.Argument(metavar="DIR", help="Folders holding job folders (--out of each shard)."),
     ],
     fmt: Annotated[
-        ReportFormat, typer.Option("--format", help="json | md | html | junit")
+        ReportFormat, typer.Option("--format", help="json | md | html | junit (not patch)")
     ] = ReportFormat.json,
     output: Annotated[
         str | None, typer.Option("--output", "-o", help="Write here, not stdout.")

@@ -11,8 +11,9 @@ refuses ends the call, and what the model reads is fixed (docs/hooks.md, docs/to
                  where no sandbox can be made, `[refused: the shell sandbox is not
                  available here: REASON]`; a tool of an MCP server the role named that is
                  not running) is refused the same way, with the catalog's text. The path
-                 argument is resolved here, once: every later stage and the tool act on
-                 that resolution.
+                 argument is resolved here, once, and a command (the catalog's
+                 `command_field`: the shell's) split into words, once: every later stage,
+                 the hooks and the tool act on that resolution and those words.
  3. gate         the session's rules: `[refused by the gate: RULE]`
  4. workspace    the path resolves outside: `[refused: PATH is outside the workspace]`
  5. rule sets    the step's: `[refused by rule set NAME: RULE]` (a program check's RULE is
@@ -77,9 +78,10 @@ def check_call(
     workspace: Path, tool: str, input: Any, tools: Catalog = BUILTINS
 ) -> CheckedCall | Refusal:
     """Stage 2, the call itself: a tool that can run here now and that the calling role's
-    catalog `tools` holds, an input its model accepts, and the path argument resolved once inside
-    `workspace` (resolved). A path that resolves outside is marked, not refused: the gate
-    comes first."""
+    catalog `tools` holds, an input its model accepts, the path argument resolved once inside
+    `workspace` (resolved) and a command split into words once (`CheckedCall.words`). A
+    path that resolves outside is marked, not refused: the gate comes first; a command that
+    cannot be split is marked too (`unsplit`), and the tool answers it."""
     unavailable = tools.unavailable(tool)
     if unavailable is not None:
         return Refusal(None, unavailable)
@@ -101,19 +103,22 @@ def check_call(
             outside = True
     elif entry.path_field is not None:
         path = workspace  # an optional path left out: the whole workspace
-    return CheckedCall(entry, input, args, raw, path, outside)
+    words, unsplit = _split(entry, args)
+    return CheckedCall(entry, input, args, raw, path, outside, words, unsplit)
 
 
-def _words(call: CheckedCall) -> list[str] | None:
-    """A shell call's command split into words, for the rule sets' program checks; None
-    for another tool or a command the shell tool will refuse."""
-    command = getattr(call.args, "command", None) if call.name == "shell" else None
-    if not isinstance(command, str):
-        return None
+def _split(
+    entry: catalog.Tool, args: catalog.ToolInput
+) -> tuple[tuple[str, ...] | None, str | None]:
+    """The command of a tool with a command field split into words, here and only here:
+    (words, None), or (None, why it cannot be split: the tool answers with that)."""
+    if entry.command_field is None:
+        return None, None
+    command = getattr(args, entry.command_field)
     try:
-        return split_command(command)
-    except CommandRefused:
-        return None
+        return tuple(split_command(command)), None
+    except CommandRefused as exc:
+        return None, str(exc)
 
 
 def _changed(
@@ -137,15 +142,12 @@ def call_target(tool: str, input: Any) -> str | None:
     the shell command's first line; at most 200 characters; None when there is none."""
     if not isinstance(input, dict):
         return None
-    value = input.get("command") if tool == "shell" else _path_arg(tool, input)
+    entry = catalog.TOOLS.get(tool)
+    field = (entry.command_field or entry.path_field) if entry is not None else None
+    value = input.get(field) if field else None
     if not isinstance(value, str):
         return None
     return value.strip().partition("\n")[0][:200]
-
-
-def _path_arg(tool: str, input: dict[str, Any]) -> Any:
-    entry = catalog.TOOLS.get(tool)
-    return input.get(entry.path_field) if entry and entry.path_field else None
 
 
 class Pipeline:
@@ -297,21 +299,16 @@ class Pipeline:
                 rel = os.fspath(resolved)[self._cut :] or "."
             # os.path.isdir, not Path.is_dir: that raises for a name too long to exist
             # (ENAMETOOLONG), which ended the step on a model's list_files call.
-            is_dir = (
-                resolved is not None
-                and tool in ("list_files", "search_files")
-                and os.path.isdir(resolved)
-            )
-            subjects = call_subjects(tool, call.input, rel, is_dir)
+            is_dir = resolved is not None and call.tool.folder and os.path.isdir(resolved)
+            subjects = call_subjects(call, rel, is_dir)
 
         rule = self.gate.refusal(tool, subjects)
         if rule is not None:
             return Refusal("gate", f"[refused by the gate: {rule}]")
         if call.outside:
             return Refusal("workspace", f"[refused: {call.raw_path} is outside the workspace]")
-        argv = _words(call) if any(rs.checks for rs in self.rule_sets) else None
         for rs in self.rule_sets:
-            rule = rs.refusal(tool, subjects, argv)
+            rule = rs.refusal(tool, subjects, call.words)
             if rule is not None:
                 return Refusal("rules", f"[refused by rule set {rs.name}: {rule}]")
         if (

@@ -1,21 +1,17 @@
-"""The words orkeon's documents use, each defined once: step names, statuses, who refused
-a call, budget names. The result document, the events, the crews, the command line and
-the schemas all take them from here (docs/output.md lists them for users)."""
+"""The words orkeon's documents use, each defined once: statuses, who refused a call,
+budget names. The result document, the events, the crews, the command line and the schemas
+all take them from here (docs/output.md lists them for users). The step names are the step
+registry's (`run/steps/__init__.py`'s `STEPS`), which names each step's module."""
 
 from __future__ import annotations
 
-from typing import Any, Literal, get_args
+from typing import Any, Literal
 
 # The version of the result document's and the events' shape, in each of them. It goes up
 # when a reader written for the old shape would misread the new one (a field removed,
 # renamed, or given another type or meaning); a new field does not move it (docs/output.md).
 # 1: the results and events before the field (`error` a string); 2: `error` an object.
 SCHEMA_VERSION = 2
-
-StepName = Literal["dev-spec", "dev-plan", "dev-batches", "tasks-repair", "pipeline"]
-STEPS: tuple[StepName, ...] = get_args(StepName)
-# The steps that run a crew of their own (`crews/STEP.toml`); `pipeline` runs the others.
-CrewStep = Literal["dev-spec", "dev-plan", "dev-batches", "tasks-repair"]
 
 # A step's status in the result document; each maps to one exit code (errors.py).
 StepStatus = Literal["succeeded", "failed", "budget_exhausted", "interrupted", "error"]

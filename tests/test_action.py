@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import site
 import subprocess
 import sys
@@ -117,7 +118,7 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str,
     }
     (tmp / "runner-temp").mkdir()
     runner = Runner(tmp, {"step": "dev-batches", "inputs": "{}", "python": sys.executable}, env)
-    assert runner.run("install") == 0, runner.last.stderr[-3000:]
+    assert runner.run("key", "install") == 0, runner.last.stderr[-3000:]
     return tmp, env, runner.steps["install"]["orkeon"]
 
 
@@ -129,7 +130,12 @@ def test_the_action_declares_its_inputs_outputs_and_steps() -> None:
         if "run" in step:
             assert step["shell"] == "bash"
             assert "${{" not in step["run"], "an input pasted into a script can become a command"
-    (upload,) = [s for s in ACTION["runs"]["steps"] if "uses" in s]
+    cache, upload = [s for s in ACTION["runs"]["steps"] if "uses" in s]
+    assert cache["uses"].startswith("actions/cache@")
+    assert cache["with"] == {
+        "path": "${{ steps.key.outputs.venv }}",
+        "key": "${{ steps.key.outputs.key }}",
+    }
     assert upload["uses"].startswith("actions/upload-artifact@")
     assert upload["with"]["path"] == "${{ steps.run.outputs.run_dir }}"
     assert upload["with"]["include-hidden-files"] is True  # the run is under .orkeon/
@@ -193,7 +199,7 @@ def test_an_old_python_is_refused_with_the_fix(tmp_path: Path) -> None:
         "RUNNER_TEMP": str(tmp_path),
     }
     runner = Runner(tmp_path, {"step": "x", "inputs": "{}", "python": str(fake)}, env)
-    assert runner.run("install") == 2
+    assert runner.run("key", "install") == 2
     assert (
         "::error title=orkeon::" in runner.last.stdout
         and "actions/setup-python" in runner.last.stdout
@@ -244,3 +250,54 @@ def test_on_a_hosted_linux_runner_the_action_lets_the_sandbox_use_user_namespace
     (tmp_path / "refused").mkdir()
     code, out, _ = userns_step(tmp_path / "refused", "1\n", 1)
     assert code == 0 and out.startswith("::warning title=orkeon::could not allow user namespaces")
+
+
+def test_a_warm_install_is_reused_and_a_broken_one_replaced(
+    installed: tuple[Path, dict[str, str], str], tmp_path: Path
+) -> None:
+    """ "The action caches its install (keyed on orkeon's version and the Python version) so
+    a warm run installs in seconds": the cache restores the virtual environment where the
+    install step looks, which then only checks it."""
+    _, env, orkeon = installed
+    runner = Runner(tmp_path, {"step": "x", "inputs": "{}", "python": sys.executable}, env)
+    assert runner.run("key", "install") == 0, runner.last.stderr[-2000:]
+    assert runner.last.stdout.startswith("orkeon: the cached install: orkeon ")
+    assert runner.steps["install"]["orkeon"] == orkeon
+    assert runner.steps["key"]["venv"] == str(Path(orkeon).parent.parent)
+
+    # A restored folder that does not run (another runner image's Python) is replaced.
+    broken = tmp_path / "temp"
+    (broken / "orkeon-venv" / "bin").mkdir(parents=True)
+    (broken / "orkeon-venv" / "bin" / "orkeon").write_text("#!/bin/sh\nexit 1\n")
+    (broken / "orkeon-venv" / "bin" / "orkeon").chmod(0o755)
+    runner = Runner(tmp_path, {"step": "x", "inputs": "{}", "python": sys.executable},
+                    {**env, "RUNNER_TEMP": str(broken)})  # fmt: skip
+    assert runner.run("key", "install") == 0, runner.last.stderr[-2000:]
+    assert "cached install" not in runner.last.stdout
+    done = subprocess.run([runner.steps["install"]["orkeon"], "--version"], capture_output=True)
+    assert done.returncode == 0
+
+
+def test_the_cache_key_names_the_runner_the_python_and_the_sources(tmp_path: Path) -> None:
+    copy = tmp_path / "action"
+    for name in ("pyproject.toml", "orkeon_run", "crews"):
+        src = ROOT / name
+        if src.is_dir():
+            shutil.copytree(src, copy / name, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            copy.mkdir(exist_ok=True)
+            shutil.copy2(src, copy / name)
+    env = {"PATH": os.environ["PATH"], "GITHUB_WORKSPACE": str(tmp_path), "RUNNER_TEMP": str(tmp_path),
+           "GITHUB_ACTION_PATH": str(copy), "RUNNER_OS": "Linux", "RUNNER_ARCH": "ARM64"}  # fmt: skip
+
+    def key() -> str:
+        runner = Runner(tmp_path, {"step": "x", "inputs": "{}", "python": sys.executable}, env)
+        assert runner.run("key") == 0, runner.last.stderr
+        return runner.steps["key"]["key"]
+
+    first = key()
+    version = ".".join(map(str, sys.version_info[:3]))
+    assert first.startswith(f"orkeon-Linux-ARM64-CPython{version}-0.1.0-"), first
+    assert key() == first
+    (copy / "orkeon_run" / "cli.py").write_text("# changed\n", encoding="utf-8")
+    assert key() != first

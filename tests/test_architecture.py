@@ -15,7 +15,7 @@ PACKAGE = ROOT / "orkeon_run"
 # Bottom first. A module belongs to the layer of its first name below the package.
 LAYERS: list[set[str]] = [
     {"errors", "vocabulary", "catalog", "calls", "ledger", "events", "jsonio", "proc",
-     "environ", "logs", "__init__"},
+     "environ", "logs", "gitpatch", "units", "__init__"},
     {"policy"},
     {"config"},
     {"models"},

@@ -35,8 +35,9 @@ from orkeon_run.hooks.native import NativeHook, argv_for, run_hook
 from orkeon_run.pipeline import Pipeline
 from orkeon_run.policy.gate import Gate
 from orkeon_run.policy.programs import ShellRules
-from orkeon_run.policy.rules import RuleSet, call_subjects
+from orkeon_run.policy.rules import RuleSet
 from orkeon_run.policy.words import OPERATORS, split_command
+from orkeon_run.run.steps import crew_steps
 
 SETTINGS = settings(
     max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True
@@ -201,7 +202,7 @@ def mutated(draw: st.DrawFn) -> Any:
 @SETTINGS
 @given(
     doc=json_values | mutated() | st.just(VALID),
-    step=st.sampled_from([None, "dev-spec", "dev-plan", "dev-batches", "tasks-repair"]),
+    step=st.sampled_from([None, *crew_steps()]),
 )
 def test_validate_exits_0_or_names_the_field(cwd: Path, doc: Any, step: str | None) -> None:
     """docs/output.md: exit 2 for "usage error or invalid inputs; nothing ran; the
@@ -724,10 +725,10 @@ def test_rules_that_backtracked_give_the_right_verdict_in_linear_time(
         for subject, matches in ((miss, False), (hit, True)):
             if tool == "shell":
                 input: dict[str, Any] = {"command": subject}
-                subjects = call_subjects(tool, input, None)
+                subjects = kit.pipeline.subjects(tool, input)
             else:
                 input = {"file_path": subject}
-                subjects = call_subjects(tool, input, subject)
+                subjects = kit.pipeline.subjects(tool, input, subject)
             start = time.thread_time()
             verdict = gate.refusal(tool, subjects)
             assert time.thread_time() - start < 1.0, (kind, matches)

@@ -1,4 +1,4 @@
-"""`orkeon report RUN_DIR [--format md|html|junit|json] [-o FILE]` (docs/output.md,
+"""`orkeon report RUN_DIR [--format md|html|junit|json|patch] [-o FILE]` (docs/output.md,
 "Reports")."""
 
 from __future__ import annotations

@@ -37,8 +37,12 @@ def schema(name: str) -> dict[str, Any]:
         return out
     if name == "crew":
         from ..config.crews import Crew
+        from ..run.steps import crew_steps
 
-        return Crew.model_json_schema()
+        out = Crew.model_json_schema()
+        # The steps with a crew of their own, as the step registry has them.
+        out["properties"]["step"] = {"enum": list(crew_steps()), "title": "Step", "type": "string"}
+        return out
     raise KeyError(name)
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..units import count, duration, money
 from ..vocabulary import error_message
 
 
@@ -21,8 +22,8 @@ def summary(result: dict[str, Any]) -> str:
     for role in result["roles"]:
         extra = f"  error: {role['error']}" if role.get("error") else ""
         lines.append(
-            f"  role {role['name']}: {role['status']}, {role['turns']} turns, "
-            f"{role['calls']} calls, {role['refused']} refused{extra}"
+            f"  role {role['name']}: {role['status']}, {count(role['turns'], 'turn')}, "
+            f"{count(role['calls'], 'call')}, {role['refused']} refused{extra}"
         )
         if role.get("all_refused"):
             first = role["all_refused"]
@@ -40,11 +41,12 @@ def summary(result: dict[str, Any]) -> str:
             lines.append(f"    failed: {' '.join(audit['failed_command'])}")
     for name, path in result["artifacts"].items():
         lines.append(f"  {name}: {path}")
-    usd = "unknown" if b["usd"] is None else f"${b['usd']:.4f}"
+    limit = "no limit" if b["limit_seconds"] is None else duration(b["limit_seconds"])
     lines.append(
-        f"  budget: {b['used_seconds']:.2f}s of {b['limit_seconds'] or 'unlimited'}s "
-        f"(model {b['model_seconds']:.2f}, tools {b['tool_seconds']:.2f}, hooks {b['hook_seconds']:.2f}), "
-        f"{b['turns']} turns, {b['tokens_in'] + b['tokens_out']} tokens, {usd}"
+        f"  budget: {duration(b['used_seconds'])} of {limit} (model "
+        f"{duration(b['model_seconds'])}, tools {duration(b['tool_seconds'])}, hooks "
+        f"{duration(b['hook_seconds'])}), {count(b['turns'], 'turn')}, "
+        f"{count(b['tokens_in'] + b['tokens_out'], 'token')}, {money(b['usd'])}"
         + (f"; {b['exhausted']} budget spent" if b["exhausted"] else "")
     )
     error = result.get("error")

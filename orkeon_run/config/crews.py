@@ -41,7 +41,6 @@ from ..catalog import TOOLS
 from ..errors import InputError
 from ..ledger import BudgetLimits
 from ..policy.mcpnames import is_mcp_name, split_pattern
-from ..vocabulary import CrewStep
 from .inputs import NAME_RE, error_lines
 
 
@@ -128,7 +127,9 @@ class CrewRuleSet(_Frozen):
 class Crew(_Frozen):
     """A step's crew: `crews/STEP.toml`, or a workspace's `.orkeon/crews/STEP.toml`."""
 
-    step: CrewStep
+    # Checked against the step the crew is loaded for (`load_crew`); the steps are the step
+    # registry's (run/steps/__init__.py), which the crew schema lists (commands/schema.py).
+    step: str = Field(min_length=1)
     description: str = ""
     budget: BudgetLimits = Field(
         default_factory=BudgetLimits, description="the step's budget when the inputs give none"

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from pathlib import PurePosixPath
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import (
     AfterValidator,
@@ -110,9 +110,20 @@ class AnthropicModel(_ModelCommon):
     api_key_env: EnvName = "ANTHROPIC_API_KEY"
 
 
-ModelConfig = Annotated[
-    ScriptedModel | OpenAIModel | AnthropicModel, Field(discriminator="provider")
-]
+# The providers' configuration models, one per `model.provider` value (its `provider`
+# Literal), each served by the class `models.PROVIDERS` names for that value. This union is
+# the one list: the models registry, the prices, the field paths and the knobs read it.
+ModelConfig = ScriptedModel | OpenAIModel | AnthropicModel
+PROVIDER_MODELS: tuple[type[_ModelCommon], ...] = get_args(ModelConfig)
+
+
+def provider_of(model: type[_ModelCommon]) -> str:
+    """The `model.provider` value a configuration model takes (its `provider` Literal)."""
+    value: str = get_args(model.model_fields["provider"].annotation)[0]
+    return value
+
+
+PROVIDER_NAMES: tuple[str, ...] = tuple(provider_of(m) for m in PROVIDER_MODELS)
 
 
 # --- hooks ---------------------------------------------------------------------------
@@ -262,7 +273,9 @@ class Plan(Frozen):
 
 class Inputs(Frozen):
     workspace: str | None = None
-    model: ModelConfig = Field(default_factory=lambda: ScriptedModel(provider="scripted"))
+    model: ModelConfig = Field(
+        default_factory=lambda: ScriptedModel(provider="scripted"), discriminator="provider"
+    )
     budget: BudgetLimits = Field(default_factory=BudgetLimits)
     hooks: list[NativeHook] | SettingsHooks = Field(default_factory=list)
     settings: list[str] = Field(default_factory=list)
@@ -312,7 +325,9 @@ def field_path(loc: tuple[int | str, ...]) -> str:
     return out or "inputs"
 
 
-_UNION_TAGS = {"scripted", "openai", "anthropic", "str", "Plan", "ScriptedModel"}
+# The tags pydantic puts in a location for the member of a union a value was tried as: the
+# providers' (`model.openai.model` is `model.model`), their models', and `plan`'s.
+_UNION_TAGS = {*PROVIDER_NAMES, *(m.__name__ for m in PROVIDER_MODELS), "str", "Plan"}
 
 
 def error_lines(exc: ValidationError, prefix: str = "") -> list[str]:

@@ -231,12 +231,9 @@ def parse_model(raw: Any, where: str) -> tuple[str, str]:
 @cache
 def provider_names() -> tuple[str, ...]:
     """`model.provider`'s values, from the inputs' model union (inputs.ModelConfig)."""
-    from typing import get_args
+    from .inputs import PROVIDER_NAMES
 
-    from .inputs import ModelConfig
-
-    members = get_args(get_args(ModelConfig)[0])
-    return tuple(get_args(m.model_fields["provider"].annotation)[0] for m in members)
+    return PROVIDER_NAMES
 
 
 @cache

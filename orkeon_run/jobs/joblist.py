@@ -27,6 +27,7 @@ from ..config.inputs import load_document
 from ..errors import InputError
 from ..jsonio import loads_strict
 from ..run.steps import STEPS as STEP_MODULES
+from ..run.steps import unknown_step
 
 # A job's id names its folder under --out and its artifact files: portable file names only.
 ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
@@ -236,7 +237,7 @@ def _job(
             "starting with a letter or digit, at most 128 characters)"
         )
     if "step" in value and step not in STEP_MODULES:
-        problems.append(f"{where}: step: unknown step {step!r} (one of: {', '.join(STEP_MODULES)})")
+        problems.append(f"{where}: step: {unknown_step(step)}")
     workspace = (
         _workspace(value["workspace"], where, base, problems) if "workspace" in value else None
     )

@@ -24,6 +24,21 @@ from ..errors import InputError
 from .joblist import JobList
 from .shards import shard_of
 
+APPARMOR = "container.apparmor.security.beta.kubernetes.io"
+# What the shell sandbox (bubblewrap: user, PID and mount namespaces) needs in a pod, and
+# nothing more: no privilege, every capability dropped (docs/scale.md, "Kubernetes").
+SANDBOX_CONTEXT = {
+    "allowPrivilegeEscalation": False,
+    "capabilities": {"drop": ["ALL"]},
+    "seccompProfile": {"type": "Unconfined"},
+    "procMount": "Unmasked",
+}
+# One shard runs --concurrency jobs at a time: each a model's session, its tools, and the
+# audit's build and test. Edit them for heavy builds.
+RESOURCES = {
+    "requests": {"cpu": "1", "memory": "2Gi"},
+    "limits": {"cpu": "2", "memory": "4Gi"},
+}
 GITHUB_MAX = 256
 GITLAB_MAX = 200
 ENGINES = ("github", "gitlab", "kubernetes")
@@ -101,13 +116,22 @@ def kubernetes(
                 ]
             },
             "template": {
+                # Kubernetes before 1.30 reads a container's AppArmor profile only here
+                # (later ones too); the runtime's default profile forbids the mounts the
+                # shell sandbox makes.
+                "metadata": {"annotations": {f"{APPARMOR}/orkeon": "unconfined"}},
                 "spec": {
                     "restartPolicy": "Never",
+                    # The pod in a user namespace of its own: the sandbox nests its own in
+                    # it, and the pod's /proc may be unmasked for the sandbox to mount one.
+                    "hostUsers": False,
                     "containers": [
                         {
                             "name": "orkeon",
                             "image": image,
                             "command": ["sh", "-c", script],
+                            "securityContext": SANDBOX_CONTEXT,
+                            "resources": RESOURCES,
                             "envFrom": [{"secretRef": {"name": "orkeon-keys", "optional": True}}],
                             "volumeMounts": [
                                 {"name": "jobs", "mountPath": "/jobs", "readOnly": True},
@@ -119,7 +143,7 @@ def kubernetes(
                         {"name": "jobs", "configMap": {"name": "orkeon-jobs"}},
                         {"name": "out", "persistentVolumeClaim": {"claimName": "orkeon-out"}},
                     ],
-                }
+                },
             },
         },
     }

@@ -13,6 +13,7 @@ import json
 import re
 from typing import Any
 
+from ..units import duration, money
 from .collect import STAGES
 from .jobdir import OUTCOMES
 
@@ -23,7 +24,7 @@ _NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 
 
 def _usd(value: Any) -> str:
-    return "unknown" if value is None else f"${value:.4f}"
+    return money(value)
 
 
 def _cells(row: dict[str, Any]) -> list[str]:
@@ -56,7 +57,7 @@ def _summary_lines(rep: dict[str, Any]) -> list[tuple[str, str]]:
         ("model turns", str(rep["turns"])),
         ("tokens in / out", f"{rep['tokens_in']} / {rep['tokens_out']}"),
         ("cost", cost),
-        ("time charged", f"{rep['seconds']:.2f} s"),
+        ("time charged", duration(rep["seconds"])),
     ]
 
 
@@ -70,7 +71,7 @@ def markdown(rep: dict[str, Any]) -> str:
     out = ["# orkeon jobs", "", "| | |", "| --- | --- |"]
     out += [f"| {k} | {_md_text(v)} |" for k, v in _summary_lines(rep)]
     out += ["", "## Slowest", ""]
-    out += [f"- {_md_text(s['id'])}: {s['seconds']:.2f} s" for s in rep["slowest"]]
+    out += [f"- {_md_text(s['id'])}: {duration(s['seconds'])}" for s in rep["slowest"]]
     out += ["", "## Most expensive", ""]
     out += [
         f"- {_md_text(c['id'])}: {_usd(c['usd'])}, {c['tokens']} tokens"
@@ -96,21 +97,25 @@ def _md_row(row: dict[str, Any]) -> str:
 
 
 def html_page(rep: dict[str, Any]) -> str:
+    """One self-contained page in the run report's style (report/html_assets.py): the same
+    colours, tables that scroll on a narrow screen, and a policy that lets nothing run or
+    load (the page has no script)."""
+    from ..report.html_assets import STYLE
+
     e = html.escape
+    policy = "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'"
     parts = [
-        "<!doctype html>",
-        '<html lang="en"><head><meta charset="utf-8"><title>orkeon jobs</title>',
-        "<style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}"
-        "td,th{border:1px solid #ccc;padding:.2em .5em;text-align:left}"
-        ".failed,.provider_failed,.error,.not_started,.unfinished,.interrupted{color:#b00}"
-        ".budget_exhausted{color:#a60}</style></head><body>",
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">',
+        f'<meta http-equiv="Content-Security-Policy" content="{e(policy)}">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        f"<title>orkeon jobs</title><style>{STYLE}{_JOB_STYLE}</style></head><body><main>",
         "<h1>orkeon jobs</h1><table>",
         *(f"<tr><th>{e(k)}</th><td>{e(v)}</td></tr>" for k, v in _summary_lines(rep)),
         "</table><h2>Slowest</h2><ol>",
-        *(f"<li>{e(s['id'])}: {s['seconds']:.2f} s</li>" for s in rep["slowest"]),
+        *(f"<li><code>{e(s['id'])}</code>: {duration(s['seconds'])}</li>" for s in rep["slowest"]),
         "</ol><h2>Most expensive</h2><ol>",
         *(
-            f"<li>{e(c['id'])}: {e(_usd(c['usd']))}, {c['tokens']} tokens</li>"
+            f"<li><code>{e(c['id'])}</code>: {e(_usd(c['usd']))}, {c['tokens']} tokens</li>"
             for c in rep["most_expensive"]
         ),
         "</ol><h2>Jobs</h2><table><tr>",
@@ -120,8 +125,18 @@ def html_page(rep: dict[str, Any]) -> str:
     for row in rep["rows"]:
         cells = "".join(f"<td>{e(c)}</td>" for c in _cells(row))
         parts.append(f'<tr class="{e(row["status"])}">{cells}<td>{e(row["error"] or "")}</td></tr>')
-    parts.append("</table></body></html>")
+    parts.append("</table></main></body></html>")
     return "\n".join(parts) + "\n"
+
+
+# A job's row takes its status's colour, as a status word does in the run report.
+_JOB_STYLE = (
+    "tr.succeeded td:nth-child(3){color:var(--ok)}"
+    "tr.failed td:nth-child(3),tr.provider_failed td:nth-child(3),tr.error td:nth-child(3),"
+    "tr.not_started td:nth-child(3),tr.unfinished td:nth-child(3),"
+    "tr.interrupted td:nth-child(3){color:var(--bad)}"
+    "tr.budget_exhausted td:nth-child(3),tr.skipped td:nth-child(3){color:var(--warn)}"
+)
 
 
 def junit(rep: dict[str, Any]) -> str:

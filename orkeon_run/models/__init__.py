@@ -3,8 +3,11 @@
 
 `PROVIDERS` maps `model.provider` to the class that serves it, imported only when that
 provider runs: validating inputs and running the scripted provider load no HTTP client.
-Adding a provider is one module here, its configuration model in `inputs.py` (the `model`
-union) and one line in `PROVIDERS` (docs/architecture.md).
+Adding a provider is one module here, its configuration model in `config/inputs.py`'s
+`ModelConfig` union and one line in `PROVIDERS` (docs/architecture.md); nothing here names
+a provider otherwise. A configuration with `api_key_env` names the variable that holds its
+key, and its class is made as `cls(config, key)`; one without is made as
+`cls(config, base_dir=base_dir)` (the scripted provider: a relative script path).
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
-from ..config.inputs import AnthropicModel, OpenAIModel, ScriptedModel
+from ..config.inputs import ModelConfig, ScriptedModel
 from ..errors import InputError
 from .base import Message, Model, Provider, ToolCall, ToolSpec, Turn
 from .pricing import check_price
@@ -32,9 +35,7 @@ __all__ = [
     "missing_key_env",
 ]
 
-ModelConfig = ScriptedModel | OpenAIModel | AnthropicModel
-
-# model.provider -> "module:Class" of this package.
+# model.provider -> "module:Class" of this package; one entry per member of ModelConfig.
 PROVIDERS = {
     "scripted": "scripted:ScriptedProvider",
     "openai": "openai:OpenAIProvider",
@@ -44,10 +45,11 @@ PROVIDERS = {
 
 def missing_key_env(model_config: ModelConfig, environ: Mapping[str, str]) -> str | None:
     """The name of the API-key variable the provider needs and `environ` lacks (unset or
-    empty), or None. The scripted provider needs none."""
-    if isinstance(model_config, ScriptedModel):
+    empty), or None. A provider whose configuration has no `api_key_env` (the scripted
+    one) needs none."""
+    name = getattr(model_config, "api_key_env", None)
+    if not isinstance(name, str):
         return None
-    name = model_config.api_key_env
     return None if environ.get(name) else name
 
 
@@ -80,10 +82,13 @@ def build_provider(
     """
     module, _, name = PROVIDERS[model_config.provider].partition(":")
     cls = getattr(importlib.import_module(f".{module}", __package__), name)
-    if isinstance(model_config, ScriptedModel):
-        return cls(model_config, base_dir=base_dir)
+    key_env = getattr(model_config, "api_key_env", None)
+    if not isinstance(key_env, str):
+        provider: Provider = cls(model_config, base_dir=base_dir)
+        return provider
     env = os.environ if environ is None else environ
     missing = missing_key_env(model_config, env)
     if missing:
         raise InputError(f"model.api_key_env: the variable {missing} is not set")
-    return cls(model_config, env[model_config.api_key_env])
+    keyed: Provider = cls(model_config, env[key_env])
+    return keyed

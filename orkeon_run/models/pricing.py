@@ -24,14 +24,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from ..config.inputs import AnthropicModel, OpenAIModel, Price, ScriptedModel
+from ..config.inputs import ModelConfig, Price, ScriptedModel
 from ..errors import InputError
 
 DEFAULT_CONTEXT_TOKENS = 128_000
 # The official APIs of the two protocols orkeon speaks (genai-prices' provider ids).
 OFFICIAL = ("openai", "anthropic")
-
-ModelConfig = ScriptedModel | OpenAIModel | AnthropicModel
 
 
 class Pricer(Protocol):
@@ -132,9 +130,12 @@ def listed(protocol: str, model: str, base_url: str | None = None) -> tuple[Any,
 
 
 def _listed_for(config: ModelConfig) -> tuple[Any, Any] | None:
-    if isinstance(config, ScriptedModel):
+    """The database's entry for a configuration that names a model (`model`, and maybe
+    `base_url`); None for one that names none (the scripted provider)."""
+    model = getattr(config, "model", None)
+    if not isinstance(model, str):
         return None
-    return listed(config.provider, config.model, config.base_url)
+    return listed(config.provider, model, getattr(config, "base_url", None))
 
 
 def price_for(config: ModelConfig) -> Pricer | None:

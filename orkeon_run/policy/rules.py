@@ -11,11 +11,12 @@ tool. With one:
   `*.py`, `/README.md` anchored at the workspace root, `build/` a directory and all under it).
   A directory is matched as `DIR` and as `DIR/`. Negation (`!x`) is refused: write a deny
   rule.
-- shell: a command pattern where `*` matches any run of characters and `\\*` a literal
-  star; the rest is literal. As in Claude Code, a trailing ` *` also matches the bare
-  command (`shell(git diff *)` matches `git diff`), and the legacy `git diff:*` means the
-  same. The pattern is matched against the command as written (trimmed) and against its
-  words joined by single spaces, so quoting (`"git" push`) or extra spaces cannot slip
+- shell (a tool with a command field, catalog.Tool.command_field): a command pattern where
+  `*` matches any run of characters and `\\*` a literal star; the rest is literal. As in
+  Claude Code, a trailing ` *` also matches the bare command (`shell(git diff *)` matches
+  `git diff`), and the legacy `git diff:*` means the same. The pattern is matched against
+  the command as written (trimmed) and against its words (as the pipeline's check split
+  them, once) joined by single spaces, so quoting (`"git" push`) or extra spaces cannot slip
   past a deny rule.
 
 `RuleSet.refusal` answers with the RULE to name in the refusal text, or None. Deny wins
@@ -36,11 +37,11 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
+from ..calls import CheckedCall
 from ..catalog import TOOLS, canonical
 from .mcpnames import is_mcp_name, server_prefix, split_pattern
 from .pathglob import STAR, PathGlob, star_glob_regex
 from .progchecks import ProgramCheck, check_named
-from .words import CommandRefused, split_command
 
 _RULE_RE = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)(?:\((.*)\))?$", re.DOTALL)
 
@@ -111,7 +112,8 @@ def parse_rule(text: str) -> Rule:
     if not pattern.strip():
         raise ValueError(f"empty pattern in rule {text!r}: write {name} to match every call")
     try:
-        matcher = _command_matcher(pattern) if tool == "shell" else PathGlob(pattern).match
+        command = TOOLS[tool].command_field is not None
+        matcher = _command_matcher(pattern) if command else PathGlob(pattern).match
     except ValueError as exc:
         raise ValueError(f"rule {text!r}: {exc}") from None
     return Rule(text=text, tool=tool, pattern=pattern, matcher=matcher)
@@ -137,24 +139,23 @@ def parse_rules(texts: Iterable[str]) -> tuple[Rule, ...]:
     return tuple(parse_rule(t) for t in texts)
 
 
-def call_subjects(
-    tool: str, input: dict[str, object], rel_path: str | None, is_dir: bool = False
-) -> tuple[str, ...]:
-    """What a pattern rule is matched against for one call.
+def call_subjects(call: CheckedCall, rel_path: str | None, is_dir: bool = False) -> tuple[str, ...]:
+    """What a pattern rule is matched against for one checked call.
 
-    File tools: the workspace-relative resolved path (`rel_path`; None when the call has no
-    path or it resolved outside the workspace), plus `PATH/` for a directory. Shell: the
-    command as written (trimmed) and its words joined by single spaces.
+    A tool with a command field (the catalog's `command_field`: the shell): the command as
+    written (trimmed) and the words the check split (`call.words`, never split again here)
+    joined by single spaces. File tools: the workspace-relative resolved path (`rel_path`;
+    None when the call has no path or it resolved outside the workspace), plus `PATH/` for
+    a directory of a tool whose path may name a folder (`is_dir`, the catalog's `folder`).
     """
-    if tool == "shell":
-        command = input.get("command")
-        if not isinstance(command, str):
+    if call.tool.command_field is not None:
+        command = call.command
+        if command is None:
             return ()
         raw = command.strip()
-        try:
-            words = " ".join(split_command(command))
-        except CommandRefused:
+        if call.words is None:
             return (raw,)
+        words = " ".join(call.words)
         return (raw,) if words == raw else (raw, words)
     if rel_path is None:
         return ()
@@ -191,12 +192,13 @@ class RuleSet:
         self, tool: str, subjects: Sequence[str], argv: Sequence[str] | None = None
     ) -> str | None:
         """The RULE that refuses this call, or None when the set lets it through. `argv`:
-        a shell call's words, for the program checks (None: the command cannot be split,
-        and the shell tool refuses it anyway)."""
+        a command's words as the check split them (`CheckedCall.words`), for the program
+        checks (None: another tool, or a command that cannot be split, which the shell tool
+        refuses anyway)."""
         for rule in self.deny:
             if rule.matches(tool, subjects):
                 return rule.text
-        if tool == "shell" and argv is not None:
+        if argv is not None:
             for check in self.checks:
                 why = check.refusal(argv)
                 if why is not None:

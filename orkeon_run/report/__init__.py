@@ -1,6 +1,6 @@
 """`orkeon report RUN_DIR`: one run directory read into a plain view (`load.py`), then
-written as Markdown, a self-contained HTML page, JUnit XML or JSON (docs/output.md,
-"Reports"). `github.py` publishes the Markdown and the outcome to GitHub Actions at the
+written as Markdown, a self-contained HTML page, JUnit XML, JSON, or the run's change as a
+patch (docs/output.md, "Reports"). `github.py` publishes the Markdown and the outcome to GitHub Actions at the
 end of `orkeon run`.
 
 Everything a run directory holds came from the model, its tools or the workspace: each
@@ -15,7 +15,7 @@ from pathlib import Path
 
 from ..errors import InputError
 
-FORMATS = ("md", "html", "junit", "json")
+FORMATS = ("md", "html", "junit", "json", "patch")
 
 
 def render(run_dir: str | Path, fmt: str) -> str:
@@ -38,6 +38,16 @@ def render(run_dir: str | Path, fmt: str) -> str:
         from .junit import junit
 
         return junit(view)
+    if fmt == "patch":
+        from .changes import run_patch
+
+        text, missing = run_patch(view.changes)
+        for path in missing:
+            print(
+                f"orkeon report: {path}: left out of the patch (its content was not kept)",
+                file=sys.stderr,
+            )
+        return text
     import json
 
     return json.dumps(view.to_json(), ensure_ascii=False, indent=2) + "\n"
@@ -46,13 +56,17 @@ def render(run_dir: str | Path, fmt: str) -> str:
 def write_report(run_dir: str, fmt: str, out: str | None) -> int:
     """`orkeon report`: write the report to `out` (a file; None or `-`: stdout)."""
     text = render(run_dir, fmt)
+    # A patch carries the files' own bytes (surrogateescape); a report, text.
+    errors = "surrogateescape" if fmt == "patch" else "backslashreplace"
     if out is None or out == "-":
-        sys.stdout.write(text)
+        sys.stdout.flush()
+        sys.stdout.buffer.write(text.encode("utf-8", errors))
+        sys.stdout.buffer.flush()
         return 0
     target = Path(os.path.expanduser(out))
     try:
         # newline="": the report's own line ends, whatever the platform.
-        target.write_text(text, encoding="utf-8", errors="backslashreplace", newline="")
+        target.write_text(text, encoding="utf-8", errors=errors, newline="")
     except OSError as exc:
         raise InputError(f"-o: cannot write {target}: {exc.strerror or exc}") from None
     return 0

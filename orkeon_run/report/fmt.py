@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import time
 
+# Durations and amounts as everything orkeon writes for people writes them (units.py).
+from ..units import duration as seconds  # noqa: F401 (the reports' name for it)
+from ..units import money as money
+
 # The mark before a status word (the word is always written too).
 MARKS = {
     "succeeded": "✅",
@@ -20,22 +24,6 @@ MARKS = {
 
 def mark(status: str) -> str:
     return MARKS.get(status, "❔")
-
-
-def seconds(value: float | None) -> str:
-    if value is None:
-        return "—"
-    if value < 60:
-        return f"{value:.2f} s"
-    minutes, secs = divmod(round(value), 60)
-    if minutes < 60:
-        return f"{minutes} min {secs:02d} s"
-    hours, minutes = divmod(minutes, 60)
-    return f"{hours} h {minutes:02d} min"
-
-
-def money(usd: float | None) -> str:
-    return "unknown" if usd is None else f"${usd:.4f}"
 
 
 def count(n: int) -> str:

@@ -15,6 +15,7 @@ from html import escape
 
 from .fmt import clip, count, money, one_line, refusal, seconds, stages, utc
 from .html_assets import SCRIPT, STYLE, csp
+from .html_changes import changes_section, texts_section
 from .model import AuditView, BatchView, CallView, HookView, RoleView, RunView
 
 TEXT_CAP = 4000
@@ -35,6 +36,8 @@ def html(v: RunView) -> str:
         _steps(v),
         _roles(v),
         _audits(v),
+        changes_section(v, f"orkeon report {v.run_dir} --format patch"),
+        texts_section(v),
         _calls(v),
         _other_hooks(v),
         _plan(v),

@@ -40,6 +40,14 @@ details.call.hookfail>summary .what{color:var(--warn)}
 .legend span{margin-right:14px}.legend i{display:inline-block;width:18px;height:3px;vertical-align:middle;margin-right:4px}
 svg.chart{width:100%;height:auto;max-height:260px;background:var(--soft)}
 svg.chart text{fill:var(--muted);font-size:12px}
+h3{font-size:14px;margin:16px 0 4px}p.role{margin:8px 0 2px}
+details.file{border-bottom:1px solid var(--line);padding:3px 0}details.file>summary{cursor:pointer;overflow-wrap:anywhere}
+pre.diff{white-space:pre;overflow-wrap:normal;max-height:40em;padding:4px 0}
+pre.diff>span{display:block;padding:0 10px;min-width:max-content}
+.da{background:rgba(46,125,50,.14)}.dd{background:rgba(198,40,40,.14)}.dh{color:var(--muted);background:var(--line)}
+.tk{color:#8e24aa}.ts{color:#2e7d32}.tc{color:var(--muted);font-style:italic}.tn{color:#1565c0}.tf{color:#00838f}.tb{color:#ef6c00}
+@media (max-width:699px){main{padding:10px 10px 30px}.tl{grid-template-columns:minmax(80px,120px) 1fr}
+table{display:block;overflow-x:auto;width:auto;max-width:100%}th,td{overflow-wrap:normal;white-space:nowrap}}
 """
 
 # Filters (all / refused / hook failures / one role), expand and collapse, and opening

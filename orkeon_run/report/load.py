@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
+from .changes import load_changes, turn_texts
 from .model import BatchView, BudgetPoint, RoleView, RunView, num, text
 from .records import audit_view, call_view, error_of, hook_view, step_view
 
@@ -99,6 +100,9 @@ class _Reader:
             scan.roles,
             scan.running,
         )
+        step_dirs = [s.run_dir for s in v.steps if s.run_dir]
+        v.changes = load_changes(self.run_dir, step_dirs)
+        v.texts = turn_texts(self.run_dir, step_dirs)
         v.problems = self.problems
         return v
 

@@ -9,39 +9,16 @@ of its own: a model's `@someone`, `#123`, link, image or `</details>` stays iner
 
 from __future__ import annotations
 
-import re
-
-from .fmt import clip, count, mark, money, one_line, seconds, stages
+from .fmt import count, mark, money, seconds, stages
+from .markdown_changes import changes
+from .markdown_text import code, fence
 from .model import CallView, HookView, RunView
 
 LIMIT = 60_000
 MAX_ROLES = 60
 MAX_REFUSED = 20
 MAX_HOOKS = 20
-TEXT_CAP = 800
 TAIL_CAP = 3000
-_TICKS = re.compile(r"`+")
-
-
-def code(value: str, *, table: bool = False, limit: int = 200) -> str:
-    """`value` as one inline code span; in a table cell its `|` are escaped (GFM)."""
-    value = one_line(value, limit).replace("\x00", "\ufffd")
-    if not value.strip():
-        return "—"
-    ticks = "`" * (max((len(m) for m in _TICKS.findall(value)), default=0) + 1)
-    if value[0] in "` " or value[-1] in "` ":
-        value = f" {value} "
-    if table:
-        value = value.replace("|", "\\|")
-    return f"{ticks}{value}{ticks}"
-
-
-def fence(value: str, limit: int = TEXT_CAP) -> str:
-    """`value` as a fenced block no line of it can close."""
-    value = clip(value, limit).replace("\x00", "\ufffd")
-    longest = max((len(m) for m in _TICKS.findall(value)), default=0)
-    ticks = "`" * max(3, longest + 1)
-    return f"{ticks}text\n{value}\n{ticks}"
 
 
 def markdown(v: RunView) -> str:
@@ -50,6 +27,7 @@ def markdown(v: RunView) -> str:
         _steps(v),
         _roles(v),
         _audits(v),
+        changes(v),
         _refused(v),
         _hooks(v),
         _plan(v),

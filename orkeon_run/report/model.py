@@ -10,6 +10,8 @@ import json
 from dataclasses import dataclass, field, fields, is_dataclass
 from typing import Any
 
+from .changes import BatchChanges, TurnText
+
 PRE_EVENTS = ("pre-tool", "PreToolUse")
 
 
@@ -247,6 +249,8 @@ class RunView:
     audits: list[AuditView] = field(default_factory=list)
     plan_checks: list[dict[str, Any]] = field(default_factory=list)
     steps: list[StepView] = field(default_factory=list)  # a pipeline's, in order
+    changes: list[BatchChanges] = field(default_factory=list)  # each batch's, in order
+    texts: list[TurnText] = field(default_factory=list)  # the model's own words per turn
     problems: list[str] = field(default_factory=list)  # what could not be read
 
     @property
@@ -265,6 +269,7 @@ class RunView:
 
     def to_json(self) -> dict[str, Any]:
         data = plain(self)
+        data["changes"] = [b.to_json() for b in self.changes]
         data["roles"] = [r.to_json() for r in self.roles]
         for call, raw in zip(self.calls, data["calls"], strict=True):
             raw["stage"] = call.stage

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from ..config.inputs import Inputs, MatcherGroup, Plan, load_document, parse_inputs, parse_plan
 from ..errors import InputError
 from ..ledger import BudgetLimits
+from ..models import check_model, check_price
 from .confine import Confinement, decide, operator_commands, while_probing
 
 if TYPE_CHECKING:
@@ -178,7 +179,7 @@ def prepare(
     from . import mcp
 
     gate = collect(lambda: _gate(inputs))
-    collect(lambda: _models().check_model(inputs.model, env))
+    collect(lambda: check_model(inputs.model, env))
     servers = collect(lambda: mcp.servers_of(inputs, ws, env, stdin_is_tty, warnings.append))
     settings = collect(
         lambda: _settings_hooks(inputs, ws, env, stdin_is_tty, warnings.append, servers or {})
@@ -200,7 +201,7 @@ def prepare(
     budget = budget_limits(inputs, default_budget)
     warnings.extend(budget.per_role_warnings())
     if budget.usd is not None:  # a cost budget needs the model's price
-        collect(lambda: _check_price(inputs))
+        collect(lambda: check_price(inputs.model))  # loads the price database
     if problems:
         raise InputError(sorted(set(problems)))
     return RunConfig(
@@ -271,16 +272,6 @@ def _gate(inputs: Inputs) -> Gate:
     if problems:
         raise InputError(problems)
     return Gate.from_inputs(inputs.gate)
-
-
-def _models() -> Any:
-    from .. import models
-
-    return models
-
-
-def _check_price(inputs: Inputs) -> None:
-    _models().check_price(inputs.model)  # loads the price database: only for a usd budget
 
 
 def _settings_hooks(

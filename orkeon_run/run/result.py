@@ -22,9 +22,15 @@ from ..vocabulary import (
     ErrorKind,
     RefusedBy,
     RoleStatus,
-    StepName,
     StepStatus,
 )
+from .steps import STEPS
+
+# The step names, from the step registry (its keys, in its order).
+if TYPE_CHECKING:
+    StepName = str
+else:
+    StepName = Literal[tuple(STEPS)]
 
 
 class _Doc(BaseModel):

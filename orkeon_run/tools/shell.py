@@ -4,7 +4,7 @@ OS sandbox it describes (tools/sandbox), or refused when no sandbox can be made 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -12,7 +12,6 @@ from .. import proc
 from ..calls import CheckedCall
 from ..catalog import SHELL_CAP, ShellInput
 from ..policy.programs import ShellRules
-from ..policy.words import CommandRefused, split_command
 
 if TYPE_CHECKING:
     from . import ToolEnv
@@ -36,15 +35,19 @@ def _dropped(text: str, dropped: int) -> str:
 
 
 async def shell(
-    command: str,
+    words: Sequence[str],
     *,
     workspace: Path,
     rules: ShellRules,
     timeout: float,
     environ: Mapping[str, str] | None = None,
     sandbox: SandboxPolicy | None = None,
+    unsplit: str | None = None,
 ) -> dict[str, Any] | str:
-    """Run `command` after the program rules. With `sandbox`, the command runs confined
+    """Run `words` (one program and its arguments) after the program rules. They are the
+    words a checked call carries (`CheckedCall.words`), run as they are: this tool never
+    splits a command, so what the rules judged is what runs. `unsplit`: why the call's
+    command could not be split, the answer instead of a run. With `sandbox`, they run confined
     (with `environ`, else orkeon's environment scrubbed) and, where no sandbox can be
     made, is not run: the answer is the text `[refused: the shell sandbox is not available
     here: REASON]`. Without, it runs with every right of orkeon's user."""
@@ -54,10 +57,9 @@ async def shell(
         avail = probe(sandbox.bwrap)
         if not avail.ok:
             return avail.refusal()
-    try:
-        argv = split_command(command)
-    except CommandRefused as exc:
-        return refused(str(exc))
+    if unsplit is not None:
+        return refused(unsplit)
+    argv = list(words)
     why = rules.refusal(argv)
     if why is not None:
         return refused(why)
@@ -86,10 +88,12 @@ async def shell(
 
 
 async def run_shell(call: CheckedCall, env: ToolEnv, timeout: float) -> dict[str, Any] | str:
-    args = call.args
-    assert isinstance(args, ShellInput)
+    """The checked call's words, exactly those the rules and program checks judged; a
+    command the check could not split is answered with why (`call.unsplit`)."""
+    assert isinstance(call.args, ShellInput)
     return await shell(
-        args.command,
+        call.words if call.words is not None else (),
+        unsplit=call.unsplit,
         workspace=env.workspace,
         rules=env.shell_rules,
         timeout=timeout,

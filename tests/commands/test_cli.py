@@ -11,6 +11,7 @@ from kit import ORKEON
 
 from orkeon_run import __version__
 from orkeon_run.__main__ import main
+from orkeon_run.run.steps import STEPS
 
 COMMANDS = [
     ["run"],
@@ -40,7 +41,7 @@ def test_run_help_names_every_option(capsys):
     out = capsys.readouterr().out
     for opt in ("--inputs", "--workspace", "--run-dir", "--output", "--resume"):
         assert opt in out
-    for step in ("dev-spec", "dev-plan", "dev-batches", "tasks-repair"):
+    for step in STEPS:  # the step registry's
         assert step in out
 
 

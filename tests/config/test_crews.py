@@ -8,7 +8,6 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
-from typing import get_args
 
 import pytest
 from kit import ROOT
@@ -18,25 +17,9 @@ from orkeon_run.config.crews import Crew, load_crew
 from orkeon_run.config.trust import record_crews_trust
 from orkeon_run.errors import InputError
 from orkeon_run.policy.words import split_command
-from orkeon_run.run.steps import STEPS as REGISTRY
-from orkeon_run.run.steps import step_module
-from orkeon_run.vocabulary import STEPS, CrewStep
+from orkeon_run.run.steps import crew_steps, step_module
 
-CREW_STEPS = get_args(CrewStep)
-
-
-def test_the_step_registry_names_every_step_once() -> None:
-    """Adding a step is one module and one registry line: every name of the vocabulary has
-    its module, and each module has what a step needs: roles for its crew, or (the
-    pipeline, which runs the others' crews) a default budget of its own."""
-    assert tuple(REGISTRY) == STEPS
-    for step in STEPS:
-        module = step_module(step)
-        assert callable(module.check) and callable(module.run)
-        if step in CREW_STEPS:
-            assert module.ROLES
-        else:
-            assert not module.ROLES and callable(module.default_budget)
+CREW_STEPS = crew_steps()
 
 
 @pytest.mark.parametrize("step", CREW_STEPS)
@@ -84,9 +67,13 @@ def test_schema_is_the_models() -> None:
     from orkeon_run.commands.schema import schema
 
     s = schema("crew")
-    assert s == Crew.model_json_schema()
+    model = Crew.model_json_schema()
+    # `step` lists the steps with a crew, from the step registry (config/ sits below it).
+    assert s["properties"].pop("step")["enum"] == list(CREW_STEPS)
+    assert model["properties"].pop("step")["type"] == "string"
+    assert s == model
     assert s["additionalProperties"] is False
-    assert set(s["properties"]) == {"step", "description", "budget", "roles", "rule_sets"}
+    assert set(s["properties"]) == {"description", "budget", "roles", "rule_sets"}
     json.dumps(s)
 
 
@@ -196,7 +183,7 @@ def test_installed_layout_finds_the_packaged_crews(tmp_path: Path) -> None:
 def test_every_role_is_told_hook_context_is_untrusted(tmp_path):
     """The OrbCode page: "The system prompt tells the model to treat the contents as
     untrusted" — for every role of every built-in crew, and for a workspace's own crew."""
-    for step in ("dev-spec", "dev-plan", "dev-batches", "tasks-repair"):
+    for step in CREW_STEPS:
         crew = load_crew(step, tmp_path)
         for role in crew.roles:
             prompt = crew.system_prompt(role.name, {})

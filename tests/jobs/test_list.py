@@ -19,6 +19,7 @@ from kit.steps import scripted, write
 
 from orkeon_run.cli import run_cli
 from orkeon_run.jobs.shards import shard_of
+from orkeon_run.report.html_assets import STYLE
 from orkeon_run.run.records import RunRecords
 
 SPEC = {"request": "r", **scripted({"writer": [{"tool_calls": [write(".orkeon/spec.md", "s")]}]})}
@@ -72,7 +73,7 @@ def test_validate_names_every_problem_by_line_and_field(tmp_path, capsys, monkey
         f"orkeon: {j}:3: id: 'a' is also the id of line 1",
         f"orkeon: {j}:4: x: unknown key",
         f"orkeon: {j}:4: id: 'bad id' is not a job id (letters, digits, `_.-`, starting with a letter or digit, at most 128 characters)",
-        f"orkeon: {j}:4: step: unknown step 'dev-foo' (one of: dev-spec, dev-plan, dev-batches, tasks-repair, pipeline)",
+        f"orkeon: {j}:4: step: unknown step 'dev-foo' (one of: dev-spec, dev-plan, dev-batches, tasks-repair, pipeline; a step is registered in orkeon_run/run/steps/__init__.py)",
         f"orkeon: {j}:4: workspace: not a directory: nope",
         f'orkeon: {j}:4: inputs: an object or "@PATH"',
         f"orkeon: {j}:6: workspace.ref: '--upload-pack=touch /tmp/x' is not a branch, tag or commit name",
@@ -127,7 +128,7 @@ def test_a_json_array_is_a_job_list_too_and_its_problems_name_their_lines(tmp_pa
     assert code == 2
     assert (
         err
-        == f"orkeon: {jobs}:4: step: unknown step 'dev-nope' (one of: dev-spec, dev-plan, dev-batches, tasks-repair, pipeline)\n"
+        == f"orkeon: {jobs}:4: step: unknown step 'dev-nope' (one of: dev-spec, dev-plan, dev-batches, tasks-repair, pipeline; a step is registered in orkeon_run/run/steps/__init__.py)\n"
     )
     jobs.write_text(f"[{job('a')}, {job('b')}]")
     assert cli(capsys, "jobs", "validate", str(jobs)) == (0, "2 jobs are valid\n", "")
@@ -255,6 +256,9 @@ def test_merge_renders_markdown_html_and_junit_with_what_runs_wrote_escaped(tmp_
 
     code, page, _ = cli(capsys, "jobs", "merge", str(out), "--format", "html")
     assert code == 0 and "<script>" not in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+    # The run report's style and policy: one look for both pages, nothing runs or loads.
+    assert f"<style>{STYLE}" in page and "default-src &#x27;none&#x27;" in page
+    assert 'name="viewport"' in page
 
     target = tmp_path / "report.xml"
     code, stdout, _ = cli(capsys, "jobs", "merge", str(out), "--format", "junit", "-o", str(target))

@@ -18,7 +18,7 @@ from orkeon_run.ledger import BudgetLimits, Ledger
 from orkeon_run.pipeline import Pipeline, check_call
 from orkeon_run.policy.gate import Gate
 from orkeon_run.policy.programs import ShellRules
-from orkeon_run.policy.rules import RuleSet
+from orkeon_run.policy.rules import RuleSet, call_subjects
 from orkeon_run.tools import ToolEnv
 
 
@@ -70,6 +70,14 @@ def sample_call(workspace: Path, tool: str, input: dict[str, Any]) -> CheckedCal
     entry = TOOLS[tool]
     raw = input.get(entry.path_field) if entry.path_field else None
     return CheckedCall(entry, input, entry.input.model_construct(**input), raw)
+
+
+def subjects(
+    tool: str, input: dict[str, Any], rel_path: str | None = None, is_dir: bool = False
+) -> tuple[str, ...]:
+    """What a pattern rule is matched against for a call of `tool` with `input`, checked as
+    the pipeline checks it (a shell command split once), whose path is `rel_path`."""
+    return call_subjects(sample_call(Path("/"), tool, input), rel_path, is_dir)
 
 
 def refusal_lines(verdict: Any) -> list[str]:

@@ -16,9 +16,13 @@ hook's output and in the README the model read.
 
 from __future__ import annotations
 
+import base64
 import contextlib
+import hashlib
 import json
 import os
+import re
+import shutil
 import signal
 import subprocess
 import time
@@ -212,3 +216,55 @@ def read_outputs(text: str) -> dict[str, str]:
             name, value = line.split("=", 1)
             values[name] = value
     return values
+
+
+# Headless Chromium, where installed: the HTML report opened as a browser shows it.
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser") or "/usr/bin/chromium"
+
+
+def _chromium(page: Path, tmp: Path, size: str, *how: str) -> subprocess.CompletedProcess[str]:
+    if not Path(CHROMIUM).is_file():
+        pytest.skip(f"no Chromium at {CHROMIUM} (apt-get install chromium to run this test)")
+    argv = [
+        CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+        "--disable-background-networking", "--disable-component-update", "--disable-sync",
+        "--hide-scrollbars", f"--user-data-dir={tmp / 'profile'}", f"--window-size={size}", *how,
+    ]  # fmt: skip
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done
+
+
+def dump_dom(page: Path, tmp: Path, fragment: str = "", size: str = "1366,768") -> str:
+    """The page's DOM after its scripts ran."""
+    return _chromium(page, tmp, size, "--dump-dom", page.as_uri() + fragment).stdout
+
+
+def screenshot(page: Path, tmp: Path, out: Path, size: str) -> None:
+    _chromium(page, tmp, size, f"--screenshot={out}", page.as_uri())
+
+
+# Measures the page as the browser laid it out, into attributes of <body> (dump_dom reads
+# them): how far it scrolls sideways, the timeline's marks, the chart's height.
+PROBE = """
+(function () {
+  var b = document.body, marks = document.querySelectorAll('.track .mark');
+  var thin = 0;
+  marks.forEach(function (m) { if (m.getBoundingClientRect().width < 3) { thin += 1; } });
+  b.setAttribute('data-overflow', String(document.documentElement.scrollWidth - window.innerWidth));
+  b.setAttribute('data-marks', String(marks.length));
+  b.setAttribute('data-thin', String(thin));
+  b.setAttribute('data-chart', String(Math.round(document.querySelector('svg.chart').getBoundingClientRect().height)));
+})();
+"""
+
+
+def with_probe(page: str) -> str:
+    """The report's HTML with PROBE added, its hash allowed by the page's policy."""
+    digest = base64.b64encode(hashlib.sha256(PROBE.encode()).digest()).decode()
+    page = page.replace("script-src &#x27;", f"script-src &#x27;sha256-{digest}&#x27; &#x27;", 1)
+    return page.replace("</body>", f"<script>{PROBE}</script></body>", 1)
+
+
+def probe(dom: str) -> dict[str, str]:
+    return dict(re.findall(r'data-(overflow|marks|thin|chart|ready)="([^"]*)"', dom))

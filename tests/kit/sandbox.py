@@ -12,6 +12,8 @@ from typing import Any
 import anyio
 import pytest
 
+from orkeon_run.calls import CheckedCall
+from orkeon_run.pipeline import check_call
 from orkeon_run.policy.programs import ShellRules
 from orkeon_run.tools import sandbox as sb
 from orkeon_run.tools.sandbox import SandboxPolicy
@@ -65,12 +67,25 @@ def role(ws: Path, roots: list[str] | None, config: Path | None = None, **kw: An
     )
 
 
+def words(command: str) -> dict[str, Any]:
+    """What the pipeline's check makes of `command` for the shell tool (`shell(**words(c),
+    ...)`): its words, or why it cannot be split."""
+    call = check_call(Path("/"), "shell", {"command": command})
+    assert isinstance(call, CheckedCall), call
+    return {"words": call.words or (), "unsplit": call.unsplit}
+
+
 def sh(
     ws: Path, command: str, policy: SandboxPolicy, timeout: float = 30, rules: ShellRules = RULES
 ) -> Any:
     """The shell tool's answer to `command` in `ws` under `policy`."""
     return anyio.run(
         lambda: shell(
-            command, workspace=ws, rules=rules, timeout=timeout, environ=ENV, sandbox=policy
+            **words(command),
+            workspace=ws,
+            rules=rules,
+            timeout=timeout,
+            environ=ENV,
+            sandbox=policy,
         )
     )

@@ -7,14 +7,14 @@ test_pipeline.py; here, the gate's own answers.
 from __future__ import annotations
 
 import pytest
+from kit.pipeline import subjects
 
 from orkeon_run.config.inputs import GateRules
 from orkeon_run.policy.gate import Gate
-from orkeon_run.policy.rules import call_subjects
 
 
 def shell(command: str) -> tuple[str, ...]:
-    return call_subjects("shell", {"command": command}, None)
+    return subjects("shell", {"command": command})
 
 
 def test_an_empty_gate_allows_every_call() -> None:

@@ -5,12 +5,13 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from kit.pipeline import subjects
 
-from orkeon_run.policy.rules import RuleSet, call_subjects, parse_rule
+from orkeon_run.policy.rules import RuleSet, parse_rule
 
 
 def shell(command: str) -> tuple[str, ...]:
-    return call_subjects("shell", {"command": command}, None)
+    return subjects("shell", {"command": command})
 
 
 @pytest.mark.parametrize(
@@ -76,13 +77,13 @@ def test_invalid_rules_raise_value_error_naming_the_rule(text: str, needle: str)
 def test_file_patterns_are_gitignore_globs(pattern: str, path: str, hit: bool) -> None:
     """docs/inputs.md: "a gitignore-style path glob for file tools (`file_write(src/**)`)"."""
     rule = parse_rule(f"file_write({pattern})")
-    assert rule.matches("file_write", call_subjects("file_write", {}, path)) is hit
+    assert rule.matches("file_write", subjects("file_write", {}, path)) is hit
 
 
 def test_a_directory_matches_a_directory_pattern() -> None:
     rule = parse_rule("list_files(build/)")
-    assert rule.matches("list_files", call_subjects("list_files", {}, "build", is_dir=True))
-    assert not rule.matches("list_files", call_subjects("list_files", {}, "build"))
+    assert rule.matches("list_files", subjects("list_files", {}, "build", is_dir=True))
+    assert not rule.matches("list_files", subjects("list_files", {}, "build"))
 
 
 def test_a_rule_names_one_tool() -> None:

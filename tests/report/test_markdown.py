@@ -88,11 +88,13 @@ def test_hostile_text_stays_text(runs: Runs) -> None:
     # Only the report's own elements: no img, script, a or b from the run's text.
     assert set(page.tags) <= {"h3", "p", "strong", "code", "table", "thead", "tbody", "tr",
                               "th", "td", "details", "summary", "pre"}  # fmt: skip
-    assert page.tags.count("details") == 3  # audit output, refused calls, hook failures
+    # audit output, the diff, refused calls, hook failures
+    assert page.tags.count("details") == 4
     assert not any("@octocat" in t or "example.invalid" in t for t in page.outside_code)
     assert any(HOSTILE in t for t in page.code_text)  # the hook's refusal, whole
     assert any(HOSTILE_NAME in t for t in page.code_text)  # backtick and pipe included
-    assert set(page.rows) == {8, 3, 5}  # role, audit and hook rows: no pipe split a cell
+    # role, audit, changed-file and hook rows: no pipe split a cell
+    assert set(page.rows) == {8, 3, 4, 5}
 
 
 def test_a_killed_run_says_it_has_no_result(runs: Runs) -> None:

@@ -220,7 +220,7 @@ def test_the_environment_is_the_callers_with_a_private_tmpdir(ws: Path) -> None:
     (ws / "env.py").write_text("import json, os\nprint(json.dumps(dict(os.environ)))\n")
     got = anyio.run(
         lambda: shell(
-            f"{PY} env.py",
+            (PY, "env.py"),
             workspace=ws,
             rules=RULES,
             timeout=30,
@@ -356,7 +356,7 @@ def test_exit_codes_and_missing_programs_read_as_unconfined(ws: Path) -> None:
     rules = ShellRules(extra_allowed_commands=("./missing.sh",))
     got = anyio.run(
         lambda: shell(
-            "./missing.sh", workspace=ws, rules=rules, timeout=30, environ=ENV, sandbox=policy
+            ("./missing.sh",), workspace=ws, rules=rules, timeout=30, environ=ENV, sandbox=policy
         )
     )
     assert got == {"exit_code": 127, "stdout": "", "stderr": "shell: no such program: ./missing.sh"}
@@ -369,7 +369,7 @@ def test_a_program_in_a_hidden_folder_is_not_found(ws: Path) -> None:
     rules = ShellRules(extra_allowed_commands=(str(tool),))
     got = anyio.run(
         lambda: shell(
-            str(tool), workspace=ws, rules=rules, timeout=30, environ=ENV, sandbox=role(ws, None)
+            (str(tool),), workspace=ws, rules=rules, timeout=30, environ=ENV, sandbox=role(ws, None)
         )
     )
     assert got["exit_code"] == 127 and got["stdout"] == ""

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import time
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
-from kit import DATA
+from kit import DATA, ROOT
 
 from orkeon_run.calls import CheckedCall, Refusal
 from orkeon_run.catalog import LIST_CAP, SEARCH_CAP, TOOLS
@@ -55,18 +56,28 @@ def path_arg(tool: str, input: dict[str, Any]) -> str | None:
 # --- registry, input checks, path argument ---------------------------------------------
 
 
+BUILTIN = ("file_read", "file_write", "file_edit", "list_files", "search_files", "shell")
+
+
+def documented_tools() -> set[str]:
+    r"""The tools docs/tools.md has a section for (`## \`NAME\``), before its MCP part."""
+    text = (ROOT / "docs" / "tools.md").read_text().split("## Tools from MCP servers")[0]
+    return set(re.findall(r"^## `([a-z_]+)`$", text, re.MULTILINE))
+
+
+def test_every_catalog_tool_is_documented() -> None:
+    """docs/tools.md documents every tool the model can call, and no other: a tool added
+    to the catalog gets its section there (docs/architecture.md, "Adding things")."""
+    assert sorted(set(TOOLS) - documented_tools()) == [], "add its section to docs/tools.md"
+    assert sorted(documented_tools() - set(TOOLS)) == [], "docs/tools.md names no such tool"
+
+
 def test_registry() -> None:
     """docs/tools.md: the six tools, with Claude Code's field names."""
-    assert set(TOOLS) == {
-        "file_read",
-        "file_write",
-        "file_edit",
-        "list_files",
-        "search_files",
-        "shell",
-    }
-    assert {n for n, t in TOOLS.items() if t.writes} == {"file_write", "file_edit"}
-    assert {n: t.path_field for n, t in TOOLS.items()} == {
+    assert set(BUILTIN) <= set(TOOLS)
+    six = {n: TOOLS[n] for n in BUILTIN}
+    assert {n for n, t in six.items() if t.writes} == {"file_write", "file_edit"}
+    assert {n: t.path_field for n, t in six.items()} == {
         "file_read": "file_path",
         "file_write": "file_path",
         "file_edit": "file_path",
@@ -74,7 +85,9 @@ def test_registry() -> None:
         "search_files": "path",
         "shell": None,
     }
-    required = {n: t.spec.input_schema["required"] for n, t in TOOLS.items()}
+    assert {n for n, t in six.items() if t.folder} == {"list_files", "search_files"}
+    assert {n: t.command_field for n, t in six.items() if t.command_field} == {"shell": "command"}
+    required = {n: t.spec.input_schema["required"] for n, t in six.items()}
     assert required == {
         "file_read": ["file_path"],
         "file_write": ["file_path", "content"],

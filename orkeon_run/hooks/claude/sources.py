@@ -57,6 +57,20 @@ def parse_hooks(doc: Mapping[str, Any], origin: str) -> Config:
         ) from None
 
 
+# Keys of Claude Code's settings that mean something to Claude Code only; orkeon reads a
+# settings file for its `hooks`, and says so once for the keys a user may expect it to honour.
+_NOT_READ = {
+    "permissions": "orkeon's gate rules are the inputs' `gate` (docs/inputs.md)",
+    "env": "give the variables to orkeon's own environment",
+}
+
+
+def ignored_keys(doc: Mapping[str, Any], origin: str) -> list[str]:
+    """A warning for each key of a settings document orkeon does not honour (an empty one
+    asks for nothing)."""
+    return [f"{origin}: {key}: ignored: {why}" for key, why in _NOT_READ.items() if doc.get(key)]
+
+
 def _matcher_warnings(
     origin: str, event: str, groups: list[MatcherGroup], mcp_prefixes: Sequence[str]
 ) -> list[str]:
@@ -112,6 +126,8 @@ def _add_project(
     if not doc.get("hooks"):
         return
     if doc_is_trusted(workspace, doc, config_dir=folder, environ=env, stdin_is_tty=stdin_is_tty):
+        for line in ignored_keys(doc, str(project)):
+            warn(line)
         add(str(project), parse_hooks(doc, str(project)))
         return
     listed = "; ".join(_raw_commands(doc.get("hooks"))) or "nothing runnable"
@@ -149,9 +165,15 @@ def load_settings_hooks(
                 warn(line)
             merged.setdefault(event, []).extend(groups)
 
+    def add_file(path: Path) -> None:
+        doc = read_settings_doc(path)
+        for line in ignored_keys(doc, str(path)):
+            warn(line)
+        add(str(path), parse_hooks(doc, str(path)))
+
     user = folder / "settings.json"
     if user.exists():
-        add(str(user), parse_hooks(read_settings_doc(user), str(user)))
+        add_file(user)
 
     project = project_settings_path(workspace)
     if project.exists():
@@ -168,7 +190,7 @@ def load_settings_hooks(
             problems.append(f"settings[{i}]: no such file: {path}")
             continue
         try:
-            add(str(path), parse_hooks(read_settings_doc(path), str(path)))
+            add_file(path)
         except InputError as exc:
             problems.extend(f"settings[{i}]: {p}" for p in exc.problems)
     if problems:

@@ -10,8 +10,9 @@ A step module defines:
 - optionally `default_budget(workspace) -> BudgetLimits`, for a step with no crew of its
   own that runs other steps (`pipeline`): its budget when the inputs give none.
 
-Adding a step is one module here, one line in `STEPS`, its name in `vocabulary.StepName`
-and its crew in `crews/` (docs/architecture.md).
+Adding a step is one module here, one line in `STEPS` and its crew in `crews/STEP.toml`
+(docs/architecture.md). `STEPS` is the one list of steps: the command line's STEP, the
+result document's `step`, the crews' `step` and the jobs lists' read it.
 """
 
 from __future__ import annotations
@@ -45,10 +46,24 @@ class StepModule(Protocol):
     async def run(self, sr: StepRun) -> StepOutcome: ...
 
 
+def unknown_step(name: object) -> str:
+    """What a name that is no step reads: the steps, and where one is added."""
+    return (
+        f"unknown step {name!r} (one of: {', '.join(STEPS)}; a step is registered in "
+        "orkeon_run/run/steps/__init__.py)"
+    )
+
+
 def step_module(name: str) -> StepModule:
     """The module of step `name`; UsageError for a name that is no step."""
     module = STEPS.get(name)
     if module is None:
-        raise UsageError(f"STEP: unknown step {name!r} (one of: {', '.join(STEPS)})")
+        raise UsageError(f"STEP: {unknown_step(name)}")
     found: StepModule = importlib.import_module(f".{module}", __package__)
     return found
+
+
+def crew_steps() -> tuple[str, ...]:
+    """The steps that run a crew of their own (`crews/STEP.toml`: their module names its
+    `ROLES`); `pipeline` runs the others'."""
+    return tuple(s for s in STEPS if step_module(s).ROLES)

@@ -4,13 +4,13 @@ before a batch's roles, then the audit of what they changed, both with the run's
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from functools import partial
 from typing import Any
 
 import anyio
 
-from .. import audit
+from .. import audit, changes
 from ..context import StepRun
 
 
@@ -18,7 +18,7 @@ async def snapshot(sr: StepRun, git_mode: bool | None) -> audit.Snapshot:
     """The workspace now, in a worker thread: through git or by hashes (`git_mode`; None:
     as the workspace is). Raises audit.AuditError (the repository went away, say)."""
     ignore = audit.ignore_list(sr.workspace, sr.guarded_dir or sr.run_dir)  # a pipeline's too
-    return await anyio.to_thread.run_sync(
+    before = await anyio.to_thread.run_sync(
         partial(
             audit.snapshot,
             sr.workspace,
@@ -28,13 +28,22 @@ async def snapshot(sr: StepRun, git_mode: bool | None) -> audit.Snapshot:
             tools=sr.audit_git(),
         )
     )
+    await changes.start(sr, before)  # the uncommitted files the step began with
+    return before
 
 
 async def audit_batch(
-    sr: StepRun, batch: str, roots: Sequence[str], before: audit.Snapshot
+    sr: StepRun,
+    batch: str,
+    roots: Sequence[str],
+    before: audit.Snapshot,
+    roles: Mapping[str, Sequence[str]] | None = None,
 ) -> dict[str, Any]:
-    """Audit what changed since `before` against `roots`, then build and test (not once the
-    budget is spent: the paths are still checked); emit its events; the record."""
+    """Record what the roles changed (run/changes.py; `roles`: each role's full name and
+    roots), then audit what changed since `before` against `roots`, then build and test
+    (not once the budget is spent: the paths are still checked); emit its events; the
+    record."""
+    await changes.batch(sr, batch, roles or {}, before)
     record = await audit.run_audit(
         sr.workspace,
         batch,

@@ -164,7 +164,8 @@ async def run(sr: StepRun) -> StepOutcome:
         sr.save_state(current=progress, audit_git=git_mode)
         results = await run_batch(sr, crew, "worker", batch, plan_rel, pipeline, progress)
         roles.extend(results)
-        record = await auditing.audit_batch(sr, batch.name, roots, before)
+        owners = {f"{batch.name}/{r.name}": r.roots for r in batch.roles}
+        record = await auditing.audit_batch(sr, batch.name, roots, before, owners)
         audits.append(record)
         failed_roles = [r for r in results if r.status != "succeeded"]
         ok = record["passed"] and not failed_roles

@@ -88,6 +88,8 @@ async def run(sr: StepRun) -> StepOutcome:
         sr, crew, "repairer", ctx, pipeline, variables, resume=sr.resume
     ) as agent:
         result = await agent.run(first)
-    record = await auditing.audit_batch(sr, batch.name, role.roots, before)
+    record = await auditing.audit_batch(
+        sr, batch.name, role.roots, before, {repair.role: role.roots}
+    )
     error = None if record["passed"] else auditing.audit_error(record)
     return finish(sr, [result], audits=[record], error=error, kind="audit")

@@ -211,3 +211,18 @@ def test_bad_project_file_is_checked_only_when_trusted(
         load(workspace, tmp_path / "cfg", env={"ORKEON_TRUST_PROJECT_HOOKS": "1"})
     [line] = err.value.problems
     assert line.startswith(f"{path}: ") and problem in line
+
+
+def test_keys_orkeon_does_not_honour_are_named_not_ignored_silently(
+    workspace: Path, tmp_path: Path
+) -> None:
+    """A `.claude/settings.json` brought from Claude Code often holds `permissions` (and
+    `env`): orkeon reads only its `hooks`, and says so rather than seem to enforce them."""
+    doc = {**settings("a"), "permissions": {"deny": ["Bash(rm *)"]}, "env": {"X": "1"}}
+    path = write(tmp_path / "cc" / "settings.json", doc)
+    got, warnings = load(workspace, tmp_path / "cfg", {"settings": [str(path)]})
+    assert commands(got) == ["a"]
+    assert warnings == [
+        f"{path}: permissions: ignored: orkeon's gate rules are the inputs' `gate` (docs/inputs.md)",
+        f"{path}: env: ignored: give the variables to orkeon's own environment",
+    ]

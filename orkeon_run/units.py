@@ -1,0 +1,33 @@
+"""One way to write a duration, an amount of money and a count, wherever orkeon writes
+one for people: the progress views, the reports, the text summary, the merged jobs
+report, the logs' messages (docs/output.md, "How numbers are written")."""
+
+from __future__ import annotations
+
+
+def duration(seconds: float | None) -> str:
+    """`0.13 s`, `12.5 s`, `2 min 05 s`, `1 h 02 min`; `—` for none."""
+    if seconds is None:
+        return "—"
+    if seconds < 10:
+        return f"{seconds:.2f} s"
+    if seconds < 60:
+        return f"{seconds:.1f} s"
+    minutes, secs = divmod(round(seconds), 60)
+    if minutes < 60:
+        return f"{minutes} min {secs:02d} s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours} h {minutes:02d} min"
+
+
+def money(usd: float | None) -> str:
+    """`$0.0042` under a dollar, `$12.40` from one on; `unknown` when a price is."""
+    if usd is None:
+        return "unknown"
+    return f"${usd:.4f}" if abs(usd) < 1 else f"${usd:,.2f}"
+
+
+def count(n: int, noun: str, plural: str | None = None) -> str:
+    """`1 role`, `2 roles`, `1,200 tokens` (`plural` when adding an s is wrong)."""
+    word = noun if n == 1 else (plural or noun + "s")
+    return f"{n:,} {word}"
