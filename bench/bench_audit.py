@@ -9,6 +9,12 @@ git commands such an audit needs run bare (`git status`, `git ls-files` twice,
 `git rev-parse`, each twice). Target: the sandboxed audit under 1 s (a batch's roles take
 minutes); the ratios are for information. Run against an older orkeon (without
 `tools=`), the same script measures the audit as it was.
+
+Two costs of issue 21: the second comparison after each of the audit's build and test
+(against the batch's start, the roles' 40 changes in place), against the audit's own
+first look (snapshot and comparison); and the digest check before each hook (the files a
+hook's command names hashed again: a 4 KB script), against starting the hook's
+program (`true`), the least a hook costs.
 """
 
 from __future__ import annotations
@@ -126,6 +132,13 @@ def main() -> None:
         for _ in range(ROUNDS):
             for name, fn in runs.items():
                 samples.setdefault(name, []).append(fn())
+        if new and hasattr(audit, "changes"):
+            extra = second_comparison(flat)
+            for _ in range(ROUNDS):
+                samples.setdefault("second", []).append(extra())
+            hook, spawn = digest_check(Path(tmp))
+            samples["digest"] = [hook() for _ in range(ROUNDS * 20)]
+            samples["spawn"] = [spawn() for _ in range(ROUNDS)]
     med = {k: statistics.median(v) * 1000 for k, v in samples.items()}
     bare = med["bare"]
     header()
@@ -137,3 +150,51 @@ def main() -> None:
         if boxed is not None:
             row(f"audit, {what}, git in its sandbox", f"{boxed:.1f} ms", f"{bare:.1f} ms",
                 boxed / bare, "< 1000 ms", boxed < 1000)  # fmt: skip
+    if "second" in med:
+        first = med["flat plain"]
+        row("second comparison after build or test", f"{med['second']:.1f} ms",
+            f"{first:.1f} ms", med["second"] / first, "", None)  # fmt: skip
+        spawn = med["spawn"]
+        row("digest check before a hook", f"{med['digest'] * 1000:.0f} us",
+            f"{spawn:.2f} ms", med["digest"] / spawn, "< 0.1x", med["digest"] < spawn / 10)  # fmt: skip
+
+
+def second_comparison(ws: Path) -> Callable[[], float]:
+    """The comparison after the audit's build or test: the batch's start, the roles'
+    changes made, then one more look at the workspace."""
+    before = audit.snapshot(ws, tools=audit.AuditGit.default(ws))
+    change(ws, time.monotonic_ns())
+    how = audit.AuditGit.default(ws)
+
+    def once() -> float:
+        start = time.perf_counter()
+        found = audit.changes(ws, before, how)
+        took = time.perf_counter() - start
+        assert len(found.paths) == 40 and not found.refs, found
+        return took
+
+    return once
+
+
+def digest_check(root: Path) -> tuple[Callable[[], float], Callable[[], float]]:
+    """The check before one hook (`Pins.changed` of its command's words), and the start of
+    the cheapest hook program, `true`, through orkeon's `proc`."""
+    from orkeon_run import proc
+    from orkeon_run.config.inputs import MatcherGroup, SettingsCommand
+    from orkeon_run.config.pins import run_pins, shell_words
+
+    ws = root / "hooked"
+    (ws / ".claude" / "hooks").mkdir(parents=True)
+    (ws / ".claude" / "hooks" / "check.py").write_text("# a hook script\n" * 256)
+    command = 'python3 "$CLAUDE_PROJECT_DIR"/.claude/hooks/check.py'
+    hook = SettingsCommand(type="command", command=command)
+    settings = {"PostToolUse": [MatcherGroup(hooks=[hook])]}
+    pins = run_pins(ws, [], settings, [], os.environ)
+    words = shell_words(command)
+
+    def check() -> float:
+        start = time.perf_counter()
+        assert not pins.changed(words)
+        return time.perf_counter() - start
+
+    return check, timed(lambda: proc.run(["true"], cwd=ws, timeout=10))

@@ -111,7 +111,7 @@ def once(
 
 def replay(run_dir: Path) -> float:
     """Seconds the plain view takes over the events of the run in `run_dir`."""
-    from orkeon_run.run.progress_plain import PlainProgress
+    from orkeon_run.run.progress.plain import PlainProgress
 
     events = [json.loads(line) for line in (run_dir / "events.jsonl").open()]
     reader, writer = os.pipe()

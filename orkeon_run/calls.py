@@ -7,6 +7,7 @@ hooks (hooks/settings.py), so none of them imports another's internals.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -203,6 +204,5 @@ class CallOutcome:
 def result_text(result: Any) -> str:
     if isinstance(result, str):
         return result
-    import json
 
     return json.dumps(result, ensure_ascii=False, separators=(",", ":"))

@@ -10,6 +10,7 @@ redacted where the run writes it and before the model reads it (`Redactor`).
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from collections.abc import Iterable, Mapping
@@ -93,8 +94,6 @@ class Redactor:
     __slots__ = ("_escaped", "_needles")
 
     def __init__(self, values: Iterable[str] = ()) -> None:
-        import json
-
         needles: set[str] = set()
         for value in values:
             if len(value) >= MIN_SECRET_CHARS:
@@ -155,8 +154,6 @@ class Redactor:
         if isinstance(value, str):
             return self.text(value)
         if isinstance(value, (dict, list)):
-            import json
-
             text = json.dumps(value, ensure_ascii=False, default=str)
             redacted = self.json_text(text)
             return value if redacted is text else json.loads(redacted)

@@ -3,7 +3,10 @@
     OrkeonError                      exit 1 unless a subclass says otherwise
     ├── UsageError                   exit 2: bad command line or --inputs; nothing ran
     │   └── InputError               carries one line per problem, each naming the field
-    ├── StepFailed                   exit 1: a role, the audit or a plan check failed
+    ├── StepError                    exit 1: a step cannot do its work with what it was
+    │                                given (a plan without the role to repair, a file
+    │                                outside the workspace); the step catches it and
+    │                                reports it as its result, status "error"
     ├── ProviderError                exit 4: the model provider failed (auth, unreachable,
     │                                rate limits or server errors past the retries, a reply
     │                                that is no answer): try again later
@@ -17,6 +20,8 @@ one place: the step runner turns them into a result document, `exit_code_for` in
 """
 
 from __future__ import annotations
+
+from .vocabulary import spent_text
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -43,8 +48,9 @@ class InputError(UsageError):
         super().__init__("\n".join(self.problems))
 
 
-class StepFailed(OrkeonError):
-    status = "failed"
+class StepError(OrkeonError):
+    """What a step reports as its result (status "error", exit 1) instead of raising:
+    caught by the step (run/steps/outcome.py `error_outcome`)."""
 
 
 class ProviderError(OrkeonError):
@@ -60,8 +66,6 @@ class BudgetExhausted(OrkeonError):
     status = "budget_exhausted"
 
     def __init__(self, which: str, whose: str = "step") -> None:
-        from .vocabulary import spent_text
-
         self.which = which
         self.whose = whose  # "step", or "role": the role's own limit (budget.per_role)
         super().__init__(spent_text(which, whose))

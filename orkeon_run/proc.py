@@ -133,150 +133,192 @@ def run(
         return _could_not_run(argv, cwd, exc, started)
     except ValueError as exc:  # an embedded NUL in argv or env
         return ProcResult(None, "", "", 0, 0, time.monotonic() - started, False, str(exc))
-
-    pid = proc.pid
-    deadline = started + max(timeout, 0.0)
-    assert proc.stdout is not None and proc.stderr is not None
-    out_fd, err_fd = proc.stdout.fileno(), proc.stderr.fileno()
-    bufs: dict[int, bytearray] = {out_fd: bytearray(), err_fd: bytearray()}
-    scratch = bytearray(_READ_SIZE)
-    scratch_view = memoryview(scratch)
-    dropped = {out_fd: 0, err_fd: 0}
-    poller = select.poll()
-    poller.register(out_fd, _POLLIN)
-    poller.register(err_fd, _POLLIN)
-    reading = 2
-
-    in_fd = -1
-    in_view = memoryview(b"")
-    in_off = 0
-    if proc.stdin is not None:
-        in_view = memoryview(stdin or b"")
-        if in_view:
-            in_fd = proc.stdin.fileno()
-            poller.register(in_fd, _POLLOUT)
-        else:
-            proc.stdin.close()
-
-    pidfd = -1
-    if _HAS_PIDFD:
-        try:
-            pidfd = os.pidfd_open(pid)
-            poller.register(pidfd, select.POLLIN)
-        except OSError:
-            pidfd = -1
-
-    exited = False  # the direct child has exited (not yet reaped when watched by pidfd)
-    timed_out = False
-    cancelled: BaseException | None = None  # what cancel_check raised
-    term_sent = False  # SIGTERM went to the group (time-out or cancellation)
-    killed = False  # SIGKILL went to the group
-    kill_at = 0.0  # after SIGTERM: when SIGKILL follows
-    stop_at = 0.0  # once the child has exited: when to stop waiting for the pipes
-
+    child = _Child(proc, stdin, cap, started + max(timeout, 0.0), kill_grace, cancel_check)
     try:
+        child.watch()
+    finally:
+        status = child.reap()
+    if child.cancelled is not None:
+        raise child.cancelled
+    return ProcResult(
+        exit_code=None if child.timed_out else _exit_code(status),
+        stdout=child.bufs[child.out_fd].decode("utf-8", errors=errors),
+        stderr=child.bufs[child.err_fd].decode("utf-8", errors=errors),
+        stdout_dropped=child.dropped[child.out_fd],
+        stderr_dropped=child.dropped[child.err_fd],
+        seconds=time.monotonic() - started,
+        timed_out=child.timed_out,
+        error=None,
+    )
+
+
+class _Child:
+    """One started child and the poll loop that watches it (`watch`): its pipes read into
+    buffers of at most `cap` bytes, its stdin fed, its group stopped on the deadline or a
+    cancellation, its exit seen through a pidfd (or by peeking, without one); then `reap`."""
+
+    def __init__(
+        self,
+        proc: subprocess.Popen[bytes],
+        stdin: bytes | None,
+        cap: int,
+        deadline: float,
+        kill_grace: float,
+        cancel_check: Callable[[], None] | None,
+    ) -> None:
+        self.proc = proc
+        self.pid = proc.pid
+        self.cap = cap
+        self.deadline = deadline
+        self.kill_grace = kill_grace
+        self.cancel_check = cancel_check
+        assert proc.stdout is not None and proc.stderr is not None
+        self.out_fd, self.err_fd = proc.stdout.fileno(), proc.stderr.fileno()
+        self.bufs: dict[int, bytearray] = {self.out_fd: bytearray(), self.err_fd: bytearray()}
+        self.scratch = bytearray(_READ_SIZE)
+        self.scratch_view = memoryview(self.scratch)
+        self.dropped = {self.out_fd: 0, self.err_fd: 0}
+        self.poller = select.poll()
+        self.poller.register(self.out_fd, _POLLIN)
+        self.poller.register(self.err_fd, _POLLIN)
+        self.reading = 2
+        self.in_fd = -1
+        self.in_view = memoryview(b"")
+        self.in_off = 0
+        if proc.stdin is not None:
+            self.in_view = memoryview(stdin or b"")
+            if self.in_view:
+                self.in_fd = proc.stdin.fileno()
+                self.poller.register(self.in_fd, _POLLOUT)
+            else:
+                proc.stdin.close()
+        self.pidfd = -1
+        if _HAS_PIDFD:
+            try:
+                self.pidfd = os.pidfd_open(self.pid)
+                self.poller.register(self.pidfd, select.POLLIN)
+            except OSError:
+                self.pidfd = -1
+        self.exited = False  # the direct child has exited (not reaped when watched by pidfd)
+        self.timed_out = False
+        self.cancelled: BaseException | None = None  # what cancel_check raised
+        self.term_sent = False  # SIGTERM went to the group (time-out or cancellation)
+        self.killed = False  # SIGKILL went to the group
+        self.kill_at = 0.0  # after SIGTERM: when SIGKILL follows
+        self.stop_at = 0.0  # once the child has exited: when to stop waiting for the pipes
+
+    def watch(self) -> None:
+        """Until the child has exited and its pipes are closed (or PIPE_GRACE is over)."""
         while True:
             now = time.monotonic()
-            if not term_sent and not exited and (now >= deadline or cancelled is not None):
-                timed_out = cancelled is None
-                term_sent = True
-                kill_at = now + kill_grace
-                _killpg(pid, signal.SIGTERM)
-            if term_sent and not killed and now >= kill_at:
-                killed = True
-                _killpg(pid, signal.SIGKILL)
-            if exited:
-                if not reading and in_fd < 0:
-                    break
-                if not stop_at:
-                    # Once SIGTERM is out, the grace is the group's: a wrapper shell that
-                    # dies at once must not cut short the script it started (dash's `-c`
-                    # does not exec its last command).
-                    stop_at = max(now + PIPE_GRACE, kill_at if term_sent and not killed else 0.0)
-                elif now >= stop_at:
-                    break  # something the child forked holds the pipes: the group dies below
-
-            if exited:
-                wait = stop_at - now
-            elif killed:
-                wait = 0.05  # SIGKILL is on its way; the pidfd wakes us sooner
-            elif term_sent:
-                wait = kill_at - now
-            else:
-                wait = deadline - now
-            if pidfd < 0 and not exited:
-                wait = min(wait, 0.01)  # no pidfd: look at the child every 10 ms
-            if cancel_check is not None and cancelled is None:
-                wait = min(wait, CANCEL_POLL)
+            self._stop_group(now)
+            if self.exited and self._pipes_done(now):
+                break
             try:
-                events = poller.poll(max(wait, 0.0) * 1000.0 + 0.5)
+                events = self.poller.poll(self._wait(now) * 1000.0 + 0.5)
             except InterruptedError:
                 continue
-
             for fd, ev in events:
-                if fd == pidfd:
-                    exited = True
-                    poller.unregister(pidfd)
-                elif fd == in_fd:
-                    try:
-                        in_off += os.write(in_fd, in_view[in_off : in_off + _PIPE_BUF])
-                    except OSError:  # BrokenPipe: the child does not read its stdin
-                        in_off = len(in_view)
-                    if in_off >= len(in_view):
-                        poller.unregister(in_fd)
-                        in_fd = -1
-                        assert proc.stdin is not None
-                        with contextlib.suppress(OSError):
-                            proc.stdin.close()
+                if fd == self.pidfd:
+                    self.exited = True
+                    self.poller.unregister(fd)
+                elif fd == self.in_fd:
+                    self._feed()
                 else:
-                    # Into one buffer read after read: a child printing 100 MB in
-                    # reads of whatever size the pipe gives makes no garbage, so orkeon's
-                    # memory does not depend on how fast the child writes.
-                    n = os.readv(fd, [scratch]) if ev & _POLLIN else 0
-                    if not n:
-                        poller.unregister(fd)
-                        reading -= 1
-                        continue
-                    buf = bufs[fd]
-                    room = cap - len(buf)
-                    if room > 0:
-                        buf += scratch_view[: min(n, room)]
-                    if n > room:
-                        dropped[fd] += n - max(room, 0)
-
-            if cancel_check is not None and cancelled is None:
+                    self._read(fd, ev)
+            if self.cancel_check is not None and self.cancelled is None:
                 try:
-                    cancel_check()
+                    self.cancel_check()
                 except BaseException as exc:  # the caller's cancellation, whatever its class
-                    cancelled = exc
-            if pidfd < 0 and not exited:
+                    self.cancelled = exc
+            if self.pidfd < 0 and not self.exited:
                 # Peek at the child without reaping it, so its pgid stays reserved.
-                info = os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
-                exited = info is not None and info.si_pid == pid
-    finally:
-        if pidfd >= 0:
-            os.close(pidfd)
-        # Whatever the child left in its group (finished or not) goes with it. The child is
-        # not reaped yet, so the group id cannot belong to anyone else.
-        _killpg(pid, signal.SIGKILL)
-        for f in (proc.stdin, proc.stdout, proc.stderr):
+                info = os.waitid(os.P_PID, self.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+                self.exited = info is not None and info.si_pid == self.pid
+
+    def _stop_group(self, now: float) -> None:
+        """SIGTERM to the group at the deadline or once cancelled; SIGKILL `kill_grace`
+        seconds later."""
+        due = now >= self.deadline or self.cancelled is not None
+        if due and not self.term_sent and not self.exited:
+            self.timed_out = self.cancelled is None
+            self.term_sent = True
+            self.kill_at = now + self.kill_grace
+            _killpg(self.pid, signal.SIGTERM)
+        if self.term_sent and not self.killed and now >= self.kill_at:
+            self.killed = True
+            _killpg(self.pid, signal.SIGKILL)
+
+    def _pipes_done(self, now: float) -> bool:
+        """Whether to stop reading, the direct child having exited."""
+        if not self.reading and self.in_fd < 0:
+            return True
+        if not self.stop_at:
+            # Once SIGTERM is out, the grace is the group's: a wrapper shell that dies at
+            # once must not cut short the script it started (dash's `-c` does not exec its
+            # last command).
+            grace = self.kill_at if self.term_sent and not self.killed else 0.0
+            self.stop_at = max(now + PIPE_GRACE, grace)
+            return False
+        return now >= self.stop_at  # something the child forked holds the pipes: it dies
+
+    def _wait(self, now: float) -> float:
+        """How long the next poll may wait, in seconds: until the next thing due."""
+        if self.exited:
+            wait = self.stop_at - now
+        elif self.killed:
+            wait = 0.05  # SIGKILL is on its way; the pidfd wakes us sooner
+        elif self.term_sent:
+            wait = self.kill_at - now
+        else:
+            wait = self.deadline - now
+        if self.pidfd < 0 and not self.exited:
+            wait = min(wait, 0.01)  # no pidfd: look at the child every 10 ms
+        if self.cancel_check is not None and self.cancelled is None:
+            wait = min(wait, CANCEL_POLL)
+        return max(wait, 0.0)
+
+    def _feed(self) -> None:
+        """Write the next piece of stdin; close it once all is written or refused."""
+        try:
+            self.in_off += os.write(self.in_fd, self.in_view[self.in_off : self.in_off + _PIPE_BUF])
+        except OSError:  # BrokenPipe: the child does not read its stdin
+            self.in_off = len(self.in_view)
+        if self.in_off >= len(self.in_view):
+            self.poller.unregister(self.in_fd)
+            self.in_fd = -1
+            assert self.proc.stdin is not None
+            with contextlib.suppress(OSError):
+                self.proc.stdin.close()
+
+    def _read(self, fd: int, ev: int) -> None:
+        """Into one buffer read after read: a child printing 100 MB in reads of whatever
+        size the pipe gives makes no garbage, so orkeon's memory does not depend on how
+        fast the child writes."""
+        n = os.readv(fd, [self.scratch]) if ev & _POLLIN else 0
+        if not n:
+            self.poller.unregister(fd)
+            self.reading -= 1
+            return
+        buf = self.bufs[fd]
+        room = self.cap - len(buf)
+        if room > 0:
+            buf += self.scratch_view[: min(n, room)]
+        if n > room:
+            self.dropped[fd] += n - max(room, 0)
+
+    def reap(self) -> int:
+        """Kill what the child left in its group (finished or not: the child is not reaped
+        yet, so the group id cannot belong to anyone else), close the pipes, reap it; its
+        wait status."""
+        if self.pidfd >= 0:
+            os.close(self.pidfd)
+        _killpg(self.pid, signal.SIGKILL)
+        for f in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
             if f is not None:
                 with contextlib.suppress(OSError):
                     f.close()
-        status = proc.wait()
-    if cancelled is not None:
-        raise cancelled
-
-    return ProcResult(
-        exit_code=None if timed_out else _exit_code(status),
-        stdout=bufs[out_fd].decode("utf-8", errors=errors),
-        stderr=bufs[err_fd].decode("utf-8", errors=errors),
-        stdout_dropped=dropped[out_fd],
-        stderr_dropped=dropped[err_fd],
-        seconds=time.monotonic() - started,
-        timed_out=timed_out,
-        error=None,
-    )
+        return self.proc.wait()
 
 
 async def arun(

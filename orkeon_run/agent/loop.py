@@ -25,7 +25,7 @@ its tokens and cost (models/pricing.py; unknown price -> usd not counted). A tur
 when it would run past the time budget. With `budget.per_role` the role charges a ledger of
 its own over the step's (ledger.RoleLedger), and its calls go through the pipeline with it.
 A ProviderError ends the role "failed" with its one-line message and `error_kind`
-"provider" (the step may then exit 4, run/steps/common.py). An answer cut at the output
+"provider" (the step may then exit 4, run/steps/outcome.py). An answer cut at the output
 limit, or a call whose arguments cannot be read, is answered with what went wrong instead
 of being run (models/answers.py).
 """

@@ -17,8 +17,27 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import anyio
+
+from ..calls import CallContext, CheckedCall
 from ..catalog import TOOLS, Tool, canonical, declared_tool
+from ..config.inputs import load_document
+from ..config.trust import (
+    crews_dir,
+    mcp_json_path,
+    project_settings_path,
+    record_crews_trust,
+    record_mcp_json_trust,
+    record_trust,
+)
+from ..errors import InputError
+from ..events import NullLog
+from ..hooks.claude.settings import SettingsHooks
 from ..hooks.native import HOOK_LIMIT, RUN_EVENTS, HookSpec, ProgramRules, number, run_hook
+from ..ledger import BudgetLimits, Ledger
+from ..policy.mcpnames import is_mcp_name
+from ..run.prepare import prepare, stdin_tty
+from .mcp import role_lines
 
 if TYPE_CHECKING:
     from ..calls import HookRun
@@ -123,8 +142,6 @@ async def check(
 def sample_tool(tool: str) -> Tool | None:
     """The catalog entry of `tool` (an orkeon name or a Claude Code alias), or for an MCP
     tool's name (`mcp__SERVER__TOOL`) the entry a run would declare for it; None: unknown."""
-    from ..policy.mcpnames import is_mcp_name
-
     if is_mcp_name(tool):
         return declared_tool(tool, "", {"type": "object"}, run="")
     name = canonical(tool)
@@ -137,11 +154,6 @@ async def _check_settings(
     entry: Tool,
     path: str | None,
 ) -> tuple[list[str], bool]:
-    from ..calls import CallContext, CheckedCall
-    from ..events import NullLog
-    from ..hooks.claude.settings import SettingsHooks
-    from ..ledger import BudgetLimits, Ledger
-
     hooks = SettingsHooks(dict(config), workspace=workspace, events=NullLog())
     ctx = CallContext(step=SAMPLE_ROLE, role=SAMPLE_ROLE, workspace=workspace)
     ledger = Ledger(BudgetLimits(seconds=None))
@@ -179,9 +191,6 @@ async def _check_settings(
 
 
 def _config(inputs: str, workspace: str | None) -> Any:
-    from ..config.inputs import load_document
-    from ..run.prepare import prepare, stdin_tty
-
     config = prepare(
         load_document(inputs), step=None, workspace=workspace, stdin_is_tty=stdin_tty()
     )
@@ -192,8 +201,6 @@ def _config(inputs: str, workspace: str | None) -> Any:
 
 def list_main(inputs: str, *, workspace: str | None = None) -> int:
     """The hooks, numbered and in order, then the MCP tools each crew role gets."""
-    from .mcp import role_lines
-
     config = _config(inputs, workspace)
     lines = list_lines(config.inputs.native_hooks) + settings_lines(config.settings_hooks)
     if config.mcp_servers:
@@ -204,10 +211,6 @@ def list_main(inputs: str, *, workspace: str | None = None) -> int:
 
 
 def check_main(inputs: str, *, tool: str, path: str, workspace: str | None = None) -> int:
-    import anyio
-
-    from ..errors import InputError
-
     if sample_tool(tool) is None:
         raise InputError(
             f"--tool: unknown tool {tool!r} (one of: {', '.join(TOOLS)}, or mcp__SERVER__TOOL)"
@@ -231,16 +234,6 @@ def check_main(inputs: str, *, tool: str, path: str, workspace: str | None = Non
 def trust_main(workspace: str | None = None) -> int:
     """Trust the workspace's .orkeon/settings.json, .orkeon/crews/ and .mcp.json as they
     are now."""
-    from ..config.trust import (
-        crews_dir,
-        mcp_json_path,
-        project_settings_path,
-        record_crews_trust,
-        record_mcp_json_trust,
-        record_trust,
-    )
-    from ..errors import InputError
-
     # os.path.expanduser: Path.expanduser raises RuntimeError for an unknown ~user (an
     # internal error, exit 1); the shell's way is to keep the text as it is.
     ws = Path(os.path.expanduser(workspace or "."))

@@ -10,8 +10,11 @@ import os
 import sys
 from pathlib import Path
 
+import anyio
+
 from ..errors import InputError
-from ..jobs import joblist
+from ..jobs import collect, execute, jobdir, joblist, render
+from ..jobs import matrix as engines
 from ..jobs.shards import check_count, parse_shard, shard_of
 
 FORMATS = ("json", "md", "html", "junit")
@@ -37,10 +40,6 @@ def validate(src: str) -> int:
 
 def run(src: str, *, shard: str, concurrency: int, out: str) -> int:
     """Run shard I/N of the list into OUT (execute.py); print the summary as JSON."""
-    import anyio
-
-    from ..jobs import execute, jobdir
-
     index, total = parse_shard(shard)
     if not 1 <= concurrency <= MAX_CONCURRENCY:
         raise InputError(f"--concurrency: {concurrency} is not between 1 and {MAX_CONCURRENCY}")
@@ -71,8 +70,6 @@ def matrix(
     parallelism: int | None = None,
 ) -> int:
     """Print what `engine` needs to run the list in `shards` shards (matrix.py)."""
-    from ..jobs import matrix as engines
-
     check_count(shards)
     if engine not in engines.ENGINES:
         raise InputError(f"--for: {engine!r} is not one of {', '.join(engines.ENGINES)}")
@@ -94,8 +91,6 @@ def matrix(
 def merge(dirs: list[str], *, fmt: str = "json", output: str | None = None) -> int:
     """One report over every job found under `dirs` (collect.py), in `fmt`, on stdout or
     into `output`."""
-    from ..jobs import collect, render
-
     if fmt not in FORMATS:
         raise InputError(f"--format: {fmt!r} is not one of {', '.join(FORMATS)}")
     folders = [_folder(d) for d in dirs]

@@ -14,6 +14,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..errors import InputError
+from ..policy.mcpnames import is_mcp_name, normalize, split_pattern
+from ..run.steps import STEPS, step_module
+from ..tools.mcp.select import select_tools, unmatched
 
 if TYPE_CHECKING:
     from ..config.crews import Crew
@@ -35,6 +38,8 @@ def check(
 ) -> tuple[list[ServerCheck], list[str]]:
     """Start `servers` as a run would (the run's environment, in the workspace), list their
     tools, stop them: one check per server, and the hub's warnings."""
+    # The hub and the run's pieces (anyio, the hooks) load only when servers are started:
+    # `orkeon validate` imports this module for its lines and starts none.
     from ..run.context import child_environ
     from ..run.mcp import START_TIMEOUT
     from ..tools.mcp.check import check_servers_sync
@@ -63,8 +68,6 @@ def validate_lines(config: RunConfig) -> tuple[list[str], list[str]]:
 
 
 def unmatched_warnings(crew: Crew, listed: Sequence[Listed]) -> list[str]:
-    from ..tools.mcp.select import unmatched
-
     return [
         f"{crew.source}: role {role.name}: {entry} selects no tool the server lists"
         for role in crew.roles
@@ -76,10 +79,9 @@ def role_lines(config: RunConfig) -> list[str]:
     """`hooks list`'s lines on MCP tools, one per role of a step's crew that lists MCP
     entries: `mcp STEP ROLE: TOOL, TOOL…`. The servers the crews name are started to list
     their tools; a server that does not start gives `(not running: REASON)`."""
+    # The crews (TOML, their rules) load for `hooks list` only: `orkeon validate` imports
+    # this module for its lines and starts without them (bench_startup.py).
     from ..config.crews import load_crew
-    from ..policy.mcpnames import is_mcp_name, normalize, split_pattern
-    from ..run.steps import STEPS, step_module
-    from ..tools.mcp.select import select_tools
 
     crews = []
     for step in STEPS:

@@ -3,8 +3,8 @@
 
 from __future__ import annotations
 
+from ..report import write_report
+
 
 def main(run_dir: str, fmt: str, out: str | None) -> int:
-    from ..report import write_report
-
     return write_report(run_dir, fmt, out)

@@ -7,7 +7,16 @@ import json
 import os
 import sys
 
+import anyio
+
+from ..config.inputs import load_document
+from ..config.run_settings import flag_values
 from ..errors import InputError
+from ..report.github import publish
+from ..run.opening import open_run
+from ..run.progress import choose
+from ..run.runner import execute
+from .summary import summary
 
 
 def main(
@@ -24,14 +33,6 @@ def main(
     """Run one step; print the result as `output` asks; show `progress` on stderr; return
     the step's exit code. `knobs` are the flags `--model`, `--max-usd`, ... by their
     parameter names (`max_usd`), as text."""
-    import anyio
-
-    from ..config.inputs import load_document
-    from ..config.run_settings import flag_values
-    from ..run.progress import choose
-    from ..run.runner import execute, open_run
-    from .summary import summary
-
     if inputs is None and resume is None:
         raise InputError("--inputs: required (or --resume RUN_DIR)")
     if resume is not None and run_dir is not None:
@@ -55,7 +56,5 @@ def main(
     elif mode == "text":
         sys.stdout.write(summary(result))
     if os.environ.get("GITHUB_ACTIONS") == "true":
-        from ..report.github import publish
-
         publish(opened.run_dir, result, os.environ, sys.stderr)
     return int(result["exit_code"])

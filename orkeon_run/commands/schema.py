@@ -11,15 +11,18 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from pydantic import TypeAdapter
+
+from ..config import inputs
+from ..config.crews import Crew
+from ..errors import InputError
+from ..run import result as documents
+from ..run.steps import crew_steps
+
 NAMES = ("inputs", "plan", "script", "result", "event", "crew")
 
 
 def schema(name: str) -> dict[str, Any]:
-    from pydantic import TypeAdapter
-
-    from ..config import inputs
-    from ..run import result as documents
-
     if name == "inputs":
         return inputs.Inputs.model_json_schema()
     if name == "plan":
@@ -36,9 +39,6 @@ def schema(name: str) -> dict[str, Any]:
         out["title"] = "Event"
         return out
     if name == "crew":
-        from ..config.crews import Crew
-        from ..run.steps import crew_steps
-
         out = Crew.model_json_schema()
         # The steps with a crew of their own, as the step registry has them.
         out["properties"]["step"] = {"enum": list(crew_steps()), "title": "Step", "type": "string"}
@@ -57,8 +57,6 @@ def write_all(folder: Path) -> None:
 
 
 def main(name: str) -> int:
-    from ..errors import InputError
-
     if name not in NAMES:
         raise InputError(f"NAME: unknown schema {name!r} (one of: {', '.join(NAMES)})")
     sys.stdout.write(text(name))

@@ -2,19 +2,24 @@
 MCP servers are started, their tools listed, and stopped (commands/mcp.py): a server that
 does not start is an input error. Where the shell sandbox cannot be made here it says so on
 stderr, with the reason and the fix (a run would refuse every shell call, but the inputs
-are valid: exit 0); so does a sandbox turned off. Where it can, stderr stays quiet. Where
-the inputs name hooks and the veil that hides orkeon's processes from them cannot be made
-here, it says so too (the hooks would run as they are)."""
+are valid: exit 0); so does a sandbox turned off. Where it can, stderr stays quiet. A hook
+or stdio MCP server whose program PATH finds inside the workspace (`.venv/bin`,
+`node_modules/.bin`) is named with a warning: the model's work can replace that program
+(docs/security.md, "Guards"). Where the inputs name hooks and the veil that hides orkeon's
+processes from them cannot be made here, it says so too (the hooks would run as they
+are)."""
 
 from __future__ import annotations
 
+import os
 import sys
+
+from ..config.inputs import load_document
+from ..run.prepare import prepare, stdin_tty
+from .mcp import validate_lines
 
 
 def main(inputs: str, *, step: str | None = None, workspace: str | None = None) -> int:
-    from ..config.inputs import load_document
-    from ..run.prepare import prepare, stdin_tty
-
     config = prepare(
         load_document(inputs),
         step=step,
@@ -24,6 +29,17 @@ def main(inputs: str, *, step: str | None = None, workspace: str | None = None) 
     )
     for line in config.warnings:
         sys.stderr.write(f"warning: {line}\n")
+    from ..config.pins import hook_commands, in_workspace_programs
+
+    path = os.environ.get("PATH", os.defpath)
+    named = [("hooks", hook_commands(config.inputs.native_hooks, config.settings_hooks))]
+    named += [(f"mcp_servers.{n}", [s.argv]) for n, s in config.mcp_servers.items() if s.argv]
+    for field, commands in named:
+        for program, where in in_workspace_programs(config.workspace, commands, path):
+            sys.stderr.write(
+                f"warning: {field}: {program} is found on PATH inside the workspace ({where}), "
+                "where the model's work can replace it: name a program outside the workspace\n"
+            )
     confinement = config.confinement  # where the sandbox can be made, nothing to say
     if confinement.state == "off":
         sys.stderr.write(
@@ -46,8 +62,6 @@ def main(inputs: str, *, step: str | None = None, workspace: str | None = None) 
                 "they would run as they are, able to read orkeon's /proc (its environment, "
                 "the model key)\n"
             )
-    from .mcp import validate_lines
-
     lines, warnings = validate_lines(config)
     for line in warnings:
         sys.stderr.write(f"warning: {line}\n")

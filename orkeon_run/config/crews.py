@@ -37,11 +37,16 @@ from pydantic import (
     model_validator,
 )
 
+from .. import logs
 from ..catalog import TOOLS
 from ..errors import InputError
 from ..ledger import BudgetLimits
 from ..policy.mcpnames import is_mcp_name, split_pattern
-from .inputs import NAME_RE, error_lines
+from ..policy.progchecks import check_named
+from ..policy.rules import RuleSet, parse_rule
+from .errorlines import error_lines
+from .inputs import NAME_RE
+from .trust import crews_trusted
 
 
 def _known_tool(name: str) -> str:
@@ -104,8 +109,6 @@ class CrewRole(_Frozen):
 
 
 def _known_check(name: str) -> str:
-    from ..policy.progchecks import check_named
-
     check_named(name)  # ValueError names the known checks
     return name
 
@@ -155,7 +158,6 @@ class Crew(_Frozen):
             for name in role.rule_sets or ():
                 if name not in set_names:
                     raise ValueError(f"roles[{i}].rule_sets: no rule set named {name!r}")
-        from ..policy.rules import parse_rule
 
         for i, rs in enumerate(self.rule_sets):
             for kind in ("allow", "deny"):
@@ -192,8 +194,6 @@ class Crew(_Frozen):
 
     def rule_sets_for(self, role: str, paths: Mapping[str, str] | None = None) -> list[Any]:
         """The role's rule sets as `rules.RuleSet`, path placeholders filled in."""
-        from ..policy.rules import RuleSet
-
         wanted = self.role(role).rule_sets
         values = {k: path_glob(v) for k, v in (paths or {}).items()}
         out = []
@@ -240,8 +240,6 @@ def crew_file(step: str, workspace: Path | None) -> Path:
     if workspace is not None:
         override = workspace / OVERRIDE_DIR / f"{step}.toml"
         if override.is_file():
-            from .trust import crews_trusted
-
             if crews_trusted(workspace):
                 return override
             _warn_untrusted(workspace, override)
@@ -255,7 +253,6 @@ def _warn_untrusted(workspace: Path, override: Path) -> None:
     if override in _warned:
         return
     _warned.add(override)
-    from .. import logs
 
     logs.warn(
         f"{override}: the workspace's crews are not trusted and were skipped (the built-in "

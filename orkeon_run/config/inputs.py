@@ -9,6 +9,7 @@ variables) live in `prepare.py`, which `orkeon validate` and `orkeon run` both c
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import PurePosixPath
 from typing import Annotated, Any, Literal, get_args
@@ -28,6 +29,7 @@ from ..ledger import BudgetLimits
 from ..policy.words import CommandRefused, split_command
 from .documents import MAX_DOCUMENT_BYTES as MAX_DOCUMENT_BYTES  # re-exported
 from .documents import load_document as load_document  # re-exported
+from .errorlines import UNION_TAGS, error_lines
 from .mcp import McpServers
 
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
@@ -272,6 +274,9 @@ class Plan(Frozen):
 
 
 class Inputs(Frozen):
+    # An editor's pointer to the schema (`orkeon schema inputs` saved as a file, or a URL):
+    # allowed so a document can name it, and otherwise ignored.
+    schema_: str | None = Field(default=None, alias="$schema")
     workspace: str | None = None
     model: ModelConfig = Field(
         default_factory=lambda: ScriptedModel(provider="scripted"), discriminator="provider"
@@ -312,54 +317,19 @@ class Inputs(Frozen):
 # --- reading and error lines ---------------------------------------------------------
 
 
-def field_path(loc: tuple[int | str, ...]) -> str:
-    """`("hooks", 1, "command")` -> `hooks[1].command`, skipping pydantic's union tags."""
-    out = ""
-    for part in loc:
-        if isinstance(part, int):
-            out += f"[{part}]"
-        elif part in _UNION_TAGS or part.startswith(("function-", "list[", "dict[")):
-            continue
-        else:
-            out += f".{part}" if out else str(part)
-    return out or "inputs"
-
-
 # The tags pydantic puts in a location for the member of a union a value was tried as: the
-# providers' (`model.openai.model` is `model.model`), their models', and `plan`'s.
-_UNION_TAGS = {*PROVIDER_NAMES, *(m.__name__ for m in PROVIDER_MODELS), "str", "Plan"}
-
-
-def error_lines(exc: ValidationError, prefix: str = "") -> list[str]:
-    """One line per problem, `field.path: message`, sorted and without repeats."""
-    found: list[tuple[str, str, str]] = []
-    for err in exc.errors(include_url=False):
-        path = field_path(tuple(err["loc"]))
-        if prefix:
-            path = f"{prefix}.{path}" if path != "inputs" else prefix
-        msg = err["msg"]
-        if err["type"] == "extra_forbidden":
-            msg = "unknown key"
-        elif msg.startswith("Value error, "):
-            msg = msg[len("Value error, ") :]
-        found.append((path, err["type"], msg))
-    # A value that failed every member of a union reports a type mismatch for the members
-    # it was not meant to be; when a deeper problem exists under the same path, that
-    # deeper one is the real news.
-    lines: set[str] = set()
-    for path, kind, msg in found:
-        deeper = any(p.startswith((path + ".", path + "[")) for p, _, _ in found)
-        if kind.endswith("_type") and deeper:
-            continue
-        lines.add(f"{path}: {msg}")
-    return sorted(lines)
+# providers' (`model.openai.model` is `model.model`) and their models', added to the ones
+# the leaf knows (config/errorlines.py) where the providers are defined.
+UNION_TAGS.update({*PROVIDER_NAMES, *(m.__name__ for m in PROVIDER_MODELS)})
 
 
 def parse_inputs(doc: Any) -> Inputs:
     if not isinstance(doc, dict):
         raise InputError("inputs: must be a JSON object")
     try:
-        return Inputs.model_validate(doc)
+        # Strict, as JSON: a value of the wrong JSON type ("4" for an integer) is refused,
+        # as the schema says, never coerced; arrays still fill tuples.
+        return Inputs.model_validate_json(json.dumps(doc), strict=True)
     except ValidationError as exc:
         raise InputError(error_lines(exc)) from None
 

@@ -27,7 +27,7 @@ def layered_base() -> Any:
     """A BaseSettings subclass whose instances take their sources per call:
     `Cls(_loaders=[highest precedence first, ...], **given)`, `given` above them all.
     Built on first use, so importing this module does not import pydantic-settings."""
-    from pydantic.fields import FieldInfo
+    from pydantic.fields import FieldInfo  # nor pydantic (config/shell_settings.py)
     from pydantic_settings import BaseSettings, PydanticBaseSettingsSource
 
     class Loaded(PydanticBaseSettingsSource):

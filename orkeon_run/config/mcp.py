@@ -30,6 +30,7 @@ MCP SDK.
 from __future__ import annotations
 
 import re
+import shlex
 from collections.abc import Iterable, Mapping
 from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit, urlunsplit
@@ -45,7 +46,9 @@ from pydantic import (
     model_validator,
 )
 
+from ..errors import InputError
 from ..policy.mcpnames import normalize, server_name_problem
+from .errorlines import error_lines
 
 Transport = Literal["stdio", "http"]
 
@@ -62,6 +65,10 @@ class McpServer(BaseModel):
     env: dict[str, str] = Field(default_factory=dict)
     url: str | None = None
     headers: dict[str, str] = Field(default_factory=dict)
+    # The server's tools commit, reset, check out or make branches: refused in a batch
+    # unless the gate allows them (policy/mcpgit.py; `mcp-server-git` is known by its
+    # command without it).
+    git: bool = Field(default=False, strict=True)
     sandbox: Literal["auto", "off"] = "auto"
     network: bool = Field(default=False, strict=True)
 
@@ -154,7 +161,6 @@ class McpServer(BaseModel):
         hold credentials."""
         if self.url is not None:
             return f"http: {shown_url(self.url)}"
-        import shlex
 
         return "stdio: " + shlex.join(self.argv)
 
@@ -216,9 +222,6 @@ _SERVERS: TypeAdapter[dict[str, McpServer]] = TypeAdapter(McpServers)
 def parse_servers(doc: Any, prefix: str = "mcp_servers") -> dict[str, McpServer]:
     """The `mcp_servers` input (an object of server name -> SERVER). InputError with one
     line per problem, each naming the field: `mcp_servers.git.command: is empty`."""
-    from ..errors import InputError
-    from .inputs import error_lines
-
     try:
         return _SERVERS.validate_python(doc)
     except ValidationError as exc:
@@ -228,8 +231,6 @@ def parse_servers(doc: Any, prefix: str = "mcp_servers") -> dict[str, McpServer]
 def servers_from_settings(doc: Mapping[str, Any], origin: str) -> dict[str, McpServer]:
     """The `mcpServers` object of a Claude Code `.mcp.json` or settings document (parsed
     JSON); {} when it has none. Every line of an InputError starts with `origin`."""
-    from ..errors import InputError
-
     raw = doc.get("mcpServers", {})
     if not isinstance(raw, dict):
         raise InputError(f"{origin}: mcpServers: must be an object of server names")

@@ -30,9 +30,15 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
+from pydantic import Field, TypeAdapter, ValidationError
+
+from ..environ import config_dir
 from ..errors import InputError
+from .inputs import PROVIDER_NAMES
+from .layered import layered_base
+from .trust import read_settings_doc
 
 # knob -> (its flag, its variable, its settings-file key, its key in --inputs)
 KNOBS: dict[str, tuple[str, str, str, tuple[str, ...]]] = {
@@ -176,8 +182,6 @@ def _file_loader(path: Path | None) -> Callable[[], dict[str, Given]]:
 def _file_section(path: Path) -> dict[str, Any]:
     """The `Orkeon:Run` section of a settings file, by knob; key names match without
     regard to case, other keys are ignored (as in the `Orkeon:Tools:Shell` section)."""
-    from .trust import read_settings_doc
-
     node: Any = read_settings_doc(path)
     for name in SECTION:
         if not isinstance(node, Mapping):
@@ -205,7 +209,6 @@ def _check(knob: str, raw: Any, where: str) -> Any:
         raw = text
     elif raw is None and knob in LIMITS:
         return None
-    from pydantic import ValidationError
 
     try:
         return _adapters()[knob].validate_python(raw)
@@ -231,17 +234,11 @@ def parse_model(raw: Any, where: str) -> tuple[str, str]:
 @cache
 def provider_names() -> tuple[str, ...]:
     """`model.provider`'s values, from the inputs' model union (inputs.ModelConfig)."""
-    from .inputs import PROVIDER_NAMES
-
     return PROVIDER_NAMES
 
 
 @cache
 def _adapters() -> dict[str, Any]:
-    from typing import Annotated
-
-    from pydantic import Field, TypeAdapter
-
     # The limits as the inputs' `budget` takes them (ledger.BudgetLimits), strict about
     # text: "1e3" is a number, "ten" is not, "1.5" is no count of turns.
     return {
@@ -266,8 +263,6 @@ def _settings_class() -> Any:
     Its loaders, highest precedence first: flags, environment, --inputs, settings files."""
     from pydantic_settings import SettingsConfigDict
 
-    from .layered import layered_base
-
     class Knobs(layered_base()):  # type: ignore[misc]
         # Values arrive checked, each wrapped with its origin (`Given`).
         model_config = SettingsConfigDict(arbitrary_types_allowed=True, frozen=True, extra="ignore")
@@ -287,8 +282,6 @@ def settings_files(
     """The settings files the knobs are read from, highest precedence first: the
     workspace's (only when trusted: a cloned repository must not pick the model or lift the
     budget) and the user's."""
-    from ..environ import config_dir
-
     try:
         user: Path | None = config_dir(environ) / "settings.json"
     except RuntimeError:  # no home folder to find ~/.config in

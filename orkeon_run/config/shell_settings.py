@@ -28,6 +28,8 @@ from typing import TYPE_CHECKING, Any
 from ..environ import config_dir
 from ..errors import InputError
 from ..policy.programs import ShellRules
+from .layered import layered_base
+from .trust import read_settings_doc
 
 if TYPE_CHECKING:
     from .inputs import ShellInputs
@@ -102,8 +104,6 @@ def _child(node: Mapping[str, Any], name: str) -> Any:
 
 def _file_values(path: Path) -> dict[str, Any]:
     """The Shell section of one settings file, keys made canonical; {} when it is missing."""
-    from .trust import read_settings_doc
-
     if not path.exists():
         return {}
     node: Any = read_settings_doc(path)
@@ -156,10 +156,9 @@ def _env_values(environ: Mapping[str, str]) -> tuple[dict[str, Any], dict[str, s
 @cache
 def _settings_class() -> Any:
     """Built on first use so that importing this module does not import pydantic-settings."""
+    # Nor pydantic: the shell's settings module is imported where no model is built yet.
     from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
     from pydantic_settings import SettingsConfigDict
-
-    from .layered import layered_base
 
     class ShellSection(BaseModel):
         model_config = ConfigDict(extra="ignore", frozen=True)

@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from ..calls import CallContext, CheckedCall, HookRun, Refusal, budget_refusal
+from ..config.pins import NO_PINS, Pins
 from ..ledger import Ledger
 from ..policy.words import CommandRefused, split_command
 from . import spawn
@@ -155,6 +156,7 @@ async def run_hook(
     program_rules: ProgramRules,
     limit: float = HOOK_LIMIT,
     env: Mapping[str, str] | None = None,
+    pins: Pins = NO_PINS,
 ) -> NativeRun:
     """Run one pre-tool or post-tool hook for a call of `tool` whose path argument (as the
     model wrote it) is `path`. Never raises for a hook that fails or cannot run.
@@ -162,7 +164,8 @@ async def run_hook(
     `limit` is the hook's time limit (the pipeline passes `ledger.cap(60)`); the time-out
     text names it, so it reads `ran longer than 60 s` unless the budget cut it shorter.
     `env` is the shell tool's environment (None: orkeon's own), since a hook runs "with the
-    shell tool".
+    shell tool". A hook whose files (`pins`: the run's pinned files, config/pins.py) changed
+    since the run started is not run: `could not run: FILE changed since the run started`.
     """
     if hook.event not in RUN_EVENTS:
         raise ValueError(f"hook #{hook.n}: {hook.event} hooks are stored, not run")
@@ -181,6 +184,11 @@ async def run_hook(
     refused = program_rules.refusal(argv)
     if refused is not None:
         return cannot_run(refused, time.monotonic() - started)
+    if pins.digests:  # the command as configured: `{path}` is the model's, not a file of it
+        changed = pins.changed(_split_template(hook.command))
+        if changed:
+            why = f"{', '.join(changed)} changed since the run started"
+            return cannot_run(why, time.monotonic() - started)
 
     res = await spawn.arun(
         argv, cwd=workspace, timeout=limit, env=hook_environ(env, tool, hook.event, path)
@@ -216,15 +224,18 @@ class NativeHooks(Hooks):
         workspace: Path,
         program_rules: ProgramRules,
         env: Mapping[str, str] | None = None,
+        pins: Pins = NO_PINS,
     ) -> None:
         """`hooks` in input order (`inputs.NativeHook`); numbered here from 1, across all
-        events. `env` is the shell tool's environment: a hook runs "with the shell tool"."""
+        events. `env` is the shell tool's environment: a hook runs "with the shell tool".
+        `pins`: the run's pinned files; a hook whose files changed is not run."""
         self.hooks = number(hooks)
         self.pre = tuple(h for h in self.hooks if h.event == "pre-tool")
         self.post = tuple(h for h in self.hooks if h.event == "post-tool")
         self.workspace = workspace
         self.program_rules = program_rules
         self.env = env
+        self.pins = pins
 
     async def _run(
         self, hook: NativeHook, call: CheckedCall, limit: float, ledger: Ledger
@@ -237,6 +248,7 @@ class NativeHooks(Hooks):
             program_rules=self.program_rules,
             limit=limit,
             env=self.env,
+            pins=self.pins,
         )
         ledger.charge("hook", nr.run.seconds)
         return nr

@@ -17,6 +17,8 @@ import re
 import shutil
 from pathlib import Path
 
+import anyio
+
 from .jobdir import WORKSPACE
 from .joblist import GitSource
 
@@ -47,8 +49,6 @@ async def workspace(source: GitSource, jd: Path) -> Path:
 
 
 async def _git(*args: str, cwd: Path | None = None) -> None:
-    import anyio
-
     env = {**os.environ, "GIT_TERMINAL_PROMPT": "0"}
     try:
         done = await anyio.run_process(["git", *args], input=b"", check=False, cwd=cwd, env=env)

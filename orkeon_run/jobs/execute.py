@@ -1,6 +1,6 @@
 """`orkeon jobs run`: one shard's jobs, K at a time, in one process and one event loop.
 
-Each job runs as `orkeon run` would (`run.runner.run_async`), in its own run directory
+Each job runs as `orkeon run` would (`run.runner.run`), in its own run directory
 `OUT/ID/` with its own budget, events and result. A finished job (jobdir.py) is skipped;
 any other is run again, resumed where its run directory holds an earlier attempt. One
 job's failure, crash or bad inputs never stops the others.
@@ -21,6 +21,7 @@ failed job still says it failed), first match wins:
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
 from collections.abc import Awaitable, Callable
@@ -30,7 +31,9 @@ from typing import Any, TypeVar
 import anyio
 
 from .. import logs
-from ..errors import InputError, OrkeonError
+from ..errors import InputError, OrkeonError, one_line
+from ..run import runner
+from ..run.records import SEALS_VAR
 from . import clone, collect, jobdir
 from .joblist import GitSource, Job
 
@@ -111,8 +114,6 @@ async def run_shard(
 
 
 async def _run_job(job: Job, out: Path, shard: str, stop: anyio.Event) -> None:
-    from ..run import runner
-
     jd = out / job.id
     jobdir.begin(jd, job.definition, shard, job.fingerprint)
     try:
@@ -125,7 +126,7 @@ async def _run_job(job: Job, out: Path, shard: str, stop: anyio.Event) -> None:
         else:
             ws = source
         resume = (jd / "inputs.json").is_file()
-        await runner.run_async(
+        await runner.run(
             job.step,
             job.inputs,
             workspace=str(ws),
@@ -164,10 +165,6 @@ def _with_seals(out: Path) -> dict[str, str]:
     says where): with the job folders, so a shard run again elsewhere (another pod on the
     same volume, a CI job that restored OUT) can resume them (docs/security.md). No job id
     starts with `_`, and the folder is not hidden (upload-artifact skips hidden ones)."""
-    import os
-
-    from ..run.records import SEALS_VAR
-
     env = dict(os.environ)
     env.setdefault(SEALS_VAR, str(out.resolve() / "_seals"))
     return env
@@ -207,7 +204,5 @@ async def _unless_stopped(fn: Callable[[], Awaitable[T]], stop: anyio.Event) -> 
 def _say(line: str) -> None:
     """A line for the person or the CI log watching the shard (stderr; never a log line,
     so ORKEON_LOG_LEVEL=warning keeps these and silences each run's own)."""
-    from ..errors import one_line
-
     sys.stderr.write(one_line(line) + "\n")
     sys.stderr.flush()

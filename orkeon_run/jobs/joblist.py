@@ -26,6 +26,8 @@ from typing import Any
 from ..config.inputs import load_document
 from ..errors import InputError
 from ..jsonio import loads_strict
+from ..run.failed import repair_document
+from ..run.prepare import prepare, stdin_tty
 from ..run.steps import STEPS as STEP_MODULES
 from ..run.steps import unknown_step
 
@@ -110,8 +112,6 @@ def check_inputs(
     what needs the workspace's files (a plan or spec file, the workspace's own crews and
     settings) is checked when the job runs. Raises InputError naming every problem;
     `warn` gets each distinct warning once."""
-    from ..run.prepare import prepare, repair_document, stdin_tty
-
     problems: list[str] = []
     warned: set[str] = set()
     tty = stdin_tty()

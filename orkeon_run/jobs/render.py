@@ -12,6 +12,7 @@ import html
 import json
 import re
 from typing import Any
+from xml.etree import ElementTree as ET
 
 from ..units import duration, money
 from .collect import STAGES
@@ -143,8 +144,6 @@ def junit(rep: dict[str, Any]) -> str:
     """One testsuite, one testcase per job (classname `orkeon.jobs.STEP`, name the id):
     failed, provider_failed and budget_exhausted are failures; error, not_started,
     unfinished and interrupted are errors."""
-    from xml.etree import ElementTree as ET
-
     rows = rep["rows"]
     failures = sum(r["status"] in ("failed", "provider_failed", "budget_exhausted") for r in rows)
     errors = sum(r["status"] in ("error", "not_started", "unfinished", "interrupted") for r in rows)

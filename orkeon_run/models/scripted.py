@@ -39,7 +39,8 @@ from typing import Any, cast
 from pydantic import TypeAdapter, ValidationError
 from pydantic_core import from_json
 
-from ..config.inputs import ScriptedModel, ScriptEntry, error_lines
+from ..config.errorlines import error_lines
+from ..config.inputs import ScriptedModel, ScriptEntry
 from ..errors import InputError
 from ..jsonio import loads_strict
 from .base import Message, ToolCall, ToolSpec, Turn

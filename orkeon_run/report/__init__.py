@@ -9,11 +9,13 @@ format treats it as hostile text (escaped, fenced, never interpreted).
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from pathlib import Path
 
 from ..errors import InputError
+from .load import load
 
 FORMATS = ("md", "html", "junit", "json", "patch")
 
@@ -21,11 +23,10 @@ FORMATS = ("md", "html", "junit", "json", "patch")
 def render(run_dir: str | Path, fmt: str) -> str:
     """The report of the run in `run_dir` in `fmt`. A folder that holds no run raises
     InputError (exit 2)."""
-    from .load import load
-
     if fmt not in FORMATS:
         raise InputError(f"--format: unknown format {fmt!r} (one of: {', '.join(FORMATS)})")
     view = load(Path(os.path.expanduser(str(run_dir))))
+    # Each format's module on first use: a command pays only for the format it renders.
     if fmt == "md":
         from .markdown import markdown
 
@@ -48,7 +49,6 @@ def render(run_dir: str | Path, fmt: str) -> str:
                 file=sys.stderr,
             )
         return text
-    import json
 
     return json.dumps(view.to_json(), ensure_ascii=False, indent=2) + "\n"
 

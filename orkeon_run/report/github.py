@@ -23,6 +23,9 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import IO, Any
 
+from .. import logs
+from .load import load
+from .markdown import markdown
 from .model import RunView
 
 MAX_EACH = 10
@@ -63,8 +66,6 @@ def publish(
 ) -> None:
     """Write the summary, the outputs and the annotations for the run in `run_dir` whose
     result document is `result`. Never raises: the run's outcome stands."""
-    from .. import logs
-
     try:
         _publish(run_dir, result, environ, stderr)
     except Exception as exc:  # a report bug must not turn a finished run into exit 1
@@ -74,10 +75,6 @@ def publish(
 def _publish(
     run_dir: Path, result: Mapping[str, Any], environ: Mapping[str, str], stderr: IO[str]
 ) -> None:
-    from .. import logs
-    from .load import load
-    from .markdown import markdown
-
     view = load(run_dir)
     usd = (result.get("budget") or {}).get("usd")
     values = {

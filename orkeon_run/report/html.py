@@ -16,6 +16,7 @@ from html import escape
 from .fmt import clip, count, money, one_line, refusal, seconds, stages, utc
 from .html_assets import SCRIPT, STYLE, csp
 from .html_changes import changes_section, texts_section
+from .html_chart import budget_chart
 from .model import AuditView, BatchView, CallView, HookView, RoleView, RunView
 
 TEXT_CAP = 4000
@@ -205,8 +206,6 @@ def _role_row(role: RoleView, calls: list[CallView], axis: _Axis) -> str:
 
 
 def _budget(v: RunView) -> str:
-    from .html_chart import budget_chart
-
     return budget_chart(v)
 
 

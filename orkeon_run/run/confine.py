@@ -25,10 +25,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, ParamSpec, TypeVar
 
+from .. import logs
+from ..environ import config_dir
+from ..tools.sandbox import SandboxPolicy, probe, warn_unconfined_once
+from ..tools.sandbox import prefetch as start
+from .audit import AuditGit, Commands
+from .audit.gitcmd import find_git
+
 if TYPE_CHECKING:
     from ..config.inputs import Inputs
     from ..tools.sandbox import SandboxPolicy
-    from .audit import AuditGit, Commands
 
 SandboxState = Literal["on", "off", "unavailable"]
 _said: set[str] = set()  # the reasons `announce` gave
@@ -52,6 +58,8 @@ class Confinement:
     bwrap: Path | None = None
     git: Path | None = None
     config_dir: Path | None = None
+    # The run's pinned files (config/pins.py), read-only in every sandbox.
+    pinned: tuple[str, ...] = ()
     hidden: tuple[Path, ...] = ()
     visible: tuple[Path, ...] = ()
 
@@ -88,12 +96,9 @@ class Confinement:
         """Say on stderr, when a run starts, that its commands run unconfined (once a
         process) or that no sandbox can be made here (once a process and reason)."""
         if self.state == "off":
-            from ..tools.sandbox import warn_unconfined_once
-
             warn_unconfined_once()
         elif self.state == "unavailable" and self.reason not in _said:
             _said.add(self.reason)  # a pipeline runs several steps
-            from .. import logs
 
             logs.warn(
                 f"the shell sandbox is not available here: {self.reason}; every shell call "
@@ -109,7 +114,6 @@ class Confinement:
         reach the tool, and the tool itself refuses to run without a sandbox."""
         if self.state == "off":
             return None
-        from ..tools.sandbox import SandboxPolicy
 
         return SandboxPolicy.for_role(
             workspace,
@@ -120,18 +124,15 @@ class Confinement:
             bwrap=self.bwrap,
             hidden=self.hidden,
             visible=self.visible,
+            pinned=self.pinned,
         )
 
     def audit_git(self, run_dir: Path) -> AuditGit:
         """How the audit runs git: its own program, in a sandbox with nothing writable when
         the sandbox is on (the fence behind the switches; `run_dir` hidden), unconfined
         otherwise."""
-        from .audit import AuditGit
-
         box = None
         if self.state == "on":
-            from ..tools.sandbox import SandboxPolicy
-
             box = SandboxPolicy.for_git(
                 Path("/"),
                 run_dir=run_dir,
@@ -145,8 +146,6 @@ class Confinement:
         """How the audit's build and test run: in the audit's sandbox (the workspace
         writable except its `.git` folders, `.orkeon/` and the run directory), refused
         when it cannot be made, unconfined when it is off."""
-        from .audit import Commands
-
         if self.state == "off":
             return Commands(env=env)
         if self.state == "unavailable":
@@ -155,8 +154,6 @@ class Confinement:
             )
 
         def policy() -> SandboxPolicy:
-            from ..tools.sandbox import SandboxPolicy
-
             return SandboxPolicy.for_audit(
                 workspace,
                 run_dir=run_dir,
@@ -165,32 +162,10 @@ class Confinement:
                 bwrap=self.bwrap,
                 hidden=self.hidden,
                 visible=self.visible,
+                pinned=self.pinned,
             )
 
         return Commands(env=env, sandbox=policy)
-
-
-def find_git(workspace: Path, search_path: str | None) -> Path | None:
-    """The first `git` on `search_path` (a PATH value), resolved, skipping folders that are
-    relative or lie in `workspace` and a program that resolves into it: a `git` planted in
-    the workspace (a git-ignored `.venv/bin`) is never the audit's. None when there is none."""
-    ws = os.fspath(os.path.realpath(workspace))
-    for folder in (search_path if search_path is not None else os.defpath).split(os.pathsep):
-        if not folder or not os.path.isabs(folder):
-            continue
-        real = os.path.realpath(folder)
-        if _within(ws, real):
-            continue
-        candidate = os.path.join(real, "git")
-        if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
-            target = os.path.realpath(candidate)
-            if not _within(ws, target):
-                return Path(target)
-    return None
-
-
-def _within(base: str, path: str) -> bool:
-    return path == base or path.startswith(base.rstrip("/") + "/")
 
 
 def prefetch(doc: Any) -> threading.Thread | None:
@@ -199,7 +174,6 @@ def prefetch(doc: Any) -> threading.Thread | None:
     shell = doc.get("shell") if isinstance(doc, dict) else None
     if isinstance(shell, dict) and shell.get("sandbox") == "off":
         return None
-    from ..tools.sandbox import prefetch as start
 
     return start()
 
@@ -231,7 +205,6 @@ def decide(
     sandbox, once per process). `commands`: the operator's commands beyond the inputs'
     own (settings-shape hooks, MCP servers: `operator_commands`), whose files every
     sandbox shows."""
-    from ..environ import config_dir
     from .records import seals_dir
 
     try:
@@ -245,14 +218,14 @@ def decide(
     shown = operator_files(inputs, commands, path)
     if inputs.shell.sandbox == "off":
         return Confinement("off", network, git=git, config_dir=cfg, hidden=hidden, visible=shown)
-    from ..tools.sandbox import probe
 
     avail = probe()
     if not avail.ok:
         return Confinement(
-            "unavailable", network, avail.reason, avail.fix, avail.bwrap, git, cfg, hidden, shown
-        )
-    return Confinement("on", network, "", "", avail.bwrap, git, cfg, hidden, shown)
+            "unavailable", network, avail.reason, avail.fix, avail.bwrap, git, cfg,
+            hidden=hidden, visible=shown,
+        )  # fmt: skip
+    return Confinement("on", network, "", "", avail.bwrap, git, cfg, hidden=hidden, visible=shown)
 
 
 def operator_commands(

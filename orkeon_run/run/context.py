@@ -9,15 +9,26 @@ document and the exit code; a step runner never writes result.json itself.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..calls import BUILTINS, Catalog
 from ..catalog import TOOLS
 from ..config.inputs import Inputs
+from ..environ import scrubbed
+from ..errors import RecordsError
 from ..events import EventLog
+from ..hooks import NO_HOOKS, chain
+from ..hooks.claude.settings import SettingsHooks
+from ..hooks.native import NativeHooks
+from ..jsonio import atomic_write_json
 from ..ledger import Ledger
+from ..pipeline import Pipeline
+from ..policy.guards import guard
+from ..policy.paths import PathOutside, contains, relative, resolve_in_workspace
+from ..tools import ToolEnv
+from ..tools.mcp.tool import role_tools
 from ..vocabulary import ErrorKind, StepStatus
 from .prepare import RunConfig
 
@@ -91,8 +102,6 @@ class StepRun:
         if self.mcp is None:
             names, catalog = tuple(e for e in entries if e in TOOLS), BUILTINS
         else:
-            from ..tools.mcp.tool import role_tools
-
             names, catalog = role_tools(entries, self.catalog, self.mcp)
         check = self.config.confinement.unavailable_check()
         return names, catalog if check is None else catalog.with_check(check)
@@ -110,9 +119,6 @@ class StepRun:
         writer's spec, the planner's plan. The shell tool runs in the step's sandbox (each
         call narrowed to the calling role's roots); where no sandbox can be made, the
         roles' catalogs refuse it in stage 2 (`role_tools`)."""
-        from ..pipeline import Pipeline
-        from ..tools import ToolEnv
-
         return Pipeline(
             workspace=self.workspace,
             step=self.step,
@@ -126,9 +132,26 @@ class StepRun:
                 mcp=self.mcp,
             ),
             gate=self.config.gate,
-            rule_sets=[self.guard(own_output), *rule_sets],
+            rule_sets=[self.guard(own_output), *rule_sets, *self.git_mcp_rules(rule_sets)],
             hooks=self.hooks,
         )
+
+    def git_mcp_rules(self, rule_sets: Sequence[RuleSet]) -> list[RuleSet]:
+        """Where the step's rule sets read git as read-only (the batch), the rule set that
+        refuses the tools of git-shaped MCP servers the gate does not allow
+        (policy/mcpgit.py)."""
+        from ..policy import mcpgit
+
+        if self.mcp is None or not any(c.name == mcpgit.CHECK for r in rule_sets for c in r.checks):
+            return []
+        servers = {n: (s.argv, s.git) for n, s in self.config.mcp_servers.items()}
+        allow = self.config.gate.rules.allow
+        found = mcpgit.git_tool_rules(
+            servers,
+            (t.name for t in self.catalog.added),
+            lambda tool: any(r.matches(tool, ()) for r in allow),
+        )
+        return [found] if found is not None else []
 
     @property
     def sandbox(self) -> str:
@@ -150,6 +173,11 @@ class StepRun:
         return self._shell_policy
 
     @property
+    def unpinned(self) -> list[str]:
+        """The files pinned at run start whose content changed since (config/pins.py)."""
+        return self.config.pins.changed_all()
+
+    @property
     def hidden_run_dir(self) -> Path:
         """The run directory the sandboxed commands may not see (a pipeline's own, for one
         of its steps)."""
@@ -167,9 +195,6 @@ class StepRun:
         return self.config.confinement.audit_commands(self.workspace, env, self.hidden_run_dir)
 
     def guard(self, own_output: str | None = None) -> RuleSet:
-        from ..policy.guards import guard
-        from ..policy.paths import PathOutside, contains, relative, resolve_in_workspace
-
         ws = self.workspace
         run_dir = (self.guarded_dir or self.run_dir).resolve()
         rel_run = relative(ws, run_dir) if contains(str(ws), str(run_dir)) else None
@@ -179,7 +204,7 @@ class StepRun:
                 own = relative(ws, resolve_in_workspace(ws, own_output))
             except PathOutside:
                 own = None
-        return guard(rel_run, own)
+        return guard(rel_run, own, pinned=self.config.pins.paths)
 
     def save_state(self, **changes: Any) -> None:
         """Record progress (e.g. batches that passed) so --resume can continue. Raises
@@ -192,8 +217,6 @@ class StepRun:
         if self.records is not None:
             self.records.write(name, obj)
             return
-        from ..errors import RecordsError
-        from ..jsonio import atomic_write_json
 
         try:
             atomic_write_json(self.run_dir / name, obj)
@@ -201,20 +224,28 @@ class StepRun:
             raise RecordsError.writing(self.run_dir / name, exc) from None
 
 
+def with_saved_pins(config: RunConfig, state: Mapping[str, Any]) -> RunConfig:
+    """`config` pinned as of the run's first start: a resumed run keeps the digests its
+    state saved, a tasks-repair those of the run it repairs (docs/security.md, "Guards"),
+    so a file changed in an earlier attempt is still changed."""
+    pins = config.pins.since(state.get("pins"))  # the earliest start's digests win
+    if config.repair is not None:
+        pins = pins.since(config.repair.state.get("pins"))
+    if pins.digests == config.pins.digests:
+        return config
+    confinement = replace(config.confinement, pinned=pins.paths)
+    return replace(config, pins=pins, confinement=confinement)
+
+
 def child_environ(config: RunConfig, *, credentials: bool) -> dict[str, str]:
     """The environment of a program the step starts: never the model's key; with
     `credentials`, no credential-like variable either (the shell tool and native hooks,
     which the model steers). The audit's build and tests keep the others."""
-    from ..environ import scrubbed
-
     return scrubbed([config.key_env] if config.key_env else [], credentials=credentials)
 
 
 def step_hooks(config: RunConfig, events: EventLog) -> Hooks:
     """The step's hooks: native ones first, then settings-shape ones."""
-    from ..hooks import NO_HOOKS, chain
-    from ..hooks.native import NativeHooks
-
     native: Hooks = NO_HOOKS
     if config.inputs.native_hooks:
         native = NativeHooks(
@@ -222,16 +253,16 @@ def step_hooks(config: RunConfig, events: EventLog) -> Hooks:
             workspace=config.workspace,
             program_rules=config.shell_rules,
             env=child_environ(config, credentials=True),
+            pins=config.pins,
         )
     settings: Hooks = NO_HOOKS
     if config.settings_hooks:
-        from ..hooks.claude.settings import SettingsHooks
-
         settings = SettingsHooks(
             config.settings_hooks,
             workspace=config.workspace,
             events=events,
             extra_env_remove=[config.key_env] if config.key_env else [],
+            pins=config.pins,
         )
     return chain([native, settings])
 

@@ -14,20 +14,15 @@ SIGINT/SIGTERM (the hub stops a stdio server's whole process group, shielded).
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
-from pathlib import Path
-from typing import TYPE_CHECKING
 
 from .. import logs
-from ..errors import InputError
+from ..policy.mcpnames import normalize, split_pattern
+from ..tools.mcp.hub import McpHub
+from ..tools.mcp.select import unmatched
+from ..tools.mcp.tool import run_catalog
 from .context import StepRun, child_environ
-
-if TYPE_CHECKING:
-    from ..config.crews import Crew
-    from ..config.inputs import Inputs
-    from ..config.mcp import McpServer
-    from ..tools.mcp.hub import McpHub
 
 START_TIMEOUT = 30.0  # seconds a server has to start and list its tools
 
@@ -43,9 +38,6 @@ async def run_servers(
     if not servers:
         yield None
         return
-    from ..tools.mcp.hub import McpHub
-    from ..tools.mcp.tool import run_catalog
-
     hub = McpHub(
         servers,
         environ=child_environ(sr.config, credentials=True),
@@ -70,9 +62,6 @@ async def run_servers(
 def start_warnings(sr: StepRun, hub: McpHub) -> list[str]:
     """What the operator should know once the servers started: each that did not, each
     tool left out, each crew entry that selects nothing from a server that runs."""
-    from ..policy.mcpnames import split_pattern
-    from ..tools.mcp.select import unmatched
-
     failed = hub.failed()
     out = [
         f"MCP server {name} did not start: {reason}; calls of its tools are refused"
@@ -92,70 +81,7 @@ def start_warnings(sr: StepRun, hub: McpHub) -> list[str]:
 
 
 def _same(shown: str, name: str) -> bool:
-    from ..policy.mcpnames import normalize
-
     return normalize(name) == shown
 
 
 __all__ = ["START_TIMEOUT", "run_servers", "start_warnings"]
-
-
-# --- checked when the run is prepared ------------------------------------------------
-
-
-def servers_of(
-    inputs: Inputs,
-    ws: Path,
-    env: Mapping[str, str],
-    stdin_is_tty: bool | None,
-    warn: Callable[[str], None],
-) -> dict[str, McpServer]:
-    from ..config.mcp import redacted_problems
-    from ..config.mcp_sources import load_servers
-
-    redacted = redacted_problems(inputs.mcp_servers)
-    if redacted:
-        raise InputError(redacted)
-    return load_servers(inputs, workspace=ws, environ=env, stdin_is_tty=stdin_is_tty, warn=warn)
-
-
-def check_entries(crew: Crew, servers: Mapping[str, McpServer]) -> None:
-    """Each MCP entry of a role's tools names a configured server."""
-    from ..policy.mcpnames import is_mcp_name
-    from ..tools.mcp.select import pattern_problem
-
-    problems = []
-    for i, role in enumerate(crew.roles):
-        for j, entry in enumerate(role.tools):
-            problem = pattern_problem(entry, servers) if is_mcp_name(entry) else None
-            if problem:
-                problems.append(f"{crew.source}: roles[{i}].tools[{j}]: {problem}")
-    if problems:
-        raise InputError(problems)
-
-
-def rule_warnings(inputs: Inputs, crew: Crew | None, servers: Mapping[str, McpServer]) -> list[str]:
-    """An MCP rule naming a server the run does not have: most likely a typo, which in a
-    deny rule would let the calls it meant to stop through."""
-    from ..policy.mcpnames import normalize, split_pattern
-
-    known = {normalize(n) for n in servers}
-    listed = ", ".join(sorted(known)) or "none is configured"
-    found = [
-        (f"gate.{k}[{i}]", r)
-        for k in ("allow", "deny")
-        for i, r in enumerate(getattr(inputs.gate, k))
-    ]
-    if crew is not None:
-        for rs in crew.rule_sets:
-            for kind in ("allow", "deny"):
-                found += [
-                    (f"{crew.source}: rule set {rs.name} {kind}[{i}]", r)
-                    for i, r in enumerate(getattr(rs, kind))
-                ]
-    out = []
-    for where, rule in found:
-        parts = split_pattern(rule.strip())
-        if parts is not None and parts[0] not in known:
-            out.append(f"{where}: {rule!r} names no MCP server of this run ({listed})")
-    return out

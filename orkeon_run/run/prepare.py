@@ -6,11 +6,10 @@ repair starts from. `orkeon validate` runs exactly this, and `orkeon run` runs i
 anything is written. Problems are collected, not stopped at the first, and reported
 together as one line each (exit 2).
 
-A tasks-repair run takes what it does not give again from the failed run's saved inputs
-(`INHERITED`), merged into the document here, once, so the run directory records the
-inputs the repair really ran with. The failed run's records are read only once checked
-against its seal (records.py), and its plan is the one it pinned in its state, never the
-file in the workspace a role could have rewritten; so is a resumed run's (`pinned`).
+A tasks-repair run takes what it does not give again from the failed run's saved inputs,
+merged into the document here, once (the failed run is loaded by failed.py). A resumed
+run's plan is the one it pinned in its state (`pinned`), never the file in the workspace a
+role could have rewritten; so is a repair's.
 """
 
 from __future__ import annotations
@@ -18,50 +17,38 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from ..config.inputs import Inputs, MatcherGroup, Plan, load_document, parse_inputs, parse_plan
+from ..config.mcp import McpServer
+from ..config.pins import NO_PINS, Pins, run_pins
+from ..config.run_settings import resolve, settings_files
+from ..config.shell_settings import resolve_shell_rules
+from ..config.trust import is_trusted
 from ..errors import InputError
+from ..hooks.claude.sources import load_settings_hooks
+from ..hooks.native_files import missing_files
 from ..ledger import BudgetLimits
 from ..models import check_model, check_price
+from ..policy.gate import Gate
+from ..policy.mcpnames import normalize, split_pattern
+from ..policy.programs import ShellRules
+from ..policy.rules import parse_rule
+from . import mcp_checks
 from .confine import Confinement, decide, operator_commands, while_probing
+from .failed import FailedRun, failed_plan, failed_run, inherit
+from .steps import StepModule, step_module
 
 if TYPE_CHECKING:
     from ..config.crews import Crew
-    from ..config.mcp import McpServer
-    from ..policy.gate import Gate
-    from ..policy.programs import ShellRules
 
-# What a repair takes from the failed run unless given again: its workspace and model, what
-# the role was asked to do and checked by, and the guards it ran under (the hooks registry
-# is handed to the agent started again).
-INHERITED = (
-    "workspace",
-    "model",
-    "plan",
-    "audit",
-    "shell",
-    "hooks",
-    "settings",
-    "gate",
-    "mcp_servers",
-)
+T = TypeVar("T")
+
 DEFAULT_PLAN = ".orkeon/plan.json"
 # A run needs a model named: the inputs' `model`, `--model`, ORKEON_MODEL or a settings file.
 MODEL_REQUIRED = 'model: required; "provider": "scripted" runs a script with no network'
-
-
-@dataclass(frozen=True)
-class FailedRun:
-    """The run a tasks-repair starts from: its directory and what it recorded (each
-    record checked against the run's seal)."""
-
-    run_dir: Path
-    result: dict[str, Any]  # {} when it was killed before its result
-    state: dict[str, Any]
-    inputs: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -86,6 +73,8 @@ class RunConfig:
     warnings: tuple[str, ...] = ()
     # The sandbox's state, the audit's git, the step's sandbox policy (run/confine.py).
     confinement: Confinement = field(default_factory=lambda: Confinement("off"))
+    # The files pinned by content at run start (config/pins.py): none without a step.
+    pins: Pins = NO_PINS
 
     @property
     def mcp_needed(self) -> dict[str, McpServer]:
@@ -93,8 +82,6 @@ class RunConfig:
         configuration order: the ones a run starts. A server no role names is not started."""
         if self.crew is None or not self.mcp_servers:
             return {}
-        from ..policy.mcpnames import normalize, split_pattern
-
         named = {p[0] for r in self.crew.roles for t in r.tools if (p := split_pattern(t))}
         return {n: s for n, s in self.mcp_servers.items() if normalize(n) in named}
 
@@ -131,79 +118,57 @@ def prepare(
     a step is given): a document with no `model`, once the knobs are folded in, is an input
     error (MODEL_REQUIRED)."""
     env = os.environ if environ is None else environ
-    problems: list[str] = []
-
-    def collect(fn: Callable[[], Any]) -> Any:
-        try:
-            return fn()
-        except InputError as exc:
-            problems.extend(exc.problems)
-            return None
-
-    repair: FailedRun | None = None
-    if step == "tasks-repair" and isinstance(doc, dict) and isinstance(doc.get("repair"), dict):
-        raw = doc["repair"].get("run")
-        if isinstance(raw, str):
-            repair = collect(lambda: failed_run(raw, env))
-            if repair is None:  # what else the document lacks would come from that run
-                raise InputError(problems)
-            failed = repair
-            pinned = collect(lambda: failed_plan(doc, failed))
-            doc = inherit(doc, failed.inputs)
+    found = Problems()
     warnings: list[str] = []
+    repair: FailedRun | None = None
+    if step == "tasks-repair":
+        doc, repair, pinned = _from_failed_run(doc, env, found, pinned)
     inputs = parse_inputs(doc)
     ws = resolve_workspace(inputs, workspace)
-
-    from ..config.trust import is_trusted
-
     trusted = is_trusted(ws, environ=env, stdin_is_tty=stdin_is_tty)
     if knobs:
-        folded = collect(lambda: _knobs(doc, flags, env, ws, trusted))
+        folded = found.collect(lambda: _knobs(doc, flags, env, ws, trusted))
         if folded is not None and folded is not doc:
             doc = folded
             inputs = parse_inputs(doc)
     needed = step is not None if need_model is None else need_model
-    if needed and "model" not in doc and not problems:  # a bad knob may have named it
-        problems.append(MODEL_REQUIRED)
-    module = crew = None
-    default_budget = BudgetLimits()
-    if step is not None:
-        from .steps import step_module
-
-        module = step_module(step)
-        if hasattr(module, "default_budget"):  # a step that runs other steps' crews
-            default_budget = collect(lambda: module.default_budget(ws)) or default_budget
-        else:
-            crew = collect(lambda: _crew(step, ws, module.ROLES))
-            default_budget = crew.budget if crew is not None else default_budget
-    from . import mcp
-
-    gate = collect(lambda: _gate(inputs))
-    collect(lambda: check_model(inputs.model, env))
-    servers = collect(lambda: mcp.servers_of(inputs, ws, env, stdin_is_tty, warnings.append))
-    settings = collect(
+    if needed and "model" not in doc and not found.lines:  # a bad knob may have named it
+        found.lines.append(MODEL_REQUIRED)
+    module, crew, default_budget = _step_parts(step, ws, found)
+    gate = found.collect(lambda: _gate(inputs))
+    found.collect(lambda: check_model(inputs.model, env))
+    servers = found.collect(
+        lambda: mcp_checks.servers_of(inputs, ws, env, stdin_is_tty, warnings.append)
+    )
+    settings = found.collect(
         lambda: _settings_hooks(inputs, ws, env, stdin_is_tty, warnings.append, servers or {})
     )
-    shell_rules = collect(lambda: _shell_rules(inputs, ws, env, trusted))
+    shell_rules = found.collect(lambda: _shell_rules(inputs, ws, env, trusted))
     if hook_files != "skip":
-        from ..hooks.native_files import missing_files
-
-        found = missing_files(inputs.native_hooks, ws, env.get("PATH", os.defpath))
-        (problems if hook_files == "error" else warnings).extend(found)
+        missing = missing_files(inputs.native_hooks, ws, env.get("PATH", os.defpath))
+        (found.lines if hook_files == "error" else warnings).extend(missing)
     if crew is not None and servers is not None:
-        collect(lambda: mcp.check_entries(crew, servers))
+        found.collect(lambda: mcp_checks.check_entries(crew, servers))
     plan = None
     plan_rel = ""
     if module is not None:
-        checked = collect(lambda: module.check(inputs, ws, pinned))
+        checked = found.collect(lambda: module.check(inputs, ws, pinned))
         if isinstance(checked, tuple):
             plan, plan_rel = checked
     budget = budget_limits(inputs, default_budget)
     warnings.extend(budget.per_role_warnings())
     if budget.usd is not None:  # a cost budget needs the model's price
-        collect(lambda: check_price(inputs.model))  # loads the price database
-    if problems:
-        raise InputError(sorted(set(problems)))
+        found.collect(lambda: check_price(inputs.model))  # loads the price database
+    pins = NO_PINS  # the files a trusted command names, pinned once the rest is checked
+    if step is not None and not found.lines:
+        argvs = [s.argv for s in (servers or {}).values()]
+        pins = (
+            found.collect(lambda: run_pins(ws, inputs.native_hooks, settings or {}, argvs, env))
+            or NO_PINS
+        )
+    if found.lines:
+        raise InputError(sorted(set(found.lines)))
+    assert gate is not None and shell_rules is not None  # no problem: every check returned
     return RunConfig(
         step=step,
         inputs=inputs,
@@ -220,9 +185,62 @@ def prepare(
         plan_rel=plan_rel,
         repair=repair,
         mcp_servers=servers or {},
-        warnings=tuple(warnings + mcp.rule_warnings(inputs, crew, servers or {})),
-        confinement=decide(inputs, ws, env, operator_commands(settings or {}, servers or {})),
+        warnings=tuple(warnings + mcp_checks.rule_warnings(inputs, crew, servers or {})),
+        confinement=replace(
+            decide(inputs, ws, env, operator_commands(settings or {}, servers or {})),
+            pinned=pins.paths,
+        ),
+        pins=pins,
     )
+
+
+class Problems:
+    """The problems found so far: `collect(fn)` runs a check, keeping its InputError's
+    lines rather than stopping at the first (None then)."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+
+    def collect(self, fn: Callable[[], T]) -> T | None:
+        try:
+            return fn()
+        except InputError as exc:
+            self.lines.extend(exc.problems)
+            return None
+
+
+def _from_failed_run(
+    doc: Any, env: Mapping[str, str], found: Problems, pinned: tuple[Plan, str] | None
+) -> tuple[Any, FailedRun | None, tuple[Plan, str] | None]:
+    """A tasks-repair's document with what it takes from the failed run its `repair.run`
+    names, that run, and the plan it runs (failed.py). The run that cannot be read is
+    reported at once: what else the document lacks would come from it."""
+    if not isinstance(doc, dict) or not isinstance(doc.get("repair"), dict):
+        return doc, None, pinned
+    raw = doc["repair"].get("run")
+    if not isinstance(raw, str):
+        return doc, None, pinned
+    repair = found.collect(lambda: failed_run(raw, env))
+    if repair is None:
+        raise InputError(found.lines)
+    pinned = found.collect(lambda: failed_plan(doc, repair))
+    return inherit(doc, repair.inputs), repair, pinned
+
+
+def _step_parts(
+    step: str | None, ws: Path, found: Problems
+) -> tuple[StepModule | None, Crew | None, BudgetLimits]:
+    """The step's module, its crew (None for a step that runs other steps' crews, and for
+    no step) and the budget it has when the inputs give none."""
+    default_budget = BudgetLimits()
+    if step is None:
+        return None, None, default_budget
+    module = step_module(step)
+    if hasattr(module, "default_budget"):  # a step that runs other steps' crews
+        budget = found.collect(lambda: module.default_budget(ws))
+        return module, None, budget or default_budget
+    crew = found.collect(lambda: _crew(step, ws, module.ROLES))
+    return module, crew, crew.budget if crew is not None else default_budget
 
 
 def budget_limits(inputs: Inputs, default: BudgetLimits) -> BudgetLimits:
@@ -241,10 +259,8 @@ def _knobs(
     ws: Path,
     trusted: bool,
 ) -> Any:
-    from ..config import run_settings
-
-    files = run_settings.settings_files(ws, trusted=trusted, environ=env)
-    return run_settings.resolve(doc, flags=flags, environ=env, files=files)
+    files = settings_files(ws, trusted=trusted, environ=env)
+    return resolve(doc, flags=flags, environ=env, files=files)
 
 
 def resolve_workspace(inputs: Inputs, override: str | None) -> Path:
@@ -259,9 +275,6 @@ def resolve_workspace(inputs: Inputs, override: str | None) -> Path:
 
 
 def _gate(inputs: Inputs) -> Gate:
-    from ..policy.gate import Gate
-    from ..policy.rules import parse_rule
-
     problems = []
     for kind in ("allow", "deny"):
         for i, rule in enumerate(getattr(inputs.gate, kind)):
@@ -282,8 +295,6 @@ def _settings_hooks(
     warn: Callable[[str], None],
     servers: Mapping[str, McpServer],
 ) -> dict[str, list[MatcherGroup]]:
-    from ..hooks.claude.sources import load_settings_hooks
-
     return load_settings_hooks(
         inputs,
         workspace=ws,
@@ -295,12 +306,12 @@ def _settings_hooks(
 
 
 def _shell_rules(inputs: Inputs, ws: Path, env: Mapping[str, str], trusted: bool) -> ShellRules:
-    from ..config.shell_settings import resolve_shell_rules
-
     return resolve_shell_rules(inputs.shell, workspace=ws, workspace_trusted=trusted, environ=env)
 
 
 def _crew(step: str, ws: Path, roles: tuple[str, ...]) -> Crew:
+    # Loaded for a step only (TOML, the crews' rules): `orkeon validate` without a step
+    # starts without them (bench_startup.py).
     from ..config.crews import load_crew
 
     return load_crew(step, ws, roles=roles)  # the built-in crew, or .orkeon/crews/STEP.toml
@@ -315,73 +326,6 @@ def load_plan(ws: Path, plan: str | Plan) -> tuple[Plan, str]:
     if not path.is_file():
         raise InputError(f"plan: no such file in the workspace: {plan}")
     return parse_plan(load_document(f"@{path}", what="plan"), origin="plan"), plan
-
-
-# --- tasks-repair: the failed run --------------------------------------------------------
-
-
-def run_dir_path(raw: str) -> Path:
-    # os.path.expanduser: Path.expanduser raises RuntimeError for an unknown ~user.
-    return Path(os.path.expanduser(raw)).resolve()
-
-
-def repair_document(doc: Any, environ: Mapping[str, str] | None = None) -> Any:
-    """`doc` with the INHERITED keys the failed run's saved inputs give (as `prepare`
-    merges them for a tasks-repair), or `doc` as it is when the failed run cannot be read
-    (its problems are reported when the repair runs)."""
-    repair = doc.get("repair") if isinstance(doc, dict) else None
-    if not isinstance(repair, dict) or not isinstance(repair.get("run"), str):
-        return doc
-    try:
-        failed = failed_run(repair["run"], environ)
-    except InputError:
-        return doc
-    return inherit(doc, failed.inputs)
-
-
-def inherit(doc: dict[str, Any], saved: dict[str, Any]) -> dict[str, Any]:
-    """The tasks-repair inputs document with the INHERITED keys taken from the failed
-    run's saved inputs where `doc` does not give them."""
-    merged = dict(doc)
-    for key in INHERITED:
-        if key not in merged and key in saved:
-            merged[key] = saved[key]
-    return merged
-
-
-def failed_run(raw: str, environ: Mapping[str, str] | None = None) -> FailedRun:
-    """The records of the run a repair starts from, each checked against the run's seal
-    (records.open_sealed). Its result may be missing (a run killed before it): the repair
-    then works from the task alone. A run still running is refused."""
-    from .records import in_use, open_sealed
-
-    rd = run_dir_path(raw)
-    if not (rd / "inputs.json").is_file():
-        raise InputError(f"repair.run: not a run directory (no inputs.json): {rd}")
-    holder = in_use(rd)
-    if holder is not None:
-        raise InputError(f"repair.run: {rd} is still running{holder}: repair it once it ended")
-    _, docs = open_sealed(rd, "repair.run", environ)
-    inputs = docs["inputs.json"]
-    if not isinstance(inputs, dict):
-        raise InputError(f"repair.run: {rd / 'inputs.json'} is not an inputs document")
-    return FailedRun(rd, _record(docs["result.json"]), _record(docs["state.json"]), inputs)
-
-
-def _record(value: Any) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
-
-
-def failed_plan(doc: dict[str, Any], failed: FailedRun) -> tuple[Plan, str] | None:
-    """The plan a repair of `failed` runs: the one that run pinned when the repair's
-    inputs give no plan, or give the one it was given (a pipeline's repairs do); None (the
-    inputs' plan, read as given) for another."""
-    from .records import pinned_plan
-    from .rundir import redact
-
-    if "plan" in doc and redact(doc["plan"]) != failed.inputs.get("plan"):
-        return None
-    return pinned_plan(failed.state, failed.run_dir)
 
 
 def stdin_tty() -> bool:

@@ -6,6 +6,7 @@ writes them builds plain dicts (docs/output.md).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -126,6 +127,12 @@ class Result(_Doc):
     steps: list[StepRecord] | None = Field(
         default=None, description="pipeline only: every step it ran, in order"
     )
+    pinned_changed: list[str] | None = Field(
+        default=None,
+        description="the files pinned at run start (hook and MCP server scripts, settings, "
+        "crews, .mcp.json) whose content changed during the run: hooks whose file changed "
+        "were not run (docs/security.md)",
+    )
 
 
 class StepRecord(Result):
@@ -187,10 +194,13 @@ def result_document(
     outcome: StepOutcome,
     ledger: Ledger,
     sandbox: str,
+    pinned_changed: Sequence[str] | None = None,
     mcp_sandbox: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     """The result document of a step that ended with `outcome`; `sandbox` is the run's
-    shell sandbox state, `mcp_sandbox` its stdio MCP servers' (None: it has none)."""
+    shell sandbox state; `pinned_changed` the pinned files that changed (None: not
+    looked at, as when the run could not start); `mcp_sandbox` its stdio MCP servers'
+    confinement (None: it has none)."""
 
     kind = outcome.error_kind
     error = None
@@ -213,4 +223,6 @@ def result_document(
         doc["mcp_sandbox"] = dict(mcp_sandbox)
     if outcome.steps is not None:
         doc["steps"] = list(outcome.steps)
+    if pinned_changed is not None:
+        doc["pinned_changed"] = list(pinned_changed)
     return doc

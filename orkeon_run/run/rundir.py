@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .. import logs
 from ..config.mcp import REDACTED, has_variable
 from ..errors import InputError, RecordsError, UsageError
 from .records import RunLock, RunRecords, open_sealed, pinned_plan
@@ -228,8 +229,6 @@ def leave_gitignore(workspace: Path, rd: Path) -> None:
     except FileExistsError:
         return
     except OSError as exc:
-        from .. import logs
-
         logs.warn(
             f"{target}: could not write it ({exc.strerror or exc}); run folders are not ignored by git"
         )

@@ -21,8 +21,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..calls import result_text
 from ..vocabulary import error_kind, error_message
-from .progress import clean
+from .progress.text import clean
 
 _PRE = ("pre-tool", "PreToolUse", "Notification")
 
@@ -267,8 +268,6 @@ def _value(v: Any) -> Any:
 
 
 def _text(result: Any) -> str:
-    from ..calls import result_text
-
     return result_text(result)
 
 

@@ -24,7 +24,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .. import __version__, logs
-from .progress import clean
+from .progress.text import clean
 from .spans import SpanTree
 
 DEFAULT_ENDPOINT = "http://localhost:4318"

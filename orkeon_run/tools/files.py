@@ -324,7 +324,7 @@ def _target(call: CheckedCall, env: ToolEnv) -> Target:
 
 
 async def run_read(call: CheckedCall, env: ToolEnv, timeout: float) -> str:
-    from anyio import to_thread
+    from anyio import to_thread  # the tools load with the catalog; anyio with a run
 
     args = call.args
     assert isinstance(args, FileReadInput)

@@ -252,7 +252,7 @@ def _base(call: CheckedCall, env: ToolEnv) -> tuple[Path, str]:
 
 
 async def run_list(call: CheckedCall, env: ToolEnv, timeout: float) -> list[str] | str:
-    from anyio import to_thread
+    from anyio import to_thread  # the tools load with the catalog; anyio with a run
 
     args = call.args
     assert isinstance(args, ListFilesInput)
@@ -262,7 +262,7 @@ async def run_list(call: CheckedCall, env: ToolEnv, timeout: float) -> list[str]
 
 
 async def run_search(call: CheckedCall, env: ToolEnv, timeout: float) -> list[dict[str, Any]] | str:
-    from anyio import to_thread
+    from anyio import to_thread  # the tools load with the catalog; anyio with a run
 
     args = call.args
     assert isinstance(args, SearchFilesInput)

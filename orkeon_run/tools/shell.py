@@ -8,10 +8,13 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .. import environ as environ_mod
 from .. import proc
 from ..calls import CheckedCall
 from ..catalog import SHELL_CAP, ShellInput
 from ..policy.programs import ShellRules
+from . import sandbox as sandbox_mod
+from .sandbox import probe
 
 if TYPE_CHECKING:
     from . import ToolEnv
@@ -52,8 +55,6 @@ async def shell(
     made, is not run: the answer is the text `[refused: the shell sandbox is not available
     here: REASON]`. Without, it runs with every right of orkeon's user."""
     if sandbox is not None:
-        from .sandbox import probe
-
         avail = probe(sandbox.bwrap)
         if not avail.ok:
             return avail.refusal()
@@ -66,9 +67,6 @@ async def shell(
     if sandbox is None:
         res = await proc.arun(argv, cwd=workspace, timeout=timeout, env=environ, cap=SHELL_CAP)
     else:
-        from .. import environ as environ_mod
-        from . import sandbox as sandbox_mod
-
         env = environ if environ is not None else environ_mod.scrubbed()
         res = await sandbox_mod.arun(
             sandbox, argv, cwd=workspace, timeout=timeout, env=env, cap=SHELL_CAP

@@ -20,7 +20,8 @@ from kit.steps import call, environ, make_workspace, read_jsonl, run_step, scrip
 
 from orkeon_run.__main__ import main
 from orkeon_run.errors import InputError
-from orkeon_run.run.prepare import prepare, repair_document
+from orkeon_run.run.failed import repair_document
+from orkeon_run.run.prepare import prepare
 from orkeon_run.run.rundir import resume_document
 
 BROKEN = {"command": "/nonexistent/mcp-server"}

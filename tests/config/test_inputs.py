@@ -233,3 +233,31 @@ def test_example_inputs_validate(tmp_path, capsys):
             f,
             capsys.readouterr().err,
         )
+
+
+def test_values_of_the_wrong_json_type_are_refused_not_coerced() -> None:
+    """`orkeon schema inputs` says `concurrency` is an integer: the text "4" is not one (it
+    used to pass `validate`), nor "30" a number of seconds, nor "true" a boolean."""
+    base = {"model": {"provider": "scripted", "script": {}}}
+    for doc, line in (
+        ({**base, "concurrency": "4"}, "concurrency: Input should be a valid integer"),
+        ({**base, "budget": {"seconds": "30"}}, "budget.seconds: Input should be a valid number"),
+        (
+            {**base, "shell": {"allow_interpreters": "true"}},
+            "shell.allow_interpreters: Input should be a valid boolean",
+        ),
+    ):
+        with pytest.raises(InputError) as err:
+            parse_inputs(doc)
+        assert err.value.problems == [line]
+    assert parse_inputs({**base, "concurrency": 4, "budget": {"seconds": 30}}).concurrency == 4
+
+
+def test_a_schema_pointer_is_allowed() -> None:
+    """An editor's `$schema` (the file `orkeon schema inputs` wrote, or a URL) is not an
+    unknown key; anything else unknown still is."""
+    doc = {"$schema": "./inputs.schema.json", "model": {"provider": "scripted", "script": {}}}
+    assert parse_inputs(doc).schema_ == "./inputs.schema.json"
+    with pytest.raises(InputError) as err:
+        parse_inputs({**doc, "$schemas": "x"})
+    assert err.value.problems == ["$schemas: unknown key"]

@@ -5,10 +5,13 @@ its calls, and readers for what the run wrote (events.jsonl, transcripts, state.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 from pathlib import Path
 from typing import Any
+
+import anyio
 
 from orkeon_run.run import runner
 from orkeon_run.run.records import open_sealed
@@ -48,7 +51,8 @@ def run_step(
     """Run one step as `orkeon run` does; the result document. The current directory is
     the workspace's parent, so nothing can fall back on the checkout."""
     with contextlib.chdir(ws.parent):
-        return runner.run(
+        go = functools.partial(
+            runner.run,
             step,
             doc,
             workspace=str(ws),
@@ -57,6 +61,7 @@ def run_step(
             stream=None,
             environ=environ(ws.parent),
         )
+        return anyio.run(go)
 
 
 def scripted(script: dict[str, Any], **more: Any) -> dict[str, Any]:

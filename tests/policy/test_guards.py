@@ -5,12 +5,16 @@ produces it. Through real runs with hostile scripted roles."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any
 
 import pytest
 from kit import git
 from kit.steps import calls, make_workspace, run_step, scripted, write
+
+from orkeon_run.catalog import TOOLS
+from orkeon_run.policy.guards import guard, writing_tools
 
 FILES = {
     "README.md": "# app\n",
@@ -107,3 +111,38 @@ def test_the_writer_and_the_planner_still_write_their_own_output(tmp_path: Path)
     assert first["result"] == refused("file_write(/.orkeon)")
     assert second["outcome"] == "ran"
     assert (ws / ".orkeon" / "spec.md").read_text() == "# Spec\n"
+
+
+# --- one list of guards, every writing tool of the catalog ------------------------------
+
+GUARD_PATHS = [
+    ".git", ".git/config", ".git/hooks/pre-commit", "vendor/lib/.git/hooks/post-checkout",
+    ".orkeon/settings.json", ".orkeon/hooks/guard.py", ".orkeon/crews/dev-batches.toml",
+    ".orkeon/runs/r1/state.json", ".orkeon/spec.md", ".claude/settings.json",
+    ".claude/settings.local.json", ".claude/hooks/check.py", ".mcp.json",
+]  # fmt: skip
+
+
+def test_every_writing_tool_of_the_catalog_is_refused_on_every_guard() -> None:
+    """docs/security.md, "Guards": which paths are guards comes from one list, and the
+    rule set `orkeon` refuses every tool the catalog marks `writes` on them, a tool added
+    to the catalog as well as the built-ins; reading tools are not refused."""
+    added = dataclasses.replace(TOOLS["file_write"], name="file_append")
+    catalog = [*TOOLS.values(), added]
+    rules = guard(tools=catalog)
+    writing = [t.name for t in catalog if t.writes]
+    assert writing_tools() == ("file_write", "file_edit")
+    assert "file_append" in writing
+    for name in writing:
+        for path in GUARD_PATHS:
+            assert rules.refusal(name, (path,)) is not None, (name, path)
+        assert rules.refusal(name, ("src/app.py",)) is None
+    for name in (t.name for t in catalog if not t.writes and t.path_field):
+        assert rules.refusal(name, (".git/config",)) is None, name
+
+
+def test_a_pinned_file_is_a_guard_for_the_file_tools() -> None:
+    """docs/security.md, "Guards": a file a trusted command names is pinned, and a guard."""
+    rules = guard(pinned=["scripts/check.js"])
+    assert rules.refusal("file_edit", ("scripts/check.js",)) == "file_edit(/scripts/check.js)"
+    assert rules.refusal("file_edit", ("scripts/other.js",)) is None

@@ -173,12 +173,13 @@ def test_the_models_commands_and_the_audit_never_see_githubs_command_files(
         {"b1/a": [{"tool_calls": [shell("env")]}, {"text": "done"}]},
         plan=plan(("a", ["src/a/"])),
         shell={"extra_allowed_commands": ["env"]},
-        # In the workspace: the audit's sandbox writes nowhere else.
-        audit={"test": ["sh", "-c", "env > audit-env.txt"]},
+        # Under the roots: the audit's sandbox writes nowhere outside the workspace, and
+        # what the test changes is judged like the role's work.
+        audit={"test": ["sh", "-c", "env > src/a/audit-env.txt"]},
     )
     assert run(doc, ws, rd) == 0
     (call,) = events(rd, "tool.call")
-    seen = call["result"]["stdout"] + (ws / "audit-env.txt").read_text()
+    seen = call["result"]["stdout"] + (ws / "src/a/audit-env.txt").read_text()
     assert "GITHUB_ACTIONS=true" in seen and "GITHUB_WORKSPACE=" in seen
     for name in ("GITHUB_OUTPUT", "GITHUB_STEP_SUMMARY", "GITHUB_ENV"):
         assert f"{name}=" not in seen

@@ -166,8 +166,9 @@ def test_the_network_is_off_unless_the_inputs_turn_it_on(tmp_path: Path, network
 
 def test_the_audits_build_and_test_run_in_the_audits_sandbox(tmp_path: Path) -> None:
     """They run the model's code: the workspace is theirs to write, not its `.git`, not
-    `.orkeon/`, not the run directory, and not orkeon's environment in /proc."""
-    ws = make_workspace(tmp_path, FILES)
+    `.orkeon/`, not the run directory, and not orkeon's environment in /proc. What they
+    write is judged like the roles' work: here `build/`, which git ignores."""
+    ws = make_workspace(tmp_path, {**FILES, ".gitignore": "build/\n"})
     rd = tmp_path / "run"
     probe = (
         f"import os, pathlib; pathlib.Path('build').mkdir(); pathlib.Path('build/out').write_text('x'); "

@@ -22,7 +22,7 @@ from kit.steps import environ, make_workspace, read_jsonl, run_step, write
 
 from orkeon_run.agent.role import RoleResult
 from orkeon_run.jobs.jobdir import outcome
-from orkeon_run.run.steps.common import verdict
+from orkeon_run.run.steps.outcome import verdict
 from orkeon_run.vocabulary import SCHEMA_VERSION
 
 FILES = {"README.md": "# demo\n", "src/app.py": "print('hi')\n"}

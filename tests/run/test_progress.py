@@ -21,7 +21,8 @@ import pytest
 from kit.steps import environ, make_workspace
 
 from orkeon_run.run import progress
-from orkeon_run.run.progress_plain import PlainProgress
+from orkeon_run.run.progress.plain import PlainProgress
+from orkeon_run.run.progress.tracker import Tracker
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 COLOUR = re.compile(r"\x1b\[[0-9;]*3[0-7](;[0-9]+)*m")  # a foreground colour
@@ -468,7 +469,7 @@ def test_choose(flag: str | None, env: dict[str, str], stderr_tty: bool, stdout_
 
 
 def test_the_tracker_marks_time_and_cost_budgets() -> None:
-    t = progress.Tracker()
+    t = Tracker()
     t.update({"type": "run.start", "ts": 0.0, "step": "s", "run_id": "r",
               "budget": {"seconds": 10.0, "turns": None, "tokens": None, "usd": 5.0}})  # fmt: skip
     turn = {"type": "model.turn", "ts": 1.0, "step": "s", "batch": None, "role": "a", "turn": 1,
@@ -511,7 +512,7 @@ def test_the_live_view_of_a_pipeline_shows_its_steps_and_the_summary_its_error()
 
     from rich.console import Console
 
-    from orkeon_run.run.progress_live import LiveProgress
+    from orkeon_run.run.progress.live import LiveProgress
 
     view = LiveProgress(StringIO())
     events = _pipeline_events()

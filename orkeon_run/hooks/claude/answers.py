@@ -27,7 +27,7 @@ from .run import Ran
 
 PLAIN_CONTEXT_EVENTS = ("UserPromptSubmit", "SessionStart")
 
-Decision = Literal["block", "deny", "ask", "allow"]
+Decision = Literal["block", "deny", "ask", "allow", "unpinned"]
 
 
 @dataclass
@@ -46,6 +46,9 @@ class Answer:
     system_message: str | None = None
     suppress_output: bool = False
     problems: list[str] = field(default_factory=list)
+    # Not run: a file it names changed since the run started (the reason); a PreToolUse
+    # hook then refuses the call, a PostToolUse hook adds a line.
+    not_run: str | None = None
 
     @property
     def command(self) -> str:
@@ -66,6 +69,8 @@ class Answer:
         exit 2 -> block; permissionDecision deny / ask; decision "block" -> block;
         permissionDecision allow or decision "approve" -> allow. The most restrictive one a
         hook gives counts."""
+        if self.not_run is not None:
+            return "unpinned", self.not_run
         if self.blocking:
             return "block", self.exit2_reason
         if self.permission == "deny":
@@ -91,6 +96,8 @@ def read_answer(event: str, ran: Ran) -> Answer:
     a = Answer(ran=ran)
     if ran.error:
         a.problems.append(f"could not run: {ran.error}")
+        if ran.unpinned:
+            a.not_run = ran.error
         return a
     if ran.timed_out:
         a.problems.append(f"ran longer than {ran.timeout:.3g} s and was stopped")

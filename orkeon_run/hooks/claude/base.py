@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from ... import logs
 from ...config.inputs import MatcherGroup, SettingsCommand
+from ...config.pins import NO_PINS, Pins
 from ..protocol import Hooks
 from .answers import Answer, read_answer
 from .envfile import Changes
@@ -44,6 +45,7 @@ class SettingsBase(Hooks):
         workspace: Path,
         events: EventLog,
         extra_env_remove: Sequence[str] = (),
+        pins: Pins = NO_PINS,
     ) -> None:
         self.workspace = Path(workspace).resolve()
         self._ws = str(self.workspace)
@@ -51,7 +53,7 @@ class SettingsBase(Hooks):
         self._groups = Selection(config)
         self._key_vars = tuple(extra_env_remove)
         env = hook_environment(os.environ, self.workspace, extra_env_remove)
-        self._runner = CommandRunner(self.workspace, env, user_shell(os.environ))
+        self._runner = CommandRunner(self.workspace, env, user_shell(os.environ), pins)
         self._log = logs.get("orkeon.hooks")
         # Per session (role): what its SessionStart hooks' CLAUDE_ENV_FILE changes for its
         # shell commands (lifecycle.py).

@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ...environ import CI_FILE_VARS, OWN_VARS
+from .. import spawn
 
 if TYPE_CHECKING:
     from ...ledger import Ledger
@@ -107,8 +108,6 @@ class EnvFiles:
         if limit <= 0:
             self.problems.append(f"not read: {ledger.time_spent_text()}")
             return {}
-        from .. import spawn
-
         res = await spawn.arun(
             [runner.shell, "-c", _SCRIPT, "sh", sys.executable, _DUMP, *files],
             cwd=runner.workspace,

@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ... import logs
 from ...catalog import TOOLS
 from ...config.inputs import SETTINGS_EVENTS, MatcherGroup, SettingsCommand
 
@@ -133,7 +134,6 @@ class Matcher:
         except TimeoutError:
             if not self.slow:
                 self.slow = True
-                from ... import logs
 
                 logs.get("orkeon.hooks").warning(
                     "hook matcher ran out of time; the hook runs",

@@ -20,6 +20,7 @@ from pathlib import Path
 import anyio
 
 from ...calls import HookRun
+from ...config.pins import NO_PINS, Pins, shell_words
 from ...environ import scrubbed
 from ...ledger import Ledger
 from .. import spawn
@@ -61,6 +62,8 @@ class Ran:
     seconds: float
     timed_out: bool
     error: str | None  # it could not run (not started, or no budget left)
+    # It was not run: a file it names changed since the run started (config/pins.py).
+    unpinned: bool = False
 
     def first_line(self, *, with_stdout: bool = True) -> str:
         """The first line it printed, its error output first; or why it did not run."""
@@ -85,10 +88,14 @@ class Ran:
 
 
 class CommandRunner:
-    def __init__(self, workspace: Path, env: Mapping[str, str], shell: str) -> None:
+    def __init__(
+        self, workspace: Path, env: Mapping[str, str], shell: str, pins: Pins = NO_PINS
+    ) -> None:
+        """`pins`: the run's pinned files; a command whose files changed is not run."""
         self.workspace = workspace
         self.env = dict(env)
         self.shell = shell
+        self.pins = pins
 
     async def run_one(
         self,
@@ -103,6 +110,11 @@ class CommandRunner:
         limit = ledger.cap(timeout)
         if limit <= 0:
             return Ran(command, timeout, None, "", "", 0.0, False, ledger.time_spent_text())
+        if self.pins.digests:
+            changed = self.pins.changed(shell_words(command))
+            if changed:
+                why = f"{', '.join(changed)} changed since the run started"
+                return Ran(command, timeout, None, "", "", 0.0, False, why, unpinned=True)
         res = await spawn.arun(
             [self.shell, "-c", command],
             cwd=self.workspace,

@@ -36,7 +36,7 @@ from .lifecycle import Lifecycle, notification_fields
 from .payloads import claude_input, tool_fields, tool_response
 from .rewrites import Watch
 from .sources import load_settings_hooks
-from .texts import context_block, post_tool_line, pre_tool_line
+from .texts import context_block, not_run_line, post_tool_line, pre_tool_line
 
 if TYPE_CHECKING:
     from ...calls import CallContext, CheckedCall
@@ -70,7 +70,7 @@ class SettingsHooks(Lifecycle):
             say = a.refusal()
             if say is not None:
                 kind, why = say
-                if kind in ("block", "deny"):
+                if kind in ("block", "deny", "unpinned"):
                     hard.append(pre_tool_line(kind, a.command, why))
                 elif kind == "ask":
                     asked.append(pre_tool_line(kind, a.command, why))
@@ -141,7 +141,9 @@ class SettingsHooks(Lifecycle):
         stop_reasons: list[str | None] = []
         for a in answers:
             why = a.block_reason()
-            if why is not None:
+            if a.not_run is not None:
+                lines.append(not_run_line("PostToolUse", a.command, a.not_run))
+            elif why is not None:
                 lines.append(post_tool_line(a.command, why))
             contexts.extend(a.context)
             if a.stop:

@@ -25,7 +25,8 @@ from typing import Any
 from pydantic import TypeAdapter, ValidationError
 
 from ...catalog import TOOLS
-from ...config.inputs import SETTINGS_EVENTS, Inputs, MatcherGroup, error_lines
+from ...config.errorlines import error_lines
+from ...config.inputs import SETTINGS_EVENTS, Inputs, MatcherGroup
 from ...config.trust import (
     TRUST_ENV,
     default_config_dir,

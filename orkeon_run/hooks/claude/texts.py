@@ -15,6 +15,7 @@ _PRE = {
     "block": "[PreToolUse hook ({cmd}) blocked the call: {why}]",
     "deny": "[PreToolUse hook ({cmd}) denied the call: {why}]",
     "ask": "[PreToolUse hook ({cmd}) asked for approval, which a headless run cannot give: {why}]",
+    "unpinned": "[PreToolUse hook ({cmd}) could not run: {why}]",
 }
 
 
@@ -34,12 +35,18 @@ def reason(text: str) -> str:
 
 
 def pre_tool_line(kind: str, cmd: str, why: str) -> str:
-    """kind: block (exit 2, decision "block"), deny or ask (permissionDecision)."""
+    """kind: block (exit 2, decision "block"), deny or ask (permissionDecision), unpinned
+    (not run: a file it names changed since the run started)."""
     return _PRE[kind].format(cmd=cmd, why=reason(why))
 
 
 def post_tool_line(cmd: str, why: str) -> str:
     return f"[PostToolUse hook ({cmd}) feedback: {reason(why)}]"
+
+
+def not_run_line(event: str, cmd: str, why: str) -> str:
+    """A hook that was not run because a file it names changed since the run started."""
+    return f"[{event} hook ({cmd}) could not run: {why}]"
 
 
 def stop_line(cmd: str, why: str) -> str:
@@ -64,6 +71,7 @@ def context_block(parts: Sequence[str]) -> str | None:
 
 __all__ = [
     "context_block",
+    "not_run_line",
     "post_tool_line",
     "pre_tool_line",
     "prompt_blocked_line",

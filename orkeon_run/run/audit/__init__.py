@@ -8,14 +8,19 @@ hook, no gate, no budget charge.
    Paths under `.orkeon/` (and the run directory) are not the crew's work, nor those the
    operator's `audit.ignore` names. git is the audit's own (gitcmd.py): found before any
    role ran, with every setting that would start a program switched off.
-2. Every changed path must lie under the batch's roots. The guards of the repository and
-   of every nested one (`config`, `config.worktree`, `hooks/`, `info/` of their git
-   folders) must not change at all, whatever the roots: a role that wrote them (`cp` into
-   `.git/config`) made every later `git` run a program of its choosing.
+2. Every changed path must lie under the batch's roots. The guards must not change at all,
+   whatever the roots and whatever the ignore rules: those of the repository and of every
+   nested one (`config`, `config.worktree`, `hooks/`, `info/` of their git folders: a role
+   that wrote them, `cp` into `.git/config`, made every later `git` run a program of its
+   choosing), and the workspace's (policy/guards.py: orkeon's and Claude Code's settings,
+   hooks, crews, `.mcp.json`, the run's pinned files), read directly. The history must be
+   as it was: HEAD, every branch and tag, the stash (git.py `git_refs`).
 3. With `audit.require_changes`, at least one file must have changed: a batch whose roles
    changed nothing did not do its work (a small model that only read and talked).
 4. `audit.build`, then `audit.test`, when given: each must exit 0. They run the model's
-   code: inside the audit's sandbox (`Commands`) unless the sandbox is off.
+   code: inside the audit's sandbox (`Commands`) unless the sandbox is off. After each,
+   the workspace is compared again with the batch's start, and what it changed is judged
+   by 2 (named as that command's doing).
 
 The first failing check decides the record: `{batch, passed, changed, outside_roots,
 failed_command, output_tail}`; `changed` is how many files changed (null when the audit
@@ -31,9 +36,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ... import proc
+from ...tools import sandbox
 from .gitcmd import AuditGit, find_git
 from .paths import ALWAYS_IGNORED, AuditError, Ignore, ignore_list, norm_root, shown, under
-from .snapshot import Snapshot, changed_paths, compare, snapshot, tampered
+from .snapshot import Changes, Snapshot, changed_paths, changes, compare, snapshot, tampered
 
 if TYPE_CHECKING:
     from ...tools.sandbox import SandboxPolicy
@@ -42,10 +48,12 @@ __all__ = [
     "ALWAYS_IGNORED",
     "AuditError",
     "AuditGit",
+    "Changes",
     "Commands",
     "Ignore",
     "Snapshot",
     "changed_paths",
+    "changes",
     "compare",
     "find_git",
     "ignore_list",
@@ -131,30 +139,16 @@ async def run_audit(
     orkeon's PATH), that something did when `require_changes`, then build and test as
     `commands` says (by default unconfined, with `env`, else orkeon's environment). Returns
     the audit record. `run_commands=False` checks the paths only."""
-    from anyio import to_thread
+    from anyio import to_thread  # not at import: `validate` loads this package (find_git)
 
     try:
-        changed, guards = await to_thread.run_sync(compare, workspace, before, git)
+        found = await to_thread.run_sync(changes, workspace, before, git)
     except AuditError as exc:
         return record(batch, passed=False, output_tail=str(exc))
-    outside = [shown(p) for p in changed if not under(p, roots)]
-    guards = [shown(p) for p in guards]
-    if outside or guards:
-        lines = []
-        if outside:
-            lines += [f"changed outside the roots of batch {batch} ({', '.join(roots)}):"]
-            lines += [f"  {p}" for p in outside]
-        if guards:
-            lines += ["changed the repository's configuration or hooks (never a role's work):"]
-            lines += [f"  {p}" for p in guards]
-        return record(
-            batch,
-            passed=False,
-            changed=len(changed),
-            outside_roots=[*outside, *guards],
-            output_tail="\n".join(lines),
-        )
-    count = len(changed)
+    count = len(found.paths)
+    refused = _refused(found, batch, roots)
+    if refused is not None:
+        return record(batch, passed=False, changed=count, **refused)
     if require_changes and not count:
         why = f"no role of batch {batch} changed any file (audit.require_changes is set)"
         return record(batch, passed=False, changed=0, output_tail=why)
@@ -182,15 +176,49 @@ async def run_audit(
                     failed_command=argv,
                     output_tail=_command_output(argv, r),
                 )
+            # The build and test run the model's code: what they changed is judged like
+            # the roles' work, against the batch's start (docs/security.md, "The audit").
+            try:
+                after = await to_thread.run_sync(changes, workspace, before, git)
+            except AuditError as exc:
+                return record(batch, passed=False, changed=count, failed_command=argv,
+                              output_tail=f"after {' '.join(argv)}: {exc}")  # fmt: skip
+            refused = _refused(after, batch, roots, made_by=argv)
+            if refused is not None:
+                return record(batch, passed=False, changed=count, failed_command=argv, **refused)
     return record(batch, passed=True, changed=count)
+
+
+def _refused(
+    found: Changes, batch: str, roots: Sequence[str], made_by: Sequence[str] | None = None
+) -> dict[str, Any] | None:
+    """The record's `outside_roots` and `output_tail` when `found` breaks the rules: a
+    path outside the roots, a guard, the history; None when it does not. `made_by`: the
+    audit's command that ran last (its changes are named as its own)."""
+    guards = [shown(p) for p in found.guards]
+    outside = [shown(p) for p in found.paths if not under(p, roots) and shown(p) not in guards]
+    refs = [shown(r) for r in found.refs]
+    if not (outside or guards or refs):
+        return None
+    by = f" (made by the audit's command {' '.join(made_by)})" if made_by is not None else ""
+    lines = []
+    if outside:
+        lines += [f"changed outside the roots of batch {batch} ({', '.join(roots)}){by}:"]
+        lines += [f"  {p}" for p in outside]
+    if guards:
+        lines += [f"changed a guard (the repository's configuration or hooks, orkeon's or "
+                  f"Claude Code's settings, hooks, crews, a pinned file: never a role's work){by}:"]  # fmt: skip
+        lines += [f"  {p}" for p in guards]
+    if refs:
+        lines += [f"changed the repository's history (never a role's work){by}:"]
+        lines += [f"  {r}" for r in refs]
+    return {"outside_roots": [*outside, *guards, *refs], "output_tail": "\n".join(lines)}
 
 
 async def _run_command(workspace: Path, argv: Sequence[str], how: Commands) -> proc.ProcResult:
     if how.sandbox is None:
         return await proc.arun(list(argv), cwd=workspace, timeout=COMMAND_TIMEOUT, env=how.env)
-    from anyio import to_thread
-
-    from ...tools import sandbox
+    from anyio import to_thread  # not at import: `validate` loads this package (find_git)
 
     policy = await to_thread.run_sync(how.sandbox)  # walks the workspace for `.git` folders
     env = how.env if how.env is not None else os.environ

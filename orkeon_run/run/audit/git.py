@@ -198,6 +198,34 @@ def git_unseen(git: Git, prefix: str, ignore: Ignore) -> dict[str, str]:
     return out
 
 
+# The history a batch must leave as it found it (docs/security.md, "The audit").
+HISTORY = ("refs/heads/", "refs/tags/", "refs/stash")
+
+
+def git_refs(git: Git, repo: Repo) -> dict[str, str]:
+    """The repository's history: `HEAD` (what its file names, and the commit) and every
+    branch, tag and the stash, ref -> object id. Read by the audit's own git."""
+    r = git("for-each-ref", "--format=%(refname) %(objectname)")
+    must_have_worked(r, "git for-each-ref")
+    out = {}
+    for line in r.stdout.splitlines():
+        name, _, oid = line.rpartition(" ")
+        if name.startswith(HISTORY):
+            out[name] = oid
+    try:
+        named = (repo.git_dir / "HEAD").read_text(errors="backslashreplace").strip()
+    except OSError as exc:
+        named = f"unreadable: {exc.strerror}"
+    out["HEAD"] = f"{named} {repo.head or '(no commit)'}"
+    return out
+
+
+def moved_refs(before: dict[str, str], after: dict[str, str]) -> list[str]:
+    """The refs made, moved or deleted between two looks, sorted (`HEAD` first)."""
+    moved = {r for r in before.keys() | after.keys() if before.get(r) != after.get(r)}
+    return sorted(moved, key=lambda r: (r != "HEAD", r))
+
+
 def git_moved(git: Git, prefix: str, old: str | None, new: str | None) -> list[str]:
     """Paths that differ between two commits (a role moved HEAD under the audit)."""
     if old == new or new is None:

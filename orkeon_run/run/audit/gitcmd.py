@@ -32,7 +32,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ... import proc
-from ..confine import find_git
+from ...tools import sandbox
+from .paths import AuditError
 
 if TYPE_CHECKING:
     from ...tools.sandbox import SandboxPolicy
@@ -141,12 +142,34 @@ class Git:
                 argv, cwd=self.workspace, timeout=GIT_TIMEOUT, cap=_GIT_CAP, env=env,
                 errors="surrogateescape",
             )  # fmt: skip
-        from ...tools import sandbox
 
         return sandbox.run(
             self._policy, argv, cwd=self.workspace, timeout=GIT_TIMEOUT, cap=_GIT_CAP, env=env,
             errors="surrogateescape",
         )  # fmt: skip
+
+
+def find_git(workspace: Path, search_path: str | None) -> Path | None:
+    """The first `git` on `search_path` (a PATH value), resolved, skipping folders that are
+    relative or lie in `workspace` and a program that resolves into it: a `git` planted in
+    the workspace (a git-ignored `.venv/bin`) is never the audit's. None when there is none."""
+    ws = os.fspath(os.path.realpath(workspace))
+    for folder in (search_path if search_path is not None else os.defpath).split(os.pathsep):
+        if not folder or not os.path.isabs(folder):
+            continue
+        real = os.path.realpath(folder)
+        if _within(ws, real):
+            continue
+        candidate = os.path.join(real, "git")
+        if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+            target = os.path.realpath(candidate)
+            if not _within(ws, target):
+                return Path(target)
+    return None
+
+
+def _within(base: str, path: str) -> bool:
+    return path == base or path.startswith(base.rstrip("/") + "/")
 
 
 def _c(settings: Sequence[str]) -> list[str]:
@@ -165,8 +188,6 @@ def driver_switches(names: Sequence[str]) -> list[str]:
     out = []
     for sub in dict.fromkeys(drivers):
         if "=" in sub or "\n" in sub:
-            from .paths import AuditError
-
             raise AuditError(
                 f"the repository's configuration defines a filter driver the audit cannot "
                 f"switch off ({sub!r}): a clean filter would run a program of its choosing"
@@ -226,7 +247,5 @@ def must_have_worked(r: proc.ProcResult, what: str) -> None:
     """AuditError unless `what` exited 0 with all of its output read: a partial list of
     paths would pass changes unseen."""
     if r.exit_code != 0 or r.stdout_dropped:
-        from .paths import AuditError
-
         why = r.error or r.first_line() or "its output was too long"
         raise AuditError(f"{what} failed: {why}")

@@ -12,11 +12,14 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from ...policy.guards import holds_guard, is_guard
+from ...policy.pathglob import PathGlob
+
 ALWAYS_IGNORED = (".orkeon/",)
-# Under .orkeon/ only orkeon's own outputs (spec, plan, runs) are exempt. The guards a run
-# starts with are not: a role that rewrote a hook script, the settings or a crew would
-# disarm the checks of every later batch, so such a change is outside the roots.
-GUARDED = (".orkeon/hooks/", ".orkeon/crews/", ".orkeon/settings.json")
+# Under .orkeon/ only orkeon's own outputs (spec, plan, runs) are exempt. The guards
+# (policy/guards.py: the hooks, settings, crews, `.claude/` hooks and settings, `.mcp.json`,
+# the run's pinned files) are never ignored: a role that rewrote one would disarm the
+# checks of every later batch, or run its code with the operator's rights.
 # Folders that test and build tools create with a `.gitignore` of `*` in them (pytest,
 # mypy, ruff, hypothesis, tox, nox, coverage's html, uv build, and venv in Python 3.13+
 # and uv): a role that runs the tests makes one, and what such a file hides is only its
@@ -63,8 +66,8 @@ def ignore_list(workspace: Path, run_dir: Path | None) -> tuple[str, ...]:
     return tuple(out)
 
 
-def ignored(path: str, ignore: Sequence[str]) -> bool:
-    if any(path == g.rstrip("/") or path.startswith(g) for g in GUARDED):
+def ignored(path: str, ignore: Sequence[str], pinned: Sequence[str] = ()) -> bool:
+    if is_guard(path, pinned):
         return False
     return any(path == i.rstrip("/") or path.startswith(i) for i in ignore)
 
@@ -73,21 +76,21 @@ def ignored(path: str, ignore: Sequence[str]) -> bool:
 class Ignore:
     """What the audit does not count: orkeon's own folders (`prefixes`: `.orkeon/`, the run
     directory) and the operator's `audit.ignore` (`patterns`, gitignore-style). The guards
-    under `.orkeon/` are never ignored; a repository's `.git` guards are not paths it
-    sees at all. `ignore(path)` for a file, `ignore(path + "/")` for a folder."""
+    (policy/guards.py, with the run's `pinned` files) are never ignored; a repository's
+    `.git` guards are not paths it sees at all. `ignore(path)` for a file,
+    `ignore(path + "/")` for a folder."""
 
     prefixes: tuple[str, ...] = ALWAYS_IGNORED
     patterns: tuple[str, ...] = ()
+    pinned: tuple[str, ...] = ()
     _globs: tuple[Any, ...] = field(default=(), compare=False, repr=False)
 
     def __post_init__(self) -> None:
         if self.patterns and not self._globs:
-            from ...policy.pathglob import PathGlob
-
             object.__setattr__(self, "_globs", tuple(PathGlob(p) for p in self.patterns))
 
     def __call__(self, path: str) -> bool:
-        if any(path == g.rstrip("/") or path.startswith(g) for g in GUARDED):
+        if is_guard(path, self.pinned):
             return False
         if ignored(path, self.prefixes):
             return True
@@ -96,16 +99,12 @@ class Ignore:
     def skips_folder(self, rel: str) -> bool:
         """Whether the files under folder `rel` are left out: it is ignored and holds no
         guard. A walk still looks in it for nested repositories (their guards count)."""
-        return self(rel + "/") and not holds_guarded(rel + "/")
+        return self(rel + "/") and not holds_guard(rel + "/", self.pinned)
 
     def prunes_folder(self, rel: str) -> bool:
         """Whether a walk may leave folder `rel` out whole: orkeon's own (`.orkeon/runs/`,
         the run directory), where no repository of the crew's lies."""
-        return ignored(rel + "/", self.prefixes) and not holds_guarded(rel + "/")
-
-
-def holds_guarded(folder: str) -> bool:
-    return any(g.startswith(folder) for g in GUARDED)
+        return ignored(rel + "/", self.prefixes) and not holds_guard(rel + "/", self.pinned)
 
 
 def fingerprint(full: Path) -> Fingerprint:

@@ -7,7 +7,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .git import Repo, git_moved, git_repo, git_status, git_unseen, repo_guards, repo_or_error
+from ...policy.guards import guard_files
+from .git import (
+    Repo,
+    git_moved,
+    git_refs,
+    git_repo,
+    git_status,
+    git_unseen,
+    moved_refs,
+    repo_guards,
+    repo_or_error,
+)
 from .gitcmd import AuditGit, Git
 from .nested import git_entries, guard_changes, guards_of, nested_files, walk
 from .paths import ALWAYS_IGNORED, AuditError, Ignore, fingerprint, stat_key
@@ -33,10 +44,15 @@ class Snapshot:
     guards: dict[str, Any] | None = field(default_factory=dict)
     # The operator's `audit.ignore` when the batch began.
     patterns: tuple[str, ...] = ()
+    # The run's pinned files (config/pins.py): guards like the rest.
+    pinned: tuple[str, ...] = ()
+    # git: the repository's history, ref -> what it names (`HEAD`, every branch and tag,
+    # the stash); None with no git, or in a snapshot saved before orkeon watched it.
+    refs: dict[str, str] | None = None
 
     @property
     def exempt(self) -> Ignore:
-        return Ignore(self.ignore, self.patterns)
+        return Ignore(self.ignore, self.patterns, self.pinned)
 
     def to_json(self) -> dict[str, Any]:
         """For state.json: a resumed batch is audited against its first start."""
@@ -49,6 +65,8 @@ class Snapshot:
             "entries": self.entries,
             "stats": self.stats,
             "guards": self.guards,
+            "pinned": list(self.pinned),
+            "refs": self.refs,
         }
 
     @classmethod
@@ -65,6 +83,8 @@ class Snapshot:
             entries={k: tup(v) for k, v in d.get("entries", {}).items()},
             stats={k: tuple(v) for k, v in d.get("stats", {}).items()},
             guards=({k: tup(v) for k, v in d["guards"].items()} if "guards" in d else None),
+            pinned=tuple(d.get("pinned", ())),
+            refs=d.get("refs"),
         )
 
 
@@ -76,6 +96,7 @@ class _State:
     entries: dict[str, Any]
     stats: dict[str, tuple[int, ...]]
     guards: dict[str, Any]
+    refs: dict[str, str]
 
 
 def _look(git: Git, repo: Repo, ignore: Ignore, earlier: Snapshot | None) -> _State:
@@ -98,7 +119,14 @@ def _look(git: Git, repo: Repo, ignore: Ignore, earlier: Snapshot | None) -> _St
         entries[rel] = ("??", fingerprint(ws / rel))
     guards = repo_guards(ws, repo)
     guards.update(guards_of(ws, gits))
-    return _State(repo.head, entries, stats, guards)
+    guards.update(workspace_guards(ws, ignore.pinned))
+    return _State(repo.head, entries, stats, guards, git_refs(git, repo))
+
+
+def workspace_guards(workspace: Path, pinned: Sequence[str]) -> dict[str, Any]:
+    """The workspace's guard files (policy/guards.py) -> fingerprint, read directly (not
+    through git: a guard git ignores is still a guard)."""
+    return {rel: fingerprint(path) for rel, path in guard_files(workspace, pinned).items()}
 
 
 def snapshot(
@@ -108,6 +136,7 @@ def snapshot(
     *,
     patterns: Sequence[str] = (),
     tools: AuditGit | None = None,
+    pinned: Sequence[str] = (),
 ) -> Snapshot:
     """The workspace's state now. Blocking: call it in a worker thread from async code.
 
@@ -115,8 +144,9 @@ def snapshot(
     kept for every later one: a workspace that was no repository when the step began is
     not audited through git because a role ran `git init` (with a `.git/info/exclude`
     of its own, git would then hide every later change). `patterns`: the operator's
-    `audit.ignore`. `tools`: how git runs (default: orkeon's PATH's git, unconfined)."""
-    exempt = Ignore(tuple(ignore), tuple(patterns))
+    `audit.ignore`. `tools`: how git runs (default: orkeon's PATH's git, unconfined).
+    `pinned`: the run's pinned files, guards like the rest."""
+    exempt = Ignore(tuple(ignore), tuple(patterns), tuple(pinned))
     how = tools if tools is not None else AuditGit.default(workspace)
     runner = how.bind(workspace)
     repo = git_repo(runner) if git is not False else None
@@ -130,11 +160,13 @@ def snapshot(
             git=True,
             ignore=exempt.prefixes,
             patterns=exempt.patterns,
+            pinned=exempt.pinned,
             prefix=repo.prefix,
             head=state.head,
             entries=state.entries,
             stats=state.stats,
             guards=state.guards,
+            refs=state.refs,
         )
     files, gits = walk(workspace, exempt)
     files.update(git_entries(workspace, gits))
@@ -142,18 +174,34 @@ def snapshot(
         git=False,
         ignore=exempt.prefixes,
         patterns=exempt.patterns,
+        pinned=exempt.pinned,
         entries={p: fingerprint(workspace / p) for p in files},
         stats={p: stat_key(st) for p, st in files.items()},
-        guards=guards_of(workspace, gits),
+        guards={**guards_of(workspace, gits), **workspace_guards(workspace, exempt.pinned)},
     )
+
+
+@dataclass(frozen=True)
+class Changes:
+    """What changed since a snapshot: `paths` (workspace-relative, sorted, those its ignore
+    rules leave out dropped), `guards` (sorted; never ignored), `refs` (the history: `HEAD`,
+    branches, tags, the stash that were made, moved or deleted)."""
+
+    paths: list[str]
+    guards: list[str]
+    refs: list[str] = field(default_factory=list)
 
 
 def compare(
     workspace: Path, before: Snapshot, tools: AuditGit | None = None
 ) -> tuple[list[str], list[str]]:
-    """What changed since `before`: the changed paths (workspace-relative, sorted, those
-    the snapshot's ignore rules leave out dropped) and the changed guards (sorted; never
-    ignored). Blocking."""
+    """What changed since `before`: the changed paths and the changed guards. Blocking."""
+    found = changes(workspace, before, tools)
+    return found.paths, found.guards
+
+
+def changes(workspace: Path, before: Snapshot, tools: AuditGit | None = None) -> Changes:
+    """What changed since `before` (`Changes`). Blocking."""
     exempt = before.exempt
     how = tools if tools is not None else AuditGit.default(workspace)
     runner = how.bind(workspace)
@@ -165,6 +213,7 @@ def compare(
         }  # fmt: skip
         changed.update(git_moved(runner, before.prefix, before.head, now.head))
         guards_now = now.guards
+        refs = moved_refs(before.refs, now.refs) if before.refs is not None else []
     else:
         files, gits = walk(workspace, exempt)
         files.update(git_entries(workspace, gits))
@@ -175,11 +224,12 @@ def compare(
                 before.stats.get(p) != stat_key(st) and fingerprint(workspace / p) != old
             ):
                 changed.add(p)
-        guards_now = guards_of(workspace, gits)
+        guards_now = {**guards_of(workspace, gits), **workspace_guards(workspace, exempt.pinned)}
+        refs = []
     paths = sorted(p for p in changed if not exempt(p))
     if before.guards is None:
-        return paths, []
-    return paths, guard_changes(before.guards, guards_now)
+        return Changes(paths, [], refs)
+    return Changes(paths, guard_changes(before.guards, guards_now), refs)
 
 
 def changed_paths(workspace: Path, before: Snapshot, tools: AuditGit | None = None) -> list[str]:

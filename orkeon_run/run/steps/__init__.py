@@ -32,7 +32,7 @@ STEPS: dict[str, str] = {
     "dev-plan": "plan",
     "dev-batches": "batches",
     "tasks-repair": "repair",
-    "pipeline": "pipeline",
+    "pipeline": "chain",
 }
 
 

@@ -26,6 +26,7 @@ async def snapshot(sr: StepRun, git_mode: bool | None) -> audit.Snapshot:
             git_mode,
             patterns=tuple(sr.inputs.audit.ignore),
             tools=sr.audit_git(),
+            pinned=sr.config.pins.paths,
         )
     )
     await changes.start(sr, before)  # the uncommitted files the step began with
@@ -56,6 +57,14 @@ async def audit_batch(
         commands=sr.audit_commands(),
         require_changes=sr.inputs.audit.require_changes,
     )
+    unpinned = sr.unpinned
+    if record["passed"] and unpinned:  # changed in an earlier batch, attempt or run
+        why = ["a pinned file changed since the run started (never a role's work):"]
+        why += [f"  {p}" for p in unpinned]
+        record = audit.record(
+            batch, passed=False, changed=record["changed"], outside_roots=unpinned,
+            output_tail="\n".join(why),
+        )  # fmt: skip
     audited(sr, record)
     return record
 

@@ -30,8 +30,10 @@ from ...config.inputs import Batch, Inputs, Plan, PlanRole
 from .. import audit
 from ..context import StepOutcome, StepRun
 from ..prepare import DEFAULT_PLAN, load_plan
-from . import auditing, messages
-from .common import SavedRole, crew_of, finish, role_agent, role_context
+from ..records import open_sealed
+from . import auditing, role_messages
+from .outcome import finish
+from .roles import SavedRole, crew_of, role_agent, role_context
 
 ROLES = ("worker",)
 
@@ -90,8 +92,8 @@ async def run_batch(
         variables = role_variables(batch, role, plan_rel)
         prompt = role.task
         if failed_audit is not None:
-            wrong = messages.what_went_wrong({"audits": [failed_audit]}, batch.name, full)
-            prompt = messages.repair(role.task, sr.run_id, wrong)
+            wrong = role_messages.what_went_wrong({"audits": [failed_audit]}, batch.name, full)
+            prompt = role_messages.repair(role.task, sr.run_id, wrong)
         async with (
             limiter,
             role_agent(sr, crew, template, ctx, pipeline, variables, resume=sr.resume) as agent,
@@ -188,8 +190,6 @@ def failed_batch(run_dir: Path, environ: Mapping[str, str] | None = None) -> dic
     the run's seal, records.py): `{"batch", "roles": {FULL_NAME: role record}, "audit":
     the failed audit record or None}`; None when it stopped before a batch ran (a pipeline
     has nothing to repair then)."""
-    from ..records import open_sealed
-
     _, docs = open_sealed(run_dir, "dev-batches", environ)
     state = docs["state.json"] if isinstance(docs["state.json"], dict) else {}
     current = state.get("current")
@@ -211,8 +211,6 @@ def mark_repaired(
     stands (against the workspace as it was when the batch first began) without running a
     role, then goes on with the next batches. state.json is read and written through the
     run's seal."""
-    from ..records import open_sealed
-
     sealed, docs = open_sealed(run_dir, "dev-batches", environ)
     state = docs["state.json"] if isinstance(docs["state.json"], dict) else {}
     current = state.get("current")

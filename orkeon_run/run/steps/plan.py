@@ -11,20 +11,12 @@ from __future__ import annotations
 from pathlib import Path
 
 from ...config.inputs import Inputs, load_document, parse_plan
-from ...errors import InputError
+from ...errors import InputError, StepError
 from ..context import StepOutcome, StepRun
 from ..prepare import DEFAULT_PLAN
-from . import messages
-from .common import (
-    StepError,
-    crew_of,
-    error_outcome,
-    finish,
-    role_agent,
-    role_context,
-    stat_key,
-    workspace_file,
-)
+from . import role_messages
+from .outcome import error_outcome, finish
+from .roles import crew_of, role_agent, role_context, stat_key, workspace_file
 
 MAX_RETRIES = 2
 ROLES = ("planner",)
@@ -80,7 +72,7 @@ async def run(sr: StepRun) -> StepOutcome:
     pipeline = sr.pipeline(crew.rule_sets_for("planner", variables), own_output=plan_rel)
     problems: list[str] = []
     async with role_agent(sr, crew, "planner", ctx, pipeline, variables, resume=sr.resume) as agent:
-        result = await agent.run(messages.planner(spec_rel, spec_text, plan_rel))
+        result = await agent.run(role_messages.planner(spec_rel, spec_text, plan_rel))
         for attempt in range(MAX_RETRIES + 1):
             if result.status != "succeeded":
                 return finish(sr, [result])
@@ -90,6 +82,6 @@ async def run(sr: StepRun) -> StepOutcome:
             sr.events.emit("plan.invalid", step=sr.step, attempt=attempt + 1, problems=problems)
             if attempt == MAX_RETRIES or sr.ledger.spent():
                 break
-            result = await agent.run(messages.plan_retry(plan_rel, problems))
+            result = await agent.run(role_messages.plan_retry(plan_rel, problems))
     error = f"the plan in {plan_rel} is not valid:\n" + "\n".join(problems)
     return finish(sr, [result], error=error)

@@ -14,13 +14,14 @@ from pathlib import Path
 from typing import Any
 
 from ...config.inputs import Inputs, Plan, PlanRole
-from ...errors import InputError
+from ...errors import InputError, StepError
 from .. import audit
 from ..context import StepOutcome, StepRun
 from ..prepare import DEFAULT_PLAN, load_plan
-from . import auditing, messages
+from . import auditing, role_messages
 from .batches import role_variables
-from .common import StepError, crew_of, error_outcome, finish, role_agent, role_context
+from .outcome import error_outcome, finish
+from .roles import crew_of, role_agent, role_context
 
 ROLES = ("repairer",)
 
@@ -62,8 +63,10 @@ async def run(sr: StepRun) -> StepOutcome:
     except StepError as exc:
         return error_outcome(exc)
     earlier = failed.result
-    wrong = messages.what_went_wrong(earlier, batch.name, repair.role)
-    first = messages.repair(role.task, str(earlier.get("run_id") or failed.run_dir.name), wrong)
+    wrong = role_messages.what_went_wrong(earlier, batch.name, repair.role)
+    first = role_messages.repair(
+        role.task, str(earlier.get("run_id") or failed.run_dir.name), wrong
+    )
 
     variables = role_variables(batch, role, plan_rel or DEFAULT_PLAN)
     variables["run"] = str(failed.run_dir)

@@ -14,20 +14,11 @@ from pathlib import Path
 from typing import Any
 
 from ...config.inputs import Inputs
-from ...errors import InputError
+from ...errors import InputError, StepError
 from ..context import StepOutcome, StepRun
-from . import messages
-from .common import (
-    SavedRole,
-    StepError,
-    crew_of,
-    error_outcome,
-    finish,
-    role_agent,
-    role_context,
-    stat_key,
-    workspace_file,
-)
+from . import role_messages
+from .outcome import error_outcome, finish
+from .roles import SavedRole, crew_of, role_agent, role_context, stat_key, workspace_file
 
 ROLES = ("analyst", "writer")
 
@@ -60,7 +51,7 @@ async def run(sr: StepRun) -> StepOutcome:
         async with role_agent(
             sr, crew, "analyst", analyst_ctx, pipeline, variables, resume=sr.resume
         ) as agent:
-            analyst = await agent.run(messages.analyst(request))
+            analyst = await agent.run(role_messages.analyst(request))
         report = analyst.final_text or ""
         sr.save_state(analyst={"role": analyst.to_json(), "report": report})
     roles.append(analyst)
@@ -80,7 +71,7 @@ async def run(sr: StepRun) -> StepOutcome:
     async with role_agent(
         sr, crew, "writer", writer_ctx, pipeline, variables, resume=sr.resume
     ) as agent:
-        writer = await agent.run(messages.writer(request, report, spec_rel))
+        writer = await agent.run(role_messages.writer(request, report, spec_rel))
     roles.append(writer)
     if writer.status != "succeeded":
         return finish(sr, roles)

@@ -16,7 +16,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+import anyio
+
 from ...config.mcp import McpServer
+from .hub import McpHub
 
 
 @dataclass(frozen=True)
@@ -38,8 +41,6 @@ async def check_servers(
 ) -> tuple[list[ServerCheck], list[str]]:
     """Start every server (in parallel), list its tools, stop them all. Returns one check
     per server in configuration order, and the warnings. Leaves no process behind."""
-    from .hub import McpHub
-
     if not servers:
         return [], []
     hub = McpHub(
@@ -70,7 +71,6 @@ def check_servers_sync(
     start_timeout: float = 30.0,
 ) -> tuple[list[ServerCheck], list[str]]:
     """`check_servers` for a command that has no event loop running."""
-    import anyio
 
     async def main() -> tuple[list[ServerCheck], list[str]]:
         return await check_servers(

@@ -188,7 +188,7 @@ class McpHub:
             return McpReply(no_tool(name), refused=True)
         if not isinstance(arguments, Mapping):
             return McpReply(f"error: {name}: the input must be a JSON object", refused=True)
-        from httpx2 import TransportError
+        from httpx2 import TransportError  # the SDK and its client: loaded by a started server
         from mcp import MCPError
         from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import errno
 import math
 import os
 import tempfile
@@ -28,8 +29,10 @@ from typing import IO, TYPE_CHECKING, Any
 
 import anyio
 
+from ... import __version__
 from ...config.mcp import McpServer, expand
 from ...policy.mcpnames import normalize
+from . import sdk_problem
 from .results import seconds_text
 
 if TYPE_CHECKING:
@@ -155,22 +158,18 @@ class ServerRun:
 
     @contextlib.asynccontextmanager
     async def _client(self) -> AsyncIterator[Any]:
-        from . import sdk_problem
-
         missing = sdk_problem()
         if missing:
             raise _NotStarted(missing)
         from mcp import Client
         from mcp_types import Implementation
 
-        from ... import __version__
-
         config, problems = expand(self.config, self.settings.expand_from)
         if problems:
             raise _NotStarted("; ".join(problems))
         info = Implementation(name="orkeon", version=__version__)
         if config.url is None:
-            from .stdio import ServerProcess
+            from .stdio import ServerProcess  # the MCP SDK: imported when a server starts
 
             argv = self._argv(config.argv, {**self.settings.environ, **config.env})
             self._log = self._open_log()
@@ -189,7 +188,7 @@ class ServerRun:
             return
         from mcp.client.streamable_http import streamable_http_client
 
-        from .httpclient import client as http_client
+        from .httpclient import client as http_client  # httpx2, as the SDK above
 
         http, self.watch = http_client(config.headers)
         async with http:
@@ -344,8 +343,6 @@ def _describe(exc: BaseException | None) -> str:
 
 def _spawn_reason(program: str, cwd: Path, exc: BaseException) -> str:
     """Why a program did not start, in the words `proc.py` uses for hooks."""
-    import errno
-
     if isinstance(exc, OSError):
         if exc.filename is not None and os.fsdecode(exc.filename) == os.fsdecode(cwd):
             return f"cannot use the working directory {cwd}: {exc.strerror}"

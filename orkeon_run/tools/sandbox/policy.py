@@ -5,8 +5,9 @@ The policy is data only; `bwrap.py` turns it into mounts. Paths are resolved her
 so the mounts name real folders; `bwrap.py` checks them again when each command starts.
 
 - `writable`: the only places, besides the command's private TMPDIR, where it may write;
-- `read_only`: folders inside writable ones that stay read-only whatever the roots: every
-  `.git` (the workspace's and nested ones), `.orkeon/`;
+- `read_only`: paths inside writable ones that stay read-only whatever the roots: every
+  `.git` (the workspace's and nested ones), `.orkeon/`, and the guards (policy/guards.py:
+  `.claude/` settings and hooks, `.mcp.json`, the run's pinned files);
 - `hidden`: not readable at all: the run directory, orkeon's configuration folder and,
   for a role, the usual credential stores of the home folder;
 - `visible`: shown read-only although they lie where the sandbox shows nothing (the
@@ -30,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ... import environ, logs
+from ...policy.guards import guard_paths
 
 # A workspace walk for nested `.git` stops after this many folder entries: a checkout with
 # a vendored tree of a million files must not hold up every role's start.
@@ -78,12 +80,13 @@ class SandboxPolicy:
         temp_root: Path | None = None,
         hidden: Sequence[Path] = (),
         visible: Sequence[Path] = (),
+        pinned: Sequence[str] = (),
     ) -> SandboxPolicy:
         """A role's commands: writable under `roots` (workspace-relative, resolved; a root
         that resolves outside the workspace grants nothing; None: no roots, nothing but
         TMPDIR is writable). Finds the workspace's `.git` entries now, once: `with_roots`
         gives each role its own over the same findings. `.orkeon/` is made when missing,
-        so a command cannot plant one."""
+        so a command cannot plant one. `pinned`: the run's pinned files, read-only too."""
         ws = Path(os.path.realpath(workspace))
         _make_orkeon(ws)
         hide = [*_orkeon_hidden(run_dir, config_dir), *hidden]
@@ -94,7 +97,7 @@ class SandboxPolicy:
         return cls(
             workspace=ws,
             writable=writable_roots(ws, roots),
-            read_only=protected(ws),
+            read_only=protected(ws, pinned),
             hidden=shut,
             visible=_shown(visible, shut),
             network=network,
@@ -114,9 +117,11 @@ class SandboxPolicy:
         temp_root: Path | None = None,
         hidden: Sequence[Path] = (),
         visible: Sequence[Path] = (),
+        pinned: Sequence[str] = (),
     ) -> SandboxPolicy:
         """The audit's build and test: the whole workspace writable except its `.git`
-        entries, `.orkeon/` (made when missing) and the run directory (hidden, like the
+        entries, `.orkeon/` (made when missing), the guards (`pinned` among them) and the
+        run directory (hidden, like the
         configuration folder). Their /tmp is on disk, in `temp_root` (default: the
         system's temporary folder): a build's scratch files can outgrow memory."""
         import tempfile
@@ -127,7 +132,7 @@ class SandboxPolicy:
         return cls(
             workspace=ws,
             writable=(ws,),
-            read_only=protected(ws),
+            read_only=protected(ws, pinned),
             hidden=shut,
             visible=_shown(visible, shut),
             network=network,
@@ -183,12 +188,15 @@ def writable_roots(workspace: Path, roots: Sequence[str] | None) -> tuple[Path, 
     return tuple(out)
 
 
-def protected(workspace: Path) -> tuple[Path, ...]:
-    """What stays read-only inside any writable path: `.orkeon/` and every `.git` under
-    the workspace (folder or `gitdir:` file, and the folder such a file names when it lies
-    in the workspace). Resolved paths."""
+def protected(workspace: Path, pinned: Sequence[str] = ()) -> tuple[Path, ...]:
+    """What stays read-only inside any writable path: `.orkeon/`, the guards that exist
+    (policy/guards.py, with the run's `pinned` files) and every `.git` under the workspace
+    (folder or `gitdir:` file, and the folder such a file names when it lies in the
+    workspace). Resolved paths."""
     ws = os.fspath(workspace)
     found: dict[Path, None] = {Path(os.path.realpath(workspace / ".orkeon")): None}
+    for path in guard_paths(workspace, pinned).values():
+        found[Path(os.path.realpath(path))] = None
     gits, complete = find_git_dirs(workspace)
     if not complete:
         logs.warn(

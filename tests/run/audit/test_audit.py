@@ -267,13 +267,17 @@ def test_info_exclude_cannot_hide_a_change(repo: Path) -> None:
     assert record["outside_roots"] == [".git/info/exclude"]
 
 
-def test_a_commit_inside_the_roots_passes(repo: Path) -> None:
-    """A role's own commit writes objects, refs and the index, none of them a guard."""
+def test_a_commit_inside_the_roots_fails_naming_the_refs(repo: Path) -> None:
+    """docs/security.md, "The audit": a batch that made a commit fails its audit naming
+    the ref, whatever made it (the history is never a role's work)."""
     before = audit.snapshot(repo, audit.ignore_list(repo, None))
     (repo / "src" / "api" / "a.py").write_text("a = 3\n")
     git(repo, "commit", "-q", "-am", "role's commit")
     record = audit_of(repo, ["src/api/"], before)
-    assert record["passed"] is True, record
+    assert record["passed"] is False
+    branch = git(repo, "symbolic-ref", "HEAD").strip()
+    assert record["outside_roots"] == ["HEAD", branch]
+    assert "changed the repository's history" in record["output_tail"]
 
 
 def test_repository_guards_from_a_workspace_in_a_subfolder(repo: Path) -> None:

@@ -11,6 +11,7 @@ audit must hold without the sandbox; with it (the default), its git also runs in
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import subprocess
@@ -19,6 +20,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 from kit import GIT_ENV
 from kit.sandbox import LINUX_ONLY, require_sandbox
@@ -67,10 +69,11 @@ def workspace(tmp: Path) -> Path:
 def run(tmp: Path, ws: Path, doc: dict[str, Any], **env: str) -> dict[str, Any]:
     """`orkeon run dev-batches` in-process, with the model's key in orkeon's environment."""
     with contextlib.chdir(tmp):
-        return runner.run(
-            "dev-batches", doc, workspace=str(ws), run_dir=str(tmp / "run"), resume_dir=None,
-            stream=None, environ={**environ(tmp), "ANTHROPIC_API_KEY": KEY, **env},
+        go = functools.partial(
+            runner.run, "dev-batches", doc, workspace=str(ws), run_dir=str(tmp / "run"),
+            resume_dir=None, stream=None, environ={**environ(tmp), "ANTHROPIC_API_KEY": KEY, **env},
         )  # fmt: skip
+        return anyio.run(go)
 
 
 def batch(script: list[dict[str, Any]], roots: list[str], **more: Any) -> dict[str, Any]:
@@ -189,7 +192,7 @@ def test_diff_drivers_do_not_run_when_head_moved(tmp_path: Path) -> None:
         not (tmp_path / "external.marker").exists() and not (tmp_path / "textconv.marker").exists()
     )
     (rec,) = result["audits"]
-    assert rec["outside_roots"] == [".gitattributes", "src/b/y.py", ".git/config"]
+    assert rec["outside_roots"] == [".gitattributes", "src/b/y.py", ".git/config", "HEAD"]
     git(ws, "diff", "master", "side")
     assert (tmp_path / "external.marker").exists()
     git(ws, "diff", "--no-ext-diff", "master", "side")

@@ -11,7 +11,7 @@ import pytest
 from kit.steps import calls, environ, make_workspace, role_status, run_step, scripted, shell, write
 
 from orkeon_run.errors import InputError
-from orkeon_run.run.prepare import repair_document
+from orkeon_run.run.failed import repair_document
 
 FILES = {"README.md": "# app\n", "src/api/__init__.py": "", "tests/__init__.py": ""}
 PLAN = {

@@ -27,8 +27,9 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
-from ..vocabulary import error_message
-from .progress import Role, Tracker, clean, duration, gave_up, money
+from ...vocabulary import error_message
+from .text import clean, duration, gave_up, money
+from .tracker import Role, Tracker
 
 _STYLES = {
     "succeeded": "green",

@@ -33,13 +33,18 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from ...config.crews import load_crew
 from ...config.inputs import Inputs, Plan
 from ...errors import EXIT_PROVIDER, InputError, UsageError
 from ...ledger import BudgetLimits
 from ...vocabulary import error_message, spent_text
 from ..context import StepOutcome, StepRun
-from . import spec
-from .common import SavedRole
+from ..opening import open_run
+from ..prepare import load_plan
+from ..runner import execute
+from . import spec, step_module
+from .batches import failed_batch, mark_repaired
+from .roles import SavedRole
 
 ROLES: tuple[str, ...] = ()
 STAGES = ("dev-spec", "dev-plan", "dev-batches")
@@ -60,9 +65,6 @@ def default_budget(workspace: Path) -> BudgetLimits:
     dev-batches crews' budgets added up (5400 s for the built-in crews); a limit one of
     them does not set is not set. Loading the crews, tasks-repair's too, checks them all
     before anything runs."""
-    from ...config.crews import load_crew
-    from . import step_module
-
     crews = [load_crew(s, workspace, roles=step_module(s).ROLES) for s in STAGES]
     load_crew("tasks-repair", workspace, roles=step_module("tasks-repair").ROLES)
     total: dict[str, Any] = {}
@@ -115,8 +117,11 @@ class Pipeline:
         sr = self.sr
         if sr.ledger.refuse():
             return None
-        from ..runner import execute, open_run
 
+        changed = sr.unpinned  # each step pins at its start: the pipeline's pins hold first
+        if changed:
+            why = f"{', '.join(changed)} changed since the run started (pinned files)"
+            raise StageError(f"{name} could not start: {why}")
         rd = sr.run_dir / STEPS_DIR / name
         doc = {**sr.config.doc, **extra, "budget": sr.ledger.left().to_json()}
         again = (rd / "inputs.json").is_file()
@@ -191,8 +196,6 @@ class Pipeline:
     def plan_round(self) -> bool:
         """Start a round of repairs for the batch dev-batches stopped at, if it may have
         one; False when it may not (no batch to repair, or its rounds are used up)."""
-        from .batches import failed_batch
-
         sr = self.sr
         stopped = failed_batch(sr.run_dir / STEPS_DIR / "dev-batches", sr.environ)
         attempts = sr.inputs.repair.attempts if sr.inputs.repair is not None else 1
@@ -222,8 +225,6 @@ class Pipeline:
 
     def batch_roles(self, batch: str) -> list[str]:
         """The batch's roles by full name, in plan order ([] when the plan cannot be read)."""
-        from ..prepare import load_plan
-
         sr = self.sr
         try:
             plan, _ = load_plan(sr.workspace, sr.inputs.plan)
@@ -237,8 +238,6 @@ class Pipeline:
     async def repair_round(self) -> StepOutcome | None:
         """Run the round's repairs that have not run; then mark them in dev-batches' state
         and move back to dev-batches. An outcome when the pipeline stops here."""
-        from .batches import mark_repaired
-
         batches_dir = self.sr.run_dir / STEPS_DIR / "dev-batches"
         rp = dict(self.state["repair"])
         while rp["next"] < len(rp["roles"]):
@@ -316,7 +315,6 @@ class Pipeline:
     def rounds_note(self, last: dict[str, Any]) -> str:
         if last["step"] != "dev-batches":
             return ""
-        from .batches import failed_batch
 
         stopped = failed_batch(self.sr.run_dir / STEPS_DIR / "dev-batches", self.sr.environ)
         rounds = self.state["rounds"].get(stopped["batch"], 0) if stopped else 0

@@ -1,144 +1,19 @@
-"""Progress on stderr while a step runs (docs/output.md, "Progress"), never on stdout.
-
-`orkeon run --progress auto|live|plain|none`; `ORKEON_PROGRESS` sets the default, and
-`auto` is `live` when stderr is a terminal, `plain` otherwise. Both views are event
-listeners (`EventLog.listeners`): they see exactly the events the run records, follow the
-run in a `Tracker`, and write only to stderr. A listener never raises into the run: a
-view that cannot write any more (stderr closed) goes quiet.
-
-- plain (progress_plain.py): one greppable line per notable event, the role's full name
-  first; a heartbeat while a model answer or a call takes longer than a minute;
-  `::group::` blocks per batch under GitHub Actions.
-- live (progress_live.py): one line per role, updated in place (rich, imported only
-  then), cleared to a final summary.
-"""
+"""The run as a progress view follows it (docs/output.md, "Progress"): `Tracker` takes the
+run's events in order and keeps its roles, batches, audits and budget use. The leaf of the
+progress package: the views import it, it imports no view."""
 
 from __future__ import annotations
 
-import contextlib
 import math
-import os
-import sys
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
-from ..errors import InputError
-from ..vocabulary import BUDGET_WORDS, error_message
+from ...vocabulary import BUDGET_WORDS
+from .text import amount
 
-MODES = ("auto", "live", "plain", "none")
 MARKS = (50, 80, 100)  # budget use, in percent, that plain progress reports
-
-
-class Listener(Protocol):
-    def __call__(self, event: dict[str, Any]) -> None: ...
-
-    def close(self) -> None: ...
-
-
-def choose(
-    flag: str | None,
-    *,
-    output: str,
-    environ: Mapping[str, str] | None = None,
-    stderr: Any = None,
-    stdout: Any = None,
-) -> str:
-    """The progress mode to show: `live`, `plain` or `none`. `flag` wins over
-    ORKEON_PROGRESS; a bad ORKEON_PROGRESS is an input error (exit 2). `auto` is live on a
-    terminal, except when `stream-json` events go to that terminal too (a view redrawn in
-    place would tear their lines): plain then."""
-    env = os.environ if environ is None else environ
-    value = flag or env.get("ORKEON_PROGRESS") or "auto"
-    if value not in MODES:
-        raise InputError(
-            f"ORKEON_PROGRESS: must be auto, live, plain or none, not {clean(value)!r}"
-        )
-    if value != "auto":
-        return value
-    if not _tty(sys.stderr if stderr is None else stderr):
-        return "plain"
-    if output == "stream-json" and _tty(sys.stdout if stdout is None else stdout):
-        return "plain"
-    return "live"
-
-
-def listeners(mode: str) -> list[Listener]:
-    """The listener that shows `mode` on stderr ([] for none)."""
-    if mode == "plain":
-        from .progress_plain import PlainProgress
-
-        return [PlainProgress(sys.stderr)]
-    if mode == "live":
-        from .progress_live import LiveProgress
-
-        return [LiveProgress(sys.stderr)]
-    return []
-
-
-def gave_up(exc: Exception) -> None:
-    """One warning when a view stops showing the run (a bug; or stderr is gone, and then
-    nothing can be said)."""
-    from .. import logs
-
-    with contextlib.suppress(Exception):
-        logs.warn(f"progress: stopped showing the run: {type(exc).__name__}: {exc}")
-
-
-def _tty(stream: Any) -> bool:
-    try:
-        return bool(stream.isatty())
-    except (AttributeError, ValueError):
-        return False
-
-
-def clean(text: object, limit: int = 200) -> str:
-    """`text` on one line and at most `limit` characters, its control characters escaped:
-    model-written text (a refusal's line, a command) must not move the cursor, colour the
-    terminal, or start a line GitHub Actions would read as a workflow command."""
-    s = str(text)
-    if len(s) > limit:
-        s = s[: limit - 1] + "…"
-    if s.isprintable():
-        return s
-    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in s)
-
-
-def first_line(text: object) -> str:
-    """The first line of a tool's result as the model read it (text or JSON)."""
-    if not isinstance(text, str):
-        import json
-
-        text = json.dumps(text, ensure_ascii=False)
-    return clean(text.strip().partition("\n")[0])
-
-
-def duration(seconds: float) -> str:
-    """`4.2 s`, `2m 05s`, `1h 02m`."""
-    if seconds < 60:
-        return f"{seconds:.1f} s"
-    minutes, secs = divmod(int(seconds), 60)
-    if minutes < 60:
-        return f"{minutes}m {secs:02d}s"
-    hours, minutes = divmod(minutes, 60)
-    return f"{hours}h {minutes:02d}m"
-
-
-def amount(which: str, value: float | None) -> str:
-    """A budget quantity as people read it: `12.5 s`, `40 turns`, `1,200 tokens`, `$0.41`."""
-    if value is None:
-        return "unknown"
-    if which == "seconds":
-        return f"{value:.1f} s"
-    if which == "usd":
-        return money(value)
-    return f"{int(value):,} {which}"
-
-
-def money(usd: float) -> str:
-    """`$0.0042` under a dollar, `$12.40` from one on."""
-    return f"${usd:.4f}" if usd < 1 else f"${usd:.2f}"
 
 
 @dataclass
@@ -362,19 +237,3 @@ _ON_ROLE: dict[str, Callable[[Tracker, Role, dict[str, Any]], None]] = {
     "model.turn": Tracker._model_turn,
     "hook.run": Tracker._hook_run,
 }
-
-
-def warning_line(e: dict[str, Any], paint: Callable[[str, str], str]) -> str:
-    """A `warning` event: `b1: warning: no role changed any file`."""
-    who = clean(str(e.get("batch") or e.get("role") or e.get("step") or "orkeon"))
-    return f"{who}: {paint('warning', 'yellow')}: {clean(str(e.get('message', '')))}"
-
-
-def step_line(e: dict[str, Any], paint: Callable[[str], str]) -> str:
-    """A pipeline's step starts or ends (`step.start`, `step.end`): `dev-plan: step
-    started`, `dev-batches: step failed (exit 1): WHY`."""
-    if e["type"] == "step.start":
-        return f"{clean(e['name'])}: step {'resumed' if e.get('resume') else 'started'}"
-    why = error_message(e.get("error"))
-    tail = f": {clean(first_line(str(why)), 300)}" if why else ""
-    return f"{clean(e['name'])}: step {paint(str(e['status']))} (exit {e['exit_code']}){tail}"

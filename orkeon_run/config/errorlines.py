@@ -1,0 +1,49 @@
+"""A pydantic validation error as orkeon's one line per problem (`field.path: message`,
+docs/inputs.md): the leaf every reader of a configuration document imports."""
+
+from __future__ import annotations
+
+from pydantic import ValidationError
+
+
+def field_path(loc: tuple[int | str, ...]) -> str:
+    """`("hooks", 1, "command")` -> `hooks[1].command`, skipping pydantic's union tags."""
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        elif part in UNION_TAGS or part.startswith(("function-", "list[", "dict[")):
+            continue
+        else:
+            out += f".{part}" if out else str(part)
+    return out or "inputs"
+
+
+# The tags pydantic puts in a location for the member of a union a value was tried as
+# (`plan`'s); config/inputs.py adds the providers' and their models' where it defines them.
+UNION_TAGS: set[str] = {"str", "Plan"}
+
+
+def error_lines(exc: ValidationError, prefix: str = "") -> list[str]:
+    """One line per problem, `field.path: message`, sorted and without repeats."""
+    found: list[tuple[str, str, str]] = []
+    for err in exc.errors(include_url=False):
+        path = field_path(tuple(err["loc"]))
+        if prefix:
+            path = f"{prefix}.{path}" if path != "inputs" else prefix
+        msg = err["msg"]
+        if err["type"] == "extra_forbidden":
+            msg = "unknown key"
+        elif msg.startswith("Value error, "):
+            msg = msg[len("Value error, ") :]
+        found.append((path, err["type"], msg))
+    # A value that failed every member of a union reports a type mismatch for the members
+    # it was not meant to be; when a deeper problem exists under the same path, that
+    # deeper one is the real news.
+    lines: set[str] = set()
+    for path, kind, msg in found:
+        deeper = any(p.startswith((path + ".", path + "[")) for p, _, _ in found)
+        if kind.endswith("_type") and deeper:
+            continue
+        lines.add(f"{path}: {msg}")
+    return sorted(lines)
