@@ -119,21 +119,21 @@ def gone(pid: int) -> bool:
     return stat.rsplit(")", 1)[1].split()[0] in ("Z", "X")
 
 
-def host_pids(pid: int) -> list[int]:
-    """The host's pids of a hook's process that wrote `pid` (`$$`): hooks run in a PID
-    namespace of their own (docs/security.md, "Your hooks"); where no veil can be made
-    here, `pid` itself."""
-    return namespaced(pid) if veil_status()[0] is not None else [pid]
+def host_pids(pid: int, ws: Path) -> list[int]:
+    """The host's pids of a hook's process that wrote `pid` (`$$`), working in `ws`: hooks
+    run in a PID namespace of their own (docs/security.md, "Hooks"); where no veil can be
+    made here, `pid` itself."""
+    return namespaced(pid, ws) if veil_status()[0] is not None else [pid]
 
 
-def wait_gone(pid: int, seconds: float = 3.0) -> bool:
+def wait_gone(pid: int, ws: Path, seconds: float = 3.0) -> bool:
     """Every process that wrote `pid` has ended (a hook's, in its PID namespace)."""
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
-        if all(gone(p) for p in host_pids(pid)):
+        if all(gone(p) for p in host_pids(pid, ws)):
             return True
         time.sleep(0.02)
-    return all(gone(p) for p in host_pids(pid))
+    return all(gone(p) for p in host_pids(pid, ws))
 
 
 @pytest.fixture
@@ -179,7 +179,7 @@ def test_native_hook_that_never_exits_is_cut_at_the_budget(tmp_path: Path, ws: P
     assert second["result"] == "[refused: the step's time budget is spent]"
     assert (second["refused_by"], second["hooks"]) == ("budget", [])
     assert not (ws / "src/x.py").exists()
-    assert wait_gone(int(pidfile.read_text()))
+    assert wait_gone(int(pidfile.read_text()), ws)
     assert took < 6
 
 
@@ -207,7 +207,7 @@ def test_native_hook_that_ignores_sigterm_is_killed(tmp_path: Path, ws: Path) ->
     assert run["timed_out"] and run["exit_code"] is None
     assert run["first_line"] == "ignoring TERM"
     assert 2.5 <= run["seconds"] < 4  # the limit, then the 2 s grace before SIGKILL
-    assert wait_gone(int(pidfile.read_text()))
+    assert wait_gone(int(pidfile.read_text()), ws)
     assert took < 8
 
 
@@ -226,7 +226,7 @@ def test_native_hook_leaving_a_grandchild_on_its_pipes(tmp_path: Path, ws: Path)
     (run,) = call["hooks"]
     assert (run["exit_code"], run["timed_out"]) == (0, False)
     assert run["seconds"] < 1
-    assert wait_gone(int(pidfile.read_text()))
+    assert wait_gone(int(pidfile.read_text()), ws)
     assert took < 5
 
 
@@ -247,7 +247,7 @@ def test_native_hook_leaving_an_escaped_grandchild_on_its_pipes(tmp_path: Path, 
         assert took < 5
     finally:
         if pidfile.exists():
-            for pid in host_pids(int(pidfile.read_text())):
+            for pid in host_pids(int(pidfile.read_text()), ws):
                 if not gone(pid):
                     os.kill(pid, signal.SIGKILL)
 
@@ -434,7 +434,7 @@ def test_settings_hook_that_never_exits_is_killed_at_its_timeout(tmp_path: Path,
     assert (run["exit_code"], run["timed_out"]) == (None, True)
     assert 0.45 <= run["seconds"] < 1.5
     assert (ws / "src/x.py").read_text() == "x"
-    assert wait_gone(int(pidfile.read_text()))
+    assert wait_gone(int(pidfile.read_text()), ws)
     assert took < 5
 
 
@@ -452,7 +452,7 @@ def test_settings_hook_that_ignores_sigterm(tmp_path: Path, ws: Path) -> None:
     assert (call["outcome"], call["result"]) == ("ran", CREATED)
     (run,) = call["hooks"]
     assert run["timed_out"] and 2.2 <= run["seconds"] < 3.5
-    assert wait_gone(int(pidfile.read_text()))
+    assert wait_gone(int(pidfile.read_text()), ws)
     assert took < 7
 
 
@@ -468,7 +468,7 @@ def test_settings_hook_leaving_a_grandchild_on_its_pipes(tmp_path: Path, ws: Pat
     (call,) = calls_of(events)
     assert (call["outcome"], call["result"]) == ("ran", CREATED)
     assert call["hooks"][0]["exit_code"] == 0 and call["hooks"][0]["seconds"] < 1
-    assert wait_gone(int(pidfile.read_text()))
+    assert wait_gone(int(pidfile.read_text()), ws)
     assert took < 5
 
 

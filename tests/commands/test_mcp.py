@@ -91,7 +91,7 @@ def test_a_signal_to_orkeon_run_leaves_no_server_process_behind(
     }
     assert set(started) == {"fake", "git"}
     # The spawned process is the sandbox's pid of it (the server runs confined).
-    pids = [*started.values(), *namespaced(int(spawned["result"]))]
+    pids = [*started.values(), *namespaced(int(spawned["result"]), ws)]
     for pid in pids:
         assert not running(pid), pid
     for pgid in started.values():
