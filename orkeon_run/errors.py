@@ -21,6 +21,7 @@ one place: the step runner turns them into a result document, `exit_code_for` in
 
 from __future__ import annotations
 
+from . import escape
 from .vocabulary import spent_text
 
 EXIT_OK = 0
@@ -122,9 +123,7 @@ def exit_code_of(status: str, kind: str | None) -> int:
 
 
 def one_line(text: str) -> str:
-    """`text` with its control characters escaped (`\\n`, `\\x00`, a lone `\\ud800`): a
-    problem names fields and values from the document, and a key holding a newline split
-    its `orkeon: FIELD: message` line in two."""
-    if text.isprintable():
-        return text
-    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+    """`text` with its control characters escaped (`\\n`, `\\x00`, a lone `\\ud800`) by
+    escape.py's rule: a problem names fields and values from the document, and a key
+    holding a newline split its `orkeon: FIELD: message` line in two."""
+    return escape.text(text)

@@ -16,7 +16,7 @@ PACKAGE = ROOT / "orkeon_run"
 
 # Bottom first. A module belongs to the layer of its first name below the package.
 LAYERS: list[set[str]] = [
-    {"errors", "vocabulary", "catalog", "calls", "ledger", "events", "jsonio", "proc",
+    {"errors", "escape", "vocabulary", "catalog", "calls", "ledger", "events", "jsonio", "proc",
      "environ", "logs", "gitpatch", "units", "__init__"},
     {"policy"},
     {"config"},

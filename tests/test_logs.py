@@ -1,5 +1,6 @@
-"""Logging (logs.py): structlog on stderr, filtered by ORKEON_LOG_LEVEL, imported only
-for the first message that passes the level."""
+"""Logging (logs.py; docs/output.md, "Logs"): JSON lines on stderr when it is not a
+terminal, written without structlog; the readable form (a terminal, FORCE_COLOR) through
+structlog, imported only for the first message that passes ORKEON_LOG_LEVEL."""
 
 from __future__ import annotations
 
@@ -25,9 +26,12 @@ RUN = (
 )
 
 
-def run_dev_spec(tmp: Path, level: str) -> tuple[dict[str, object], list[dict[str, object]]]:
+def run_dev_spec(
+    tmp: Path, level: str, **more: str
+) -> tuple[dict[str, object], list[dict[str, object]]]:
     ws = make_workspace(tmp, {"README.md": "# demo\n"})
-    env = {**environ(tmp), "ORKEON_LOG_LEVEL": level}
+    env = {k: v for k, v in environ(tmp).items() if k not in ("FORCE_COLOR", "NO_COLOR")}
+    env.update(ORKEON_LOG_LEVEL=level, **more)
     argv = ["run", "dev-spec", "--workspace", str(ws), "--output", "stream-json", "--progress", "none",
             "--inputs", json.dumps(SPEC)]  # fmt: skip
     proc = subprocess.run(
@@ -35,15 +39,44 @@ def run_dev_spec(tmp: Path, level: str) -> tuple[dict[str, object], list[dict[st
         capture_output=True, text=True, env=env, cwd=tmp, timeout=60,
     )  # fmt: skip
     last = json.loads(proc.stdout.splitlines()[-1])
+    if more.get("FORCE_COLOR"):
+        return last, [{"line": line} for line in proc.stderr.splitlines()]
     return last, [json.loads(line) for line in proc.stderr.splitlines()]
 
 
 def test_at_info_the_step_is_logged_as_json_lines(tmp_path: Path) -> None:
+    """JSON lines need no structlog (which imports rich): its JSONRenderer's fields."""
     state, logged = run_dev_spec(tmp_path, "info")
-    assert state == {"rc": 0, "structlog": True}
+    assert state == {"rc": 0, "structlog": False}
+    assert list(logged[0]) == ["step", "run_id", "run_dir", "event", "level", "timestamp"]
+    assert str(logged[0]["timestamp"]).endswith("Z")
     events = [(e["event"], e["level"]) for e in logged]
     assert events == [("step started", "info"), ("step ended", "info")]
     assert logged[1]["status"] == "succeeded" and logged[1]["exit_code"] == 0
+
+
+def test_the_readable_form_goes_through_structlog(tmp_path: Path) -> None:
+    """FORCE_COLOR: the readable, coloured form (structlog's console renderer)."""
+    state, logged = run_dev_spec(tmp_path, "info", FORCE_COLOR="1")
+    assert state == {"rc": 0, "structlog": True}
+    assert "step started" in logged[0]["line"] and "\x1b[" in logged[0]["line"]
+
+
+def test_an_exception_is_one_line_of_json(tmp_path: Path) -> None:
+    """`exc_info` becomes the traceback's text in `exception`, as structlog's
+    format_exc_info makes it."""
+    code = (
+        "from orkeon_run import logs\n"
+        "try:\n    raise ValueError('bad\\nthing')\n"
+        "except ValueError as exc:\n    logs.get().error('crashed', exc_info=exc, job='j')"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env=environ(tmp_path), timeout=30)  # fmt: skip
+    (line,) = proc.stderr.splitlines()
+    record = json.loads(line)
+    assert (record["event"], record["level"], record["job"]) == ("crashed", "error", "j")
+    assert record["exception"].startswith("Traceback")
+    assert record["exception"].endswith("ValueError: bad\nthing")
 
 
 def test_at_warning_a_quiet_run_never_imports_structlog(tmp_path: Path) -> None:

@@ -31,6 +31,7 @@ from ..config.trust import (
     record_trust,
 )
 from ..errors import InputError
+from ..escape import write_line
 from ..events import NullLog
 from ..hooks.claude.settings import SettingsHooks
 from ..hooks.native import HOOK_LIMIT, RUN_EVENTS, HookSpec, ProgramRules, number, run_hook
@@ -195,7 +196,7 @@ def _config(inputs: str, workspace: str | None) -> Any:
         load_document(inputs), step=None, workspace=workspace, stdin_is_tty=stdin_tty()
     )
     for line in config.warnings:
-        sys.stderr.write(f"warning: {line}\n")
+        write_line(sys.stderr, f"warning: {line}")
     return config
 
 
@@ -206,7 +207,7 @@ def list_main(inputs: str, *, workspace: str | None = None) -> int:
     if config.mcp_servers:
         lines += role_lines(config)
     for line in lines:
-        sys.stdout.write(line + "\n")
+        write_line(sys.stdout, line)
     return 0
 
 
@@ -227,7 +228,7 @@ def check_main(inputs: str, *, tool: str, path: str, workspace: str | None = Non
         )
     )
     for line in lines:
-        sys.stdout.write(line + "\n")
+        write_line(sys.stdout, line)
     return code
 
 
@@ -253,5 +254,5 @@ def trust_main(workspace: str | None = None) -> int:
             ".orkeon/crews/, no .mcp.json)"
         )
     for path, digest in trusted:
-        sys.stdout.write(f"trusted {path} ({digest.removeprefix('sha256:')[:12]})\n")
+        write_line(sys.stdout, f"trusted {path} ({digest.removeprefix('sha256:')[:12]})")
     return 0

@@ -13,6 +13,7 @@ from pathlib import Path
 import anyio
 
 from ..errors import InputError
+from ..escape import write_line
 from ..jobs import collect, execute, jobdir, joblist, render
 from ..jobs import matrix as engines
 from ..jobs.shards import check_count, parse_shard, shard_of
@@ -22,7 +23,7 @@ MAX_CONCURRENCY = 256
 
 
 def _warn(line: str) -> None:
-    sys.stderr.write(f"warning: {line}\n")
+    write_line(sys.stderr, f"warning: {line}")
 
 
 def _folder(text: str) -> Path:

@@ -12,7 +12,6 @@ import anyio
 from ..config.inputs import load_document
 from ..config.run_settings import flag_values
 from ..errors import InputError
-from ..report.github import publish
 from ..run.opening import open_run
 from ..run.progress import choose
 from ..run.runner import execute
@@ -56,5 +55,7 @@ def main(
     elif mode == "text":
         sys.stdout.write(summary(result))
     if os.environ.get("GITHUB_ACTIONS") == "true":
+        from ..report.github import publish  # the reports load under GitHub Actions only
+
         publish(opened.run_dir, result, os.environ, sys.stderr)
     return int(result["exit_code"])

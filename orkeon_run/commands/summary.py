@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..escape import line
 from ..units import count, duration, money
 from ..vocabulary import error_message
 
@@ -55,7 +56,9 @@ def summary(result: dict[str, Any]) -> str:
             lines.append(f"  error ({error.get('kind')}): {error.get('message')}")
         else:
             lines.append(f"  error: {error}")
-    return "\n".join(lines) + "\n"
+    # Paths, refusals and error messages come from the run: each line by the one rule
+    # for what orkeon writes (escape.py; a file name may hold a line break).
+    return "".join(line(text) + "\n" for text in lines)
 
 
 def _line(error: Any) -> str:

@@ -15,6 +15,7 @@ import os
 import sys
 
 from ..config.inputs import load_document
+from ..escape import write_line
 from ..run.prepare import prepare, stdin_tty
 from .mcp import validate_lines
 
@@ -28,7 +29,7 @@ def main(inputs: str, *, step: str | None = None, workspace: str | None = None) 
         hook_files="error",  # a hook that cannot run would refuse every call
     )
     for line in config.warnings:
-        sys.stderr.write(f"warning: {line}\n")
+        write_line(sys.stderr, f"warning: {line}")
     from ..config.pins import hook_commands, in_workspace_programs
 
     path = os.environ.get("PATH", os.defpath)
@@ -36,9 +37,10 @@ def main(inputs: str, *, step: str | None = None, workspace: str | None = None) 
     named += [(f"mcp_servers.{n}", [s.argv]) for n, s in config.mcp_servers.items() if s.argv]
     for field, commands in named:
         for program, where in in_workspace_programs(config.workspace, commands, path):
-            sys.stderr.write(
+            write_line(
+                sys.stderr,
                 f"warning: {field}: {program} is found on PATH inside the workspace ({where}), "
-                "where the model's work can replace it: name a program outside the workspace\n"
+                "where the model's work can replace it: name a program outside the workspace",
             )
     confinement = config.confinement  # where the sandbox can be made, nothing to say
     if confinement.state == "off":
@@ -47,25 +49,27 @@ def main(inputs: str, *, step: str | None = None, workspace: str | None = None) 
             "commands and the audit's build and test would run unconfined\n"
         )
     elif confinement.state == "unavailable":
-        sys.stderr.write(
+        write_line(
+            sys.stderr,
             f"warning: shell sandbox: not available here: {confinement.reason}; every shell "
-            "call would be refused and the audit's build and test would not run\n"
-            f"fix: {confinement.fix}\n"
+            "call would be refused and the audit's build and test would not run",
         )
+        write_line(sys.stderr, f"fix: {confinement.fix}")
     if config.inputs.native_hooks or config.settings_hooks:
         from ..tools.sandbox.veil import veil_status
 
         bwrap, why = veil_status()
         if bwrap is None:
-            sys.stderr.write(
+            write_line(
+                sys.stderr,
                 f"warning: hooks: orkeon's processes cannot be hidden from them here: {why}; "
                 "they would run as they are, able to read orkeon's /proc (its environment, "
-                "the model key)\n"
+                "the model key)",
             )
     lines, warnings = validate_lines(config)
     for line in warnings:
-        sys.stderr.write(f"warning: {line}\n")
+        write_line(sys.stderr, f"warning: {line}")
     for line in lines:
-        sys.stdout.write(line + "\n")
+        write_line(sys.stdout, line)
     sys.stdout.write("inputs are valid\n")
     return 0

@@ -6,7 +6,8 @@ cache reads and writes, a model's price changes by date, and the tiers where a l
 costs more per token. `model.price` in the inputs overrides it (`Rates`).
 
 Which entry prices a model (`listed`): the provider the base URL belongs to, when the
-database knows that URL (OpenRouter, Together, Groq, Azure, ...); then the official API of
+database knows that URL (OpenRouter, Together, Groq, Azure, ...; a loopback or private
+address is no provider's, and is not looked for); then the official API of
 the protocol spoken (OpenAI for `openai`, Anthropic for `anthropic`), then the other one.
 A name matches as the database matches it (`claude-sonnet-4-5-20250929` is
 `claude-sonnet-4-5`), and a router prefix (`openai/gpt-4o`) is dropped when the whole
@@ -108,7 +109,7 @@ def listed(protocol: str, model: str, base_url: str | None = None) -> tuple[Any,
     from genai_prices.data_snapshot import get_snapshot
 
     snapshot = get_snapshot()
-    wanted: list[tuple[str | None, str | None]] = [(None, base_url)] if base_url else []
+    wanted: list[tuple[str | None, str | None]] = [(None, base_url)] if _public(base_url) else []
     wanted += [(pid, None) for pid in sorted(OFFICIAL, key=lambda p: p != protocol)]
     providers: list[Any] = []
     for pid, url in wanted:
@@ -127,6 +128,28 @@ def listed(protocol: str, model: str, base_url: str | None = None) -> tuple[Any,
             if info is not None:
                 return provider, info
     return None
+
+
+def _public(base_url: str | None) -> bool:
+    """Whether `base_url` may be a listed provider's API: not a loopback, private or
+    link-local address, nor `localhost` (a local server or a test's fake), whose URL no
+    provider of the database has; matching it against every provider's URL pattern
+    compiles some 50 regular expressions (docs/performance.md)."""
+    if not base_url:
+        return False
+    import ipaddress
+    from urllib.parse import urlsplit
+
+    try:
+        host = (urlsplit(base_url).hostname or "").rstrip(".").lower()
+    except ValueError:
+        return True
+    if host == "localhost" or host.endswith(".localhost"):
+        return False
+    try:
+        return ipaddress.ip_address(host).is_global
+    except ValueError:  # a name: only its owner knows where it points
+        return True
 
 
 def _listed_for(config: ModelConfig) -> tuple[Any, Any] | None:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import time
 
+from .. import escape
+
 # Durations and amounts as everything orkeon writes for people writes them (units.py).
 from ..units import duration as seconds  # noqa: F401 (the reports' name for it)
 from ..units import money as money
@@ -40,8 +42,7 @@ def clip(value: str, limit: int) -> str:
 def one_line(value: str, limit: int = 200) -> str:
     """`value` on one line (line breaks and control characters shown escaped), cut to
     `limit` characters."""
-    if not value.isprintable():
-        value = "".join(c if c.isprintable() else repr(c)[1:-1] for c in value)
+    value = escape.text(value)  # the one rule for what orkeon writes (escape.py)
     return value if len(value) <= limit else value[: limit - 1] + "…"
 
 

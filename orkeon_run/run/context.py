@@ -20,7 +20,6 @@ from ..environ import scrubbed
 from ..errors import RecordsError
 from ..events import EventLog
 from ..hooks import NO_HOOKS, chain
-from ..hooks.claude.settings import SettingsHooks
 from ..hooks.native import NativeHooks
 from ..jsonio import atomic_write_json
 from ..ledger import Ledger
@@ -28,7 +27,6 @@ from ..pipeline import Pipeline
 from ..policy.guards import guard
 from ..policy.paths import PathOutside, contains, relative, resolve_in_workspace
 from ..tools import ToolEnv
-from ..tools.mcp.tool import role_tools
 from ..vocabulary import ErrorKind, StepStatus
 from .prepare import RunConfig
 
@@ -102,6 +100,8 @@ class StepRun:
         if self.mcp is None:
             names, catalog = tuple(e for e in entries if e in TOOLS), BUILTINS
         else:
+            from ..tools.mcp.tool import role_tools  # only a run with MCP servers loads them
+
             names, catalog = role_tools(entries, self.catalog, self.mcp)
         check = self.config.confinement.unavailable_check()
         return names, catalog if check is None else catalog.with_check(check)
@@ -257,6 +257,9 @@ def step_hooks(config: RunConfig, events: EventLog) -> Hooks:
         )
     settings: Hooks = NO_HOOKS
     if config.settings_hooks:
+        # Loaded only for a run that has settings-shape hooks (tests/commands/test_imports.py).
+        from ..hooks.claude.settings import SettingsHooks
+
         settings = SettingsHooks(
             config.settings_hooks,
             workspace=config.workspace,

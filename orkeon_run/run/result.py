@@ -34,8 +34,11 @@ else:
     StepName = Literal[tuple(STEPS)]
 
 
+# defer_build (pydantic's documented setting): a model's validator is built when its
+# schema is first asked for (`orkeon schema`), not by every run that imports
+# `result_document` (10 to 16 ms; docs/performance.md).
 class _Doc(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
 
 class BudgetBlock(_Doc):
@@ -176,7 +179,7 @@ class ToolCallEvent(_Doc):
 class OtherEvent(BaseModel):
     """Every other event: `type` and `ts`, then fields of its own (docs/output.md, "Events")."""
 
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", defer_build=True)
     type: str
     ts: float
     schema_version: int
@@ -184,6 +187,8 @@ class OtherEvent(BaseModel):
 
 class Event(BaseModel):
     """One line of events.jsonl."""
+
+    model_config = ConfigDict(defer_build=True)
 
     event: ToolCallEvent | OtherEvent
 

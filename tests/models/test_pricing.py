@@ -70,6 +70,23 @@ def test_other_names_have_no_price(name: str) -> None:
     assert listed("openai", "") is None
 
 
+@pytest.mark.parametrize(
+    ("url", "public"),
+    [("http://127.0.0.1:8080/v1", False), ("http://localhost:11434/v1", False),
+     ("http://[::1]:9/v1", False), ("http://10.1.2.3/v1", False), ("http://ollama.localhost", False),
+     ("https://openrouter.ai/api/v1", True), ("https://8.8.8.8/v1", True), (None, False)],
+)  # fmt: skip
+def test_a_local_base_url_is_no_providers(url: str | None, public: bool) -> None:
+    """docs/inputs.md: "a loopback or private address, or `localhost`, belongs to none and
+    is not looked up" (every provider's URL pattern is not compiled for it); the model is
+    still priced from the protocol's own API."""
+    from orkeon_run.models.pricing import _public
+
+    assert _public(url) is public
+    found = listed("anthropic", "claude-sonnet-4-6", "http://127.0.0.1:8080")
+    assert found is not None and found[0].id == "anthropic"
+
+
 def test_a_known_router_url_prices_with_that_router() -> None:
     found = listed("openai", "openai/gpt-4o-mini", "https://openrouter.ai/api/v1")
     assert found is not None and found[0].id == "openrouter"

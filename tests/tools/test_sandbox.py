@@ -374,3 +374,11 @@ def test_a_program_in_a_hidden_folder_is_not_found(ws: Path) -> None:
     )
     assert got["exit_code"] == 127 and got["stdout"] == ""
     assert got["stderr"].startswith(f"shell: no such program in the sandbox: {tool} ("), got
+
+
+def test_one_probe_a_process_however_the_bwrap_is_named() -> None:
+    """docs/performance.md, "One sandbox probe a process": the run's confinement asks with
+    no path, the shell tool with the path that answer gave; both get one answer, made once."""
+    first = sb.probe()
+    assert first.ok and first.bwrap is not None
+    assert sb.probe(first.bwrap) is first and sb.probe() is first

@@ -8,7 +8,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from ... import logs
+from ... import escape, logs
 from ...vocabulary import error_message
 
 
@@ -26,9 +26,7 @@ def clean(text: object, limit: int = 200) -> str:
     s = str(text)
     if len(s) > limit:
         s = s[: limit - 1] + "…"
-    if s.isprintable():
-        return s
-    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in s)
+    return escape.text(s)  # the one rule for what orkeon writes (escape.py)
 
 
 def first_line(text: object) -> str:

@@ -1,4 +1,4 @@
-"""Can a sandbox be made here? Asked once per process and bwrap path (cached), by making
+"""Can a sandbox be made here? Asked once per process and bwrap binary (cached), by making
 one: the same kind of command line every shell call uses, with every kind of mount in
 it, running `true`. When it fails, `Availability` says why (bubblewrap's own words) and
 what to change, for `orkeon validate` to print and for the shell tool's refusal."""
@@ -44,6 +44,11 @@ def probe(bwrap: Path | None = None) -> Availability:
     /usr/bin/bwrap). Cached per process and path; a second thread asking while the first
     probes waits for its answer (`prefetch` starts one early)."""
     with _lock:
+        # Cached by the bwrap that runs, not by how it was named: the run's confinement
+        # asks with no path and the shell tool with the path that answer gave, and both
+        # mean one sandbox made, once a process (docs/performance.md).
+        if bwrap is None and sys.platform.startswith("linux"):
+            bwrap = bundled_bwrap()
         return _probe(bwrap)
 
 

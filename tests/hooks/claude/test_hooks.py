@@ -809,32 +809,31 @@ def test_no_matching_hook_costs_nothing(workspace: Path) -> None:
     assert rig.stop() is None and rig.events == []
 
 
-def test_problems_and_notes_go_to_the_person_running_orkeon(workspace: Path) -> None:
+def test_problems_and_notes_go_to_the_person_running_orkeon(
+    workspace: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """'the hook's stderr is shown to you as a warning'; 'systemMessage — show a note to the
     user'; 'A hook's full stdout/stderr is surfaced to you when it produces a systemMessage
     or a non-blocking error'; 'when a PreToolUse hook rewrites a tool's input via
-    updatedInput, OrbCode emits a visible system message'. Logged on stderr (structlog)."""
-    from structlog.testing import capture_logs
-
-    from orkeon_run import logs
-
-    logs.configure()  # configured first, so the capture below is not replaced
+    updatedInput, OrbCode emits a visible system message'. Logged on stderr, as JSON lines
+    when it is not a terminal (docs/output.md)."""
     failing = "echo out; echo broke >&2; exit 1"
     note = ans(stdout={"systemMessage": "heads up"})
     quiet = ans(stdout={"systemMessage": "quiet", "suppressOutput": True})
     rewrite = ans(stdout=_pre(updatedInput={"command": "ls -la"}))
     rig = Rig(workspace, {"PreToolUse": [group(failing, note, quiet, rewrite)]})
-    with capture_logs() as logged:
-        v = rig.pre("shell", {"command": "ls"})
+    capsys.readouterr()
+    v = rig.pre("shell", {"command": "ls"})
+    logged = [json.loads(line) for line in capsys.readouterr().err.splitlines()]
     assert v.updated_input == {"command": "ls -la"}
     by_command = {e.get("command"): e for e in logged}
     problem = by_command[failing]
-    assert problem["log_level"] == "warning"
+    assert problem["level"] == "warning"
     assert (problem["stderr"], problem["stdout"]) == ("broke\n", "out\n")
     assert by_command[note]["message"] == "heads up" and "stdout" in by_command[note]
     assert by_command[quiet]["message"] == "quiet" and "stdout" not in by_command[quiet]
     rewritten = by_command[rewrite]
-    assert rewritten["log_level"] == "warning"
+    assert rewritten["level"] == "warning"
     assert (rewritten["input"], rewritten["updated_input"]) == (
         {"command": "ls"},
         {"command": "ls -la"},

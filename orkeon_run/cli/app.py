@@ -1,0 +1,192 @@
+"""The typer app (docs/output.md): `run`, `validate`, `hooks`, `report`,
+`schema`, and `jobs` (cli/jobs.py). Each command parses its arguments, calls its module
+under `commands/` (imported only when it runs, so a command pays for its own imports only)
+and exits with the code it returns (`exit_with`)."""
+
+from typing import Annotated
+
+import typer
+
+from .. import __version__
+from ..commands.knobs import (
+    ConcurrencyOpt,
+    MaxSecondsOpt,
+    MaxTokensOpt,
+    MaxTurnsOpt,
+    MaxUsdOpt,
+    ModelOpt,
+)
+from ..run.steps import STEPS
+from .base import InputsOpt, Output, Progress, ReportFormat, Step, WorkspaceOpt, exit_with
+from .jobs import jobs_app
+
+app = typer.Typer(
+    name="orkeon",
+    help="Run one step of a development workflow with a crew of model-driven agents, headless.",
+    no_args_is_help=True,
+    add_completion=True,  # --install-completion, --show-completion (bash, zsh, fish, powershell)
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+)
+hooks_app = typer.Typer(help="List, check and trust hooks.", no_args_is_help=True)
+app.add_typer(hooks_app, name="hooks")
+app.add_typer(jobs_app, name="jobs")
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"orkeon {__version__}")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", "-V", callback=_version, is_eager=True, help="Print the version."
+        ),
+    ] = False,
+) -> None:
+    """orkeon: a headless crew orchestrator for AI coding agents."""
+
+
+@app.command()
+def run(
+    step: Annotated[Step, typer.Argument(help=" | ".join(STEPS))],
+    inputs: Annotated[
+        str | None,
+        typer.Option("--inputs", help="JSON inline, @PATH for a file, or - for standard input."),
+    ] = None,
+    workspace: WorkspaceOpt = None,
+    run_dir: Annotated[
+        str | None,
+        typer.Option(
+            "--run-dir", help="Where the run writes (default WORKSPACE/.orkeon/runs/RUN_ID)."
+        ),
+    ] = None,
+    output: Annotated[
+        Output | None,
+        typer.Option(
+            "--output", help="text (default on a terminal), json (default otherwise), stream-json."
+        ),
+    ] = None,
+    resume: Annotated[
+        str | None,
+        typer.Option("--resume", help="Continue the run in RUN_DIR with its saved inputs."),
+    ] = None,
+    progress: Annotated[
+        Progress | None,
+        typer.Option(
+            "--progress",
+            help="Progress on stderr: auto (live on a terminal, else plain; default, or "
+            "ORKEON_PROGRESS), live, plain, none.",
+        ),
+    ] = None,
+    model: ModelOpt = None,
+    max_usd: MaxUsdOpt = None,
+    max_turns: MaxTurnsOpt = None,
+    max_tokens: MaxTokensOpt = None,
+    max_seconds: MaxSecondsOpt = None,
+    concurrency: ConcurrencyOpt = None,
+) -> None:
+    """Run one step with its crew (or the pipeline). Exit 0 succeeded, 1 failed, 2 bad
+    input, 3 a budget ran out, 4 the model provider failed (try again later), 130
+    interrupted.
+
+    Flags win over ORKEON_* variables, which win over --inputs, then settings files, then
+    the crew's defaults.
+    """
+    from ..commands import run as command
+
+    exit_with(
+        command.main,
+        step.value,
+        inputs,
+        workspace=workspace,
+        run_dir=run_dir,
+        output=output.value if output else None,
+        resume=resume,
+        progress=progress.value if progress else None,
+        knobs={
+            "model": model,
+            "max_usd": max_usd,
+            "max_turns": max_turns,
+            "max_tokens": max_tokens,
+            "max_seconds": max_seconds,
+            "concurrency": concurrency,
+        },
+    )
+
+
+@app.command()
+def validate(
+    inputs: InputsOpt,
+    step: Annotated[
+        Step | None,
+        typer.Option("--step", help="Also run the checks this step needs (request, plan, repair)."),
+    ] = None,
+    workspace: WorkspaceOpt = None,
+) -> None:
+    """Parse and check the inputs and every file they name; start and stop each MCP server."""
+    from ..commands import validate as command
+
+    exit_with(command.main, inputs, step=step.value if step else None, workspace=workspace)
+
+
+@hooks_app.command("list")
+def hooks_list(inputs: InputsOpt, workspace: WorkspaceOpt = None) -> None:
+    """The hooks, numbered as the model will see them, and each role's MCP tools."""
+    from ..commands import hooks
+
+    exit_with(hooks.list_main, inputs, workspace=workspace)
+
+
+@hooks_app.command("check")
+def hooks_check(
+    inputs: InputsOpt,
+    tool: Annotated[str, typer.Option("--tool", help="The sample call's tool.")] = "file_read",
+    path: Annotated[str, typer.Option("--path", help="The sample call's path.")] = "README.md",
+    workspace: WorkspaceOpt = None,
+) -> None:
+    """Run each hook once on a sample call and print what the model would read."""
+    from ..commands import hooks
+
+    exit_with(hooks.check_main, inputs, tool=tool, path=path, workspace=workspace)
+
+
+@hooks_app.command("trust")
+def hooks_trust(workspace: WorkspaceOpt = None) -> None:
+    """Trust the workspace's .orkeon/settings.json, .orkeon/crews/ and .mcp.json as they are."""
+    from ..commands import hooks
+
+    exit_with(hooks.trust_main, workspace)
+
+
+@app.command()
+def report(
+    run_dir: Annotated[
+        str, typer.Argument(metavar="RUN_DIR", help="The run directory to report on.")
+    ],
+    format: Annotated[
+        ReportFormat, typer.Option("--format", help="md (default), html, junit, json or patch.")
+    ] = ReportFormat.md,
+    out: Annotated[
+        str | None,
+        typer.Option("-o", "--output", "--out", metavar="FILE", help="Write to FILE, not stdout."),
+    ] = None,
+) -> None:
+    """Report on one run directory: Markdown, HTML, JUnit XML, JSON, or its change (patch)."""
+    from ..commands import report as command
+
+    exit_with(command.main, run_dir, format.value, out)
+
+
+@app.command()
+def schema(
+    name: Annotated[str, typer.Argument(help="inputs | plan | script | result | event | crew")],
+) -> None:
+    """Print the JSON Schema of a document."""
+    from ..commands import schema as command
+
+    exit_with(command.main, name)

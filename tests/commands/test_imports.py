@@ -1,0 +1,70 @@
+"""What a command imports (docs/performance.md, "Start-up, back below the peers"): the
+number of modules that `orkeon run --help` and a scripted `orkeon run` load, held to a
+ceiling (the count measured when the ceiling was set, plus a small margin). A module count does not depend on the
+machine's speed; a new import that loads a heavy package shows up here first."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from kit.steps import environ, make_workspace, scripted
+
+# Measured (278 and 434 with Python 3.11 and the dependencies of pyproject.toml in
+# 2026-12), plus a margin of some 4 %; the scripted run's 445 after modules were split by
+# responsibility (run/opening, run/failed, the progress package: 11 small modules).
+CEILINGS = {"run --help": 285, "scripted run": 455}
+HEAVY = ("structlog", "rich", "genai_prices", "httpx2", "httpcore2", "yaml", "mcp")
+
+COUNT = (
+    "import contextlib, io, json, sys; from orkeon_run.__main__ import main\n"
+    "with contextlib.redirect_stdout(io.StringIO()):\n    rc = main(sys.argv[1:])\n"
+    "print(json.dumps({'rc': rc, 'modules': sorted(sys.modules)}))"
+)
+
+
+def loaded(tmp: Path, *argv: str) -> tuple[int, list[str]]:
+    # JSON log lines, as in CI: FORCE_COLOR would ask for the readable form (structlog).
+    env = {k: v for k, v in environ(tmp).items() if k != "FORCE_COLOR"}
+    proc = subprocess.run(
+        [sys.executable, "-c", COUNT, *argv],
+        capture_output=True, text=True, env=env, cwd=tmp, timeout=120,
+    )  # fmt: skip
+    out = json.loads(proc.stdout.splitlines()[-1])
+    return out["rc"], out["modules"]
+
+
+def within(what: str, modules: list[str], argv: str) -> None:
+    ceiling = CEILINGS[what]
+    assert len(modules) <= ceiling, (
+        f"`orkeon {what}` imported {len(modules)} modules, the ceiling is {ceiling}. See what "
+        f"grew with `python -X importtime -m orkeon_run {argv} 2> imports.txt` (the second "
+        "column is each module's cumulative microseconds), and import the new module where "
+        "it is used; raise the ceiling only for a module the command needs."
+    )
+    heavy = sorted({m.split(".")[0] for m in modules} & set(HEAVY))
+    assert heavy == [], f"`orkeon {what}` imported {heavy}, which it does not need"
+
+
+def test_run_help_imports_few_modules(tmp_path: Path) -> None:
+    rc, modules = loaded(tmp_path, "run", "--help")
+    assert rc == 0
+    within("run --help", modules, "run --help")
+    # The step registry names the steps; no step, runner or command module is loaded.
+    assert not any(
+        m.startswith(("orkeon_run.run.steps.", "orkeon_run.commands.run")) for m in modules
+    )
+    assert "orkeon_run.run.runner" not in modules
+
+
+def test_a_scripted_run_imports_few_modules(tmp_path: Path) -> None:
+    ws = make_workspace(tmp_path, {"README.md": "# demo\n", "src/app.py": "x = 1\n"})
+    plan = {"batches": [{"name": "b1", "roles": [{"name": "dev", "roots": ["src/"], "task": "t"}]}]}
+    reads = [{"tool_calls": [{"tool": "file_read", "input": {"file_path": "README.md"}}]}] * 3
+    doc = scripted({"b1/dev": [*reads, {"text": "done"}]}, plan=plan, budget={"seconds": 60})
+    argv = ["run", "dev-batches", "--workspace", str(ws), "--output", "json", "--inputs"]
+    rc, modules = loaded(tmp_path, *argv, json.dumps(doc))
+    assert rc == 0
+    within("scripted run", modules, "run dev-batches --inputs @inputs.json")
