@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
 .DEFAULT_GOAL := help
-.PHONY: help install test test-stress lint typecheck schemas bench demo e2e-local clean
+.PHONY: help install test test-fast test-stress lint typecheck schemas bench demo e2e-local clean
 
 help: ## List the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -25,8 +25,11 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP) ## Create .venv and install orkeon (editable) with the dev tools
 
-test: $(STAMP) ## Run the test suite (2 workers)
+test: $(STAMP) ## Run the test suite (2 workers), the slow tests too
 	$(BIN)/pytest -n 2 -q
+
+test-fast: $(STAMP) ## The suite without the tests marked slow (for a quick loop)
+	$(BIN)/pytest -n 2 -q -m "not slow"
 
 test-stress: $(STAMP) ## The suite 5 times in a row with both cores kept busy
 	scripts/test-stress.sh

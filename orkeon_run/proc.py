@@ -115,8 +115,13 @@ def run(
     `kill_grace`) and, once the child is reaped, the exception is raised again.
 
     `errors` is how bytes that are not UTF-8 are decoded: "surrogateescape" keeps file
-    names exact (`os.fsencode` gives the bytes back)."""
+    names exact (`os.fsencode` gives the bytes back). `env` None: orkeon's environment
+    scrubbed (`environ.scrubbed`), never orkeon's own as it is."""
     started = time.monotonic()
+    if env is None:
+        from .environ import scrubbed
+
+        env = scrubbed()
     if not argv or not argv[0]:
         return ProcResult(None, "", "", 0, 0, 0.0, False, "the command is empty")
     try:

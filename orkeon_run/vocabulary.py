@@ -16,7 +16,10 @@ SCHEMA_VERSION = 2
 # A step's status in the result document; each maps to one exit code (errors.py).
 StepStatus = Literal["succeeded", "failed", "budget_exhausted", "interrupted", "error"]
 # Why a step did not succeed: the result's `error.kind` (docs/output.md, "Exit codes").
-ErrorKind = Literal["provider", "audit", "role", "budget", "input", "interrupted", "internal"]
+# "output": the role ended without an answer valid against `output_schema` (exit 1).
+ErrorKind = Literal[
+    "provider", "audit", "role", "output", "budget", "input", "interrupted", "internal"
+]
 # A role's status in the result document's `roles`.
 RoleStatus = Literal["succeeded", "failed", "stopped", "budget_exhausted", "interrupted"]
 

@@ -125,7 +125,7 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str,
 def test_the_action_declares_its_inputs_outputs_and_steps() -> None:
     assert ACTION["runs"]["using"] == "composite"
     assert {"step", "inputs", "workspace", "output", "upload-artifact"} <= set(ACTION["inputs"])
-    assert set(ACTION["outputs"]) == {"status", "exit_code", "run_dir", "cost_usd"}
+    assert set(ACTION["outputs"]) == {"status", "exit_code", "run_dir", "cost_usd", "output"}
     for step in ACTION["runs"]["steps"]:
         if "run" in step:
             assert step["shell"] == "bash"
@@ -142,6 +142,7 @@ def test_the_action_declares_its_inputs_outputs_and_steps() -> None:
     assert upload["if"].startswith("always() && inputs.upload-artifact == 'true'")
 
 
+@pytest.mark.slow
 def test_the_action_runs_a_step_and_reports_it(
     installed: tuple[Path, dict[str, str], str], tmp_path: Path
 ) -> None:
@@ -166,6 +167,7 @@ def test_the_action_runs_a_step_and_reports_it(
         "exit_code": "1",
         "run_dir": rd,
         "cost_usd": "0.0",
+        "output": "",  # a task's answer only
     }
     assert runner.summaries[-1].startswith("### ❌ orkeon `dev-batches`: failed (exit 1)")
     assert runner.last.stdout.startswith("dev-batches: failed (exit 1)")  # --output text
@@ -185,7 +187,13 @@ def test_nothing_ran_is_exit_code_2_and_no_status(
     runner = Runner(tmp_path, {"step": "dev-batches", "inputs": '{"budget": 3}'}, env)
     runner.steps["install"] = {"orkeon": orkeon}
     assert runner.run("run") == 2
-    assert runner.outputs() == {"status": "", "exit_code": "2", "run_dir": "", "cost_usd": ""}
+    assert runner.outputs() == {
+        "status": "",
+        "exit_code": "2",
+        "run_dir": "",
+        "cost_usd": "",
+        "output": "",
+    }
     assert runner.last.stderr.startswith("orkeon: ")
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import random
+import shlex
 import signal
 import subprocess
 import sys
@@ -100,7 +101,8 @@ def attempts(events: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
     return out
 
 
-@pytest.mark.timeout(60)
+# The suite's 120 s time-out is its hang guard: 10x its quiet 12 s (five processes).
+@pytest.mark.slow
 def test_sigkill_at_random_points_then_resume(tmp_path: Path) -> None:
     rng = random.Random(20261130)
     ws = make_workspace(tmp_path, {"README.md": "# app\n", "src/__init__.py": ""})
@@ -109,7 +111,7 @@ def test_sigkill_at_random_points_then_resume(tmp_path: Path) -> None:
     inputs = {
         "model": {"provider": "scripted", "script": script},
         "plan": plan,
-        "hooks": [{"event": "pre-tool", "command": f"{SLOW_OK} 0.03"}],
+        "hooks": [{"event": "pre-tool", "command": f"{shlex.quote(SLOW_OK)} 0.03"}],
         "shell": {"extra_allowed_commands": [SLOW_OK]},
     }
     doc = tmp_path / "inputs.json"
@@ -141,9 +143,9 @@ def test_sigkill_at_random_points_then_resume(tmp_path: Path) -> None:
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
         )
-        deadline = time.monotonic() + 30
+        # No deadline: the run ending first is seen below, and the test's time-out is
+        # the hang guard.
         while proc.poll() is None:
-            assert time.monotonic() < deadline, "the run made no progress"
             raw = read(events_path)
             if kind == "lines" and raw.count(b"\n") >= target:
                 break
@@ -166,7 +168,7 @@ def test_sigkill_at_random_points_then_resume(tmp_path: Path) -> None:
 
     # Resume until it succeeds (one resume is enough: nothing kills it now). Resuming a
     # run that already succeeded runs nothing again.
-    proc = subprocess.run(again, cwd=tmp_path, env=env, capture_output=True, timeout=40)
+    proc = subprocess.run(again, cwd=tmp_path, env=env, capture_output=True)
     assert proc.returncode == 0, proc.stderr.decode()
     result = json.loads(proc.stdout)
     assert result["status"] == "succeeded", result["error"]

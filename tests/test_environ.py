@@ -66,10 +66,10 @@ def test_the_shell_tool_and_native_hooks_never_see_credentials(tmp_path, monkeyp
 def test_a_variable_orkeon_set_for_itself_is_not_inherited(monkeypatch):
     from orkeon_run import environ as environ_mod
 
-    monkeypatch.delenv("ORKEON_TEST_SELF", raising=False)
+    monkeypatch.delenv("SOME_TEST_SELF", raising=False)
     monkeypatch.setattr(environ_mod, "_SET_HERE", {})
-    environ_mod.set_for_this_process("ORKEON_TEST_SELF", "1")
-    assert "ORKEON_TEST_SELF" not in scrubbed(credentials=False)
-    monkeypatch.setenv("ORKEON_TEST_USER", "mine")
-    environ_mod.set_for_this_process("ORKEON_TEST_USER", "other")  # the user's value wins
-    assert scrubbed(credentials=False)["ORKEON_TEST_USER"] == "mine"
+    environ_mod.set_for_this_process("SOME_TEST_SELF", "1")
+    assert "SOME_TEST_SELF" not in scrubbed(credentials=False)
+    monkeypatch.setenv("SOME_TEST_USER", "mine")
+    environ_mod.set_for_this_process("SOME_TEST_USER", "other")  # the user's value wins
+    assert scrubbed(credentials=False)["SOME_TEST_USER"] == "mine"

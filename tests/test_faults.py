@@ -7,6 +7,12 @@ answer garbage; tools that raise.
 Each run must end with the documented outcome (exit code, status, and the exact text the
 model read in the `tool.call` event's `result`), in bounded time, with every line of
 events.jsonl strict JSON and result.json written (`check_run`).
+
+No verdict here reads the wall clock's upper side. Each slow path a test rules out (a
+hook's own 60 s limit, a grandchild holding the pipes 30 s, a hook that runs until
+SIGKILL, a server that never answers) takes longer than the test's `timeout` mark, so
+reaching the end at all is the verdict; the marks are hang guards, 5x and more the
+quiet figure of their test (2 to 4 s; the 100 MB ones about 4 s against 30).
 """
 
 from __future__ import annotations
@@ -15,6 +21,7 @@ import contextlib
 import json
 import os
 import re
+import shlex
 import shutil
 import signal
 import socket
@@ -45,6 +52,11 @@ CREATED = "created src/x.py (1 bytes)"
 
 def fault(name: str) -> str:
     return str(FAULTS / name)
+
+
+def q(path: str) -> str:
+    """A path as one word of a hook's command, whatever the checkout's path holds."""
+    return shlex.quote(path)
 
 
 def doc(
@@ -126,25 +138,18 @@ def host_pids(pid: int, ws: Path) -> list[int]:
     return namespaced(pid, ws) if veil_status()[0] is not None else [pid]
 
 
-def wait_gone(pid: int, ws: Path, seconds: float = 3.0) -> bool:
-    """Every process that wrote `pid` has ended (a hook's, in its PID namespace)."""
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if all(gone(p) for p in host_pids(pid, ws)):
-            return True
+def wait_gone(pid: int, ws: Path) -> bool:
+    """Awaits the end of a process that was sent SIGKILL (a hook's, in its PID namespace),
+    however long the machine takes to reap it; the test's time-out (its hang guard) ends
+    a wait that would never end."""
+    while not all(gone(p) for p in host_pids(pid, ws)):
         time.sleep(0.02)
-    return all(gone(p) for p in host_pids(pid, ws))
+    return True
 
 
 @pytest.fixture
 def ws(tmp_path: Path) -> Path:
     return make_workspace(tmp_path, FILES)
-
-
-def timed(fn: Callable[[], dict[str, Any]]) -> tuple[dict[str, Any], float]:
-    t0 = time.monotonic()
-    out = fn()
-    return out, time.monotonic() - t0
 
 
 # --- native hooks ----------------------------------------------------------------------
@@ -160,12 +165,12 @@ def test_native_hook_that_never_exits_is_cut_at_the_budget(tmp_path: Path, ws: P
     script = fault("never_exits.sh")
     d = doc(
         [write("src/x.py", "x"), write("src/y.py", "y")],
-        hooks=pre(f"{script} {pidfile} {{tool}} {{path}}"),
+        hooks=pre(f"{q(script)} {pidfile} {{tool}} {{path}}"),
         allowed=(script,),
         seconds=1.5,
     )
     rd = tmp_path / "run"
-    result, took = timed(lambda: run_step("dev-batches", d, ws, run_dir=rd))
+    result = run_step("dev-batches", d, ws, run_dir=rd)
     events = check_run(rd, result, status="budget_exhausted", exit_code=3)
     assert result["budget"]["exhausted"] == "seconds"
     first, second = calls_of(events)
@@ -174,13 +179,12 @@ def test_native_hook_that_never_exits_is_cut_at_the_budget(tmp_path: Path, ws: P
     assert (first["outcome"], first["refused_by"]) == ("refused", "budget")
     (run,) = first["hooks"]
     assert (run["n"], run["exit_code"], run["timed_out"]) == (1, None, True)
-    assert 1.4 <= run["seconds"] < 2.5
+    assert run["seconds"] >= 1.4
     # The budget is spent: the second call starts nothing.
     assert second["result"] == "[refused: the step's time budget is spent]"
     assert (second["refused_by"], second["hooks"]) == ("budget", [])
     assert not (ws / "src/x.py").exists()
     assert wait_gone(int(pidfile.read_text()), ws)
-    assert took < 6
 
 
 @pytest.mark.timeout(20)
@@ -191,12 +195,12 @@ def test_native_hook_that_ignores_sigterm_is_killed(tmp_path: Path, ws: Path) ->
     script = fault("ignore_term.sh")
     d = doc(
         [write("src/x.py", "x")],
-        hooks=pre(f"{script} {pidfile}"),
+        hooks=pre(f"{q(script)} {pidfile}"),
         allowed=(script,),
         seconds=0.8,
     )
     rd = tmp_path / "run"
-    result, took = timed(lambda: run_step("dev-batches", d, ws, run_dir=rd))
+    result = run_step("dev-batches", d, ws, run_dir=rd)
     events = check_run(rd, result, status="budget_exhausted", exit_code=3)
     (call,) = calls_of(events)
     assert (call["result"], call["refused_by"]) == (
@@ -206,9 +210,8 @@ def test_native_hook_that_ignores_sigterm_is_killed(tmp_path: Path, ws: Path) ->
     (run,) = call["hooks"]
     assert run["timed_out"] and run["exit_code"] is None
     assert run["first_line"] == "ignoring TERM"
-    assert 2.5 <= run["seconds"] < 4  # the limit, then the 2 s grace before SIGKILL
+    assert run["seconds"] >= 2.5  # the limit, then the 2 s grace before SIGKILL
     assert wait_gone(int(pidfile.read_text()), ws)
-    assert took < 8
 
 
 @pytest.mark.timeout(20)
@@ -217,17 +220,15 @@ def test_native_hook_leaving_a_grandchild_on_its_pipes(tmp_path: Path, ws: Path)
     holds its stdout is killed with its group and the call runs."""
     pidfile = tmp_path / "grandchild.pid"
     script = fault("grandchild.sh")
-    d = doc([write("src/x.py", "x")], hooks=pre(f"{script} {pidfile}"), allowed=(script,))
+    d = doc([write("src/x.py", "x")], hooks=pre(f"{q(script)} {pidfile}"), allowed=(script,))
     rd = tmp_path / "run"
-    result, took = timed(lambda: run_step("dev-batches", d, ws, run_dir=rd))
+    result = run_step("dev-batches", d, ws, run_dir=rd)
     events = check_run(rd, result, status="succeeded", exit_code=0)
     (call,) = calls_of(events)
     assert (call["outcome"], call["result"]) == ("ran", CREATED)
     (run,) = call["hooks"]
     assert (run["exit_code"], run["timed_out"]) == (0, False)
-    assert run["seconds"] < 1
     assert wait_gone(int(pidfile.read_text()), ws)
-    assert took < 5
 
 
 @pytest.mark.timeout(20)
@@ -236,15 +237,14 @@ def test_native_hook_leaving_an_escaped_grandchild_on_its_pipes(tmp_path: Path, 
     stops reading at once and the call runs."""
     pidfile = tmp_path / "escaped.pid"
     script = fault("escaped_grandchild.py")
-    d = doc([write("src/x.py", "x")], hooks=pre(f"{script} {pidfile}"), allowed=(script,))
+    d = doc([write("src/x.py", "x")], hooks=pre(f"{q(script)} {pidfile}"), allowed=(script,))
     rd = tmp_path / "run"
     try:
-        result, took = timed(lambda: run_step("dev-batches", d, ws, run_dir=rd))
+        result = run_step("dev-batches", d, ws, run_dir=rd)
         events = check_run(rd, result, status="succeeded", exit_code=0)
         (call,) = calls_of(events)
         assert (call["outcome"], call["result"]) == ("ran", CREATED)
-        assert call["hooks"][0]["exit_code"] == 0 and call["hooks"][0]["seconds"] < 1
-        assert took < 5
+        assert call["hooks"][0]["exit_code"] == 0
     finally:
         if pidfile.exists():
             for pid in host_pids(int(pidfile.read_text()), ws):
@@ -258,7 +258,7 @@ def test_native_hook_printing_100_mb_on_one_line(tmp_path: Path, ws: Path) -> No
     capped". Through the real command: 100 MB on one line, exit 1; the model reads the
     line cut to 1000 characters (native.py: "cut to 1000 characters (`…` marks a cut)")."""
     script = fault("print_100mb.sh")
-    d = doc([write("src/x.py", "x")], hooks=pre(f"{script} out 1"), allowed=(script,))
+    d = doc([write("src/x.py", "x")], hooks=pre(f"{q(script)} out 1"), allowed=(script,))
     inputs = tmp_path / "inputs.json"
     inputs.write_text(json.dumps(d))
     rd = tmp_path / "run"
@@ -266,7 +266,6 @@ def test_native_hook_printing_100_mb_on_one_line(tmp_path: Path, ws: Path) -> No
     env["PYTHONPATH"] = str(ROOT)
     argv = [sys.executable, "-m", "orkeon_run", "run", "dev-batches", "--inputs", f"@{inputs}"]
     argv += ["--workspace", str(ws), "--run-dir", str(rd), "--output", "json"]
-    t0 = time.monotonic()
     proc = subprocess.Popen(
         argv, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE
     )
@@ -274,17 +273,15 @@ def test_native_hook_printing_100_mb_on_one_line(tmp_path: Path, ws: Path) -> No
         out, err = proc.communicate(timeout=25)
     finally:
         proc.kill()
-    took = time.monotonic() - t0
     assert proc.returncode == 0, err.decode()
     result = json.loads(out)
     # The refusal is the model's to read; the role goes on and ends, nothing was written.
     events = check_run(rd, result, status="succeeded", exit_code=0)
     (call,) = calls_of(events)
     line = "x" * 999 + "…"
-    assert call["result"] == f"[pre-tool hook #1 ({script} out 1) exited 1: {line}]"
+    assert call["result"] == f"[pre-tool hook #1 ({q(script)} out 1) exited 1: {line}]"
     assert call["hooks"][0]["first_line"] == line
     assert not (ws / "src/x.py").exists()
-    assert took < 20
 
 
 # Starts argv and prints its exit code and the peak resident memory wait4 reports, in KiB.
@@ -305,7 +302,7 @@ def test_peak_memory_with_a_100_mb_hook(tmp_path: Path, ws: Path) -> None:
     script = fault("print_100mb.sh")
     d = doc(
         [write("src/x.py", "x")],
-        hooks=[{"event": "post-tool", "command": f"{script} err 0"}],
+        hooks=[{"event": "post-tool", "command": f"{q(script)} err 0"}],
         allowed=(script,),
     )
     inputs = tmp_path / "inputs.json"
@@ -339,9 +336,9 @@ def test_native_hook_that_exits_mid_line(tmp_path: Path, ws: Path) -> None:
     d = doc(
         [write("src/x.py", "x")],
         hooks=[
-            {"event": "pre-tool", "command": f"{script} out 0"},
-            {"event": "post-tool", "command": f"{script} err 3"},
-            {"event": "pre-tool", "command": f"{script} out 1"},
+            {"event": "pre-tool", "command": f"{q(script)} out 0"},
+            {"event": "post-tool", "command": f"{q(script)} err 3"},
+            {"event": "pre-tool", "command": f"{q(script)} out 1"},
         ],
         allowed=(script,),
     )
@@ -349,7 +346,7 @@ def test_native_hook_that_exits_mid_line(tmp_path: Path, ws: Path) -> None:
     result = run_step("dev-batches", d, ws, run_dir=rd)
     events = check_run(rd, result, status="succeeded", exit_code=0)
     (call,) = calls_of(events)
-    assert call["result"] == f"[pre-tool hook #3 ({script} out 1) exited 1: half a line]"
+    assert call["result"] == f"[pre-tool hook #3 ({q(script)} out 1) exited 1: half a line]"
     assert [(h["n"], h["exit_code"]) for h in call["hooks"]] == [(1, 0), (3, 1)]
     assert not (ws / "src/x.py").exists()
 
@@ -422,20 +419,19 @@ def test_settings_hook_that_never_exits_is_killed_at_its_timeout(tmp_path: Path,
     """The hooks contract (docs/hooks.md): "A hook that exceeds it is killed and reported as
     a non-blocking message": the call runs and the model reads the tool's result exactly."""
     pidfile = tmp_path / "hook.pid"
-    command = f"{fault('never_exits.sh')} {pidfile}"
+    command = f"{q(fault('never_exits.sh'))} {pidfile}"
     d = doc([write("src/x.py", "x")], hooks=settings("PreToolUse", command, timeout=0.5))
     rd = tmp_path / "run"
-    result, took = timed(lambda: run_step("dev-batches", d, ws, run_dir=rd))
+    result = run_step("dev-batches", d, ws, run_dir=rd)
     events = check_run(rd, result, status="succeeded", exit_code=0)
     (call,) = calls_of(events)
     assert (call["outcome"], call["result"]) == ("ran", CREATED)
     (run,) = call["hooks"]
     assert (run["n"], run["event"], run["command"]) == (None, "PreToolUse", command)
     assert (run["exit_code"], run["timed_out"]) == (None, True)
-    assert 0.45 <= run["seconds"] < 1.5
+    assert run["seconds"] >= 0.45
     assert (ws / "src/x.py").read_text() == "x"
     assert wait_gone(int(pidfile.read_text()), ws)
-    assert took < 5
 
 
 @pytest.mark.timeout(20)
@@ -443,17 +439,16 @@ def test_settings_hook_that_ignores_sigterm(tmp_path: Path, ws: Path) -> None:
     """The hooks contract (docs/hooks.md): "If a hook ignores SIGTERM, OrbCode escalates to
     SIGKILL after a 2s grace.\""""
     pidfile = tmp_path / "hook.pid"
-    command = f"{fault('ignore_term.sh')} {pidfile}"
+    command = f"{q(fault('ignore_term.sh'))} {pidfile}"
     d = doc([write("src/x.py", "x")], hooks=settings("PostToolUse", command, timeout=0.3))
     rd = tmp_path / "run"
-    result, took = timed(lambda: run_step("dev-batches", d, ws, run_dir=rd))
+    result = run_step("dev-batches", d, ws, run_dir=rd)
     events = check_run(rd, result, status="succeeded", exit_code=0)
     (call,) = calls_of(events)
     assert (call["outcome"], call["result"]) == ("ran", CREATED)
     (run,) = call["hooks"]
-    assert run["timed_out"] and 2.2 <= run["seconds"] < 3.5
+    assert run["timed_out"] and run["seconds"] >= 2.2
     assert wait_gone(int(pidfile.read_text()), ws)
-    assert took < 7
 
 
 @pytest.mark.timeout(20)
@@ -463,23 +458,22 @@ def test_settings_hook_leaving_a_grandchild_on_its_pipes(tmp_path: Path, ws: Pat
     command = f"sleep 30 & echo $! > {pidfile}; echo ok"
     d = doc([write("src/x.py", "x")], hooks=settings("PreToolUse", command))
     rd = tmp_path / "run"
-    result, took = timed(lambda: run_step("dev-batches", d, ws, run_dir=rd))
+    result = run_step("dev-batches", d, ws, run_dir=rd)
     events = check_run(rd, result, status="succeeded", exit_code=0)
     (call,) = calls_of(events)
     assert (call["outcome"], call["result"]) == ("ran", CREATED)
-    assert call["hooks"][0]["exit_code"] == 0 and call["hooks"][0]["seconds"] < 1
+    assert call["hooks"][0]["exit_code"] == 0
     assert wait_gone(int(pidfile.read_text()), ws)
-    assert took < 5
 
 
 @pytest.mark.timeout(30)
 def test_settings_hook_blocking_with_100_mb_of_reason(tmp_path: Path, ws: Path) -> None:
     """docs/hooks.md: `[PreToolUse hook (CMD) blocked the call: REASON]`, REASON the
     stderr of an exit 2, capped at 8192 bytes."""
-    command = f"{fault('print_100mb.sh')} err 2"
+    command = f"{q(fault('print_100mb.sh'))} err 2"
     d = doc([write("src/x.py", "x")], hooks=settings("PreToolUse", command))
     rd = tmp_path / "run"
-    result, took = timed(lambda: run_step("dev-batches", d, ws, run_dir=rd))
+    result = run_step("dev-batches", d, ws, run_dir=rd)
     events = check_run(rd, result, status="succeeded", exit_code=0)
     (call,) = calls_of(events)
     head = f"[PreToolUse hook ({command}) blocked the call: "
@@ -488,7 +482,6 @@ def test_settings_hook_blocking_with_100_mb_of_reason(tmp_path: Path, ws: Path) 
     assert why == "x" * (8192 - len("\n[cut]")) + "\n[cut]"
     assert (call["outcome"], call["refused_by"]) == ("refused", "hook")
     assert not (ws / "src/x.py").exists()
-    assert took < 20
 
 
 @pytest.mark.timeout(20)
@@ -498,8 +491,14 @@ def test_settings_hooks_that_exit_mid_line(tmp_path: Path, ws: Path) -> None:
     script = fault("mid_line.sh")
     hooks = {
         "PreToolUse": [
-            {"matcher": "file_read", "hooks": [{"type": "command", "command": f"{script} err 1"}]},
-            {"matcher": "file_write", "hooks": [{"type": "command", "command": f"{script} err 2"}]},
+            {
+                "matcher": "file_read",
+                "hooks": [{"type": "command", "command": f"{q(script)} err 1"}],
+            },
+            {
+                "matcher": "file_write",
+                "hooks": [{"type": "command", "command": f"{q(script)} err 2"}],
+            },
         ]
     }
     calls = [write("src/x.py", "x"), {"tool": "file_read", "input": {"file_path": "README.md"}}]
@@ -508,7 +507,9 @@ def test_settings_hooks_that_exit_mid_line(tmp_path: Path, ws: Path) -> None:
     result = run_step("dev-batches", d, ws, run_dir=rd)
     events = check_run(rd, result, status="succeeded", exit_code=0)
     blocked, ran = calls_of(events)
-    assert blocked["result"] == f"[PreToolUse hook ({script} err 2) blocked the call: half a line]"
+    assert (
+        blocked["result"] == f"[PreToolUse hook ({q(script)} err 2) blocked the call: half a line]"
+    )
     assert (ran["outcome"], ran["result"]) == ("ran", "# app\n")
     assert ran["hooks"][0]["exit_code"] == 1 and ran["hooks"][0]["first_line"] == "half a line"
 
@@ -641,12 +642,11 @@ def http_doc(provider: str, url: str, **model: Any) -> dict[str, Any]:
 
 def run_http(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, ws: Path, d: dict[str, Any]
-) -> tuple[Path, dict[str, Any], float]:
+) -> tuple[Path, dict[str, Any]]:
     for proto in PROTOCOLS:  # the keys the fakes expect
         monkeypatch.setenv(proto.key_env, proto.key)
     rd = tmp_path / "run"
-    result, took = timed(lambda: run_step("dev-batches", d, ws, run_dir=rd))
-    return rd, result, took
+    return rd, run_step("dev-batches", d, ws, run_dir=rd)
 
 
 @pytest.mark.timeout(20)
@@ -658,7 +658,7 @@ def test_model_server_that_hangs(
     `timeout_seconds`; with `max_retries` 1 there are two."""
     server = raw_server(hang)
     d = http_doc(provider, server.url, timeout_seconds=0.4, max_retries=1)
-    rd, result, took = run_http(monkeypatch, tmp_path, ws, d)
+    rd, result = run_http(monkeypatch, tmp_path, ws, d)
     check_run(rd, result, status="failed", exit_code=4)
     (role,) = result["roles"]
     assert role["status"] == "failed" and role["error_kind"] == "provider"
@@ -666,7 +666,6 @@ def test_model_server_that_hangs(
     assert role["error"] == f"{label}: no reply within 0.4 s (2 attempts)"
     assert result["error"] == {"kind": "provider", "message": f"role b1/a failed: {role['error']}"}
     assert server.connections == 2
-    assert took < 5
 
 
 @pytest.mark.timeout(20)
@@ -678,14 +677,13 @@ def test_model_server_that_drops_the_connection(
     then the role fails with one line."""
     server = raw_server(handle)
     d = http_doc("anthropic", server.url, timeout_seconds=2, max_retries=1)
-    rd, result, took = run_http(monkeypatch, tmp_path, ws, d)
+    rd, result = run_http(monkeypatch, tmp_path, ws, d)
     check_run(rd, result, status="failed", exit_code=4)
     (role,) = result["roles"]
     assert role["status"] == "failed"
     assert role["error"].startswith(f"anthropic claude-x: cannot connect to {server.url}: ")
     assert role["error"].endswith(" (2 attempts)") and "\n" not in role["error"]
     assert server.connections == 2
-    assert took < 6
 
 
 @pytest.mark.timeout(20)
@@ -696,13 +694,12 @@ def test_model_server_that_answers_garbage(
     """A 200 whose body is not JSON fails the role at once (no retry), in one line."""
     server = raw_server(garbage)
     d = http_doc(provider, server.url, timeout_seconds=2, max_retries=3)
-    rd, result, took = run_http(monkeypatch, tmp_path, ws, d)
+    rd, result = run_http(monkeypatch, tmp_path, ws, d)
     check_run(rd, result, status="failed", exit_code=4)
     (role,) = result["roles"]
     label = "anthropic claude-x" if provider == "anthropic" else "openai gpt-x"
     assert role["error"].startswith(f"{label}: the reply is not JSON: ")
     assert server.connections == 1
-    assert took < 5
 
 
 @pytest.mark.timeout(20)
@@ -713,7 +710,7 @@ def test_model_server_answering_json_of_the_wrong_shape(
     with AnthropicFake(models=("claude-x",)) as server:
         server.push(anthropic_api.Reply(200, {"type": "message", "content": {"oops": 1}}))
         d = http_doc("anthropic", server.url, timeout_seconds=2, max_retries=0)
-        rd, result, _ = run_http(monkeypatch, tmp_path, ws, d)
+        rd, result = run_http(monkeypatch, tmp_path, ws, d)
     check_run(rd, result, status="failed", exit_code=4)
     (role,) = result["roles"]
     assert role["error"].startswith("anthropic claude-x: cannot read the reply (")
@@ -733,7 +730,7 @@ def test_model_sending_a_lone_surrogate(
         server.push(proto.reply("ok"))
         d = http_doc(proto.name, server.base_url, timeout_seconds=5, max_retries=0)
         d["model"]["model"] = proto.model
-        rd, result, _ = run_http(monkeypatch, tmp_path, ws, d)
+        rd, result = run_http(monkeypatch, tmp_path, ws, d)
         assert len(server.requests) == 2
         second = server.requests[1].body
     events = check_run(rd, result, status="succeeded", exit_code=0)

@@ -9,6 +9,7 @@ import tracemalloc
 from pathlib import Path
 
 import anyio
+import pytest
 from kit.agent import Rig
 
 from orkeon_run.config.inputs import ScriptedModel, ScriptEntry
@@ -73,6 +74,7 @@ def test_memory_per_call_is_the_conversation_only(tmp_path: Path) -> None:
     assert 250 < per_call < PER_CALL_BOUND, f"{per_call:.0f} bytes retained per call"
 
 
+@pytest.mark.slow
 def test_memory_stops_growing_once_the_window_is_full(tmp_path: Path) -> None:
     """With a small context window, compaction removes the oldest exchanges: past the
     point where the window fills, a call leaves (next to) nothing behind."""

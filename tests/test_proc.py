@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shlex
 import signal
 import time
 import tracemalloc
@@ -26,7 +27,9 @@ def script(name: str) -> str:
 
 
 def test_exit_code_and_both_streams(tmp_path: Path) -> None:
+    started = time.monotonic()
     res = run([script("exit_code.sh")], cwd=tmp_path, timeout=10)
+    took = time.monotonic() - started
     assert res.exit_code == 3
     assert res.stdout == "to stdout\n"
     assert res.stderr == "to stderr\n"
@@ -36,7 +39,8 @@ def test_exit_code_and_both_streams(tmp_path: Path) -> None:
         0,
         0,
     )
-    assert 0 < res.seconds < 5
+    # The child's own time: some, and no more than the call around it took.
+    assert 0 < res.seconds <= took
 
 
 def test_exit_zero(tmp_path: Path) -> None:
@@ -63,15 +67,15 @@ def test_output_not_utf8_is_replaced_not_raised(tmp_path: Path) -> None:
     assert res.stdout == "héllo \ufffd\n"
 
 
+# Hang guard, not a speed verdict (quiet: about 1 s): the verdict is the memory peak and
+# the counts; 30 s is there only so a reader that never stops fails instead of hanging.
 @pytest.mark.timeout(30)
 @pytest.mark.parametrize("stream", ["out", "err"])
 def test_fifty_megabytes_are_counted_and_dropped(tmp_path: Path, stream: str) -> None:
     size = 50 * 1024 * 1024
     tracemalloc.start()
     try:
-        started = time.monotonic()
         res = run([script("big_output.sh"), stream, str(size)], cwd=tmp_path, timeout=30)
-        took = time.monotonic() - started
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
@@ -82,7 +86,7 @@ def test_fifty_megabytes_are_counted_and_dropped(tmp_path: Path, stream: str) ->
     assert len(kept) == 1 << 20
     assert dropped == size - (1 << 20)
     assert peak < 8 * 1024 * 1024, f"peak Python memory {peak} bytes"
-    assert took < 10
+    assert not res.timed_out
 
 
 def test_cap_is_the_callers(tmp_path: Path) -> None:
@@ -90,25 +94,25 @@ def test_cap_is_the_callers(tmp_path: Path) -> None:
     assert (len(res.stdout), res.stdout_dropped) == (100, 900)
 
 
+# The pytest time-outs on the tests below are hang guards (quiet: under 1 s; the ones that
+# wait a grace, 1.5 s): each test gives the slow path a SIGKILL grace or a sleep longer
+# than its guard, so returning at all is the verdict that the fast path was taken.
 @pytest.mark.timeout(20)
 def test_time_out_sends_sigterm_first(tmp_path: Path) -> None:
-    started = time.monotonic()
     res = run([script("term_reporter.sh")], cwd=tmp_path, timeout=0.5, kill_grace=60)
-    took = time.monotonic() - started
     assert res.timed_out
     assert res.exit_code is None
     assert res.stdout == "ready\n"
+    # SIGTERM ended it: the script says so, and SIGKILL was 60 s away.
     assert "got SIGTERM" in res.stderr
-    assert took < 20, "SIGTERM ended it: no need to wait 60 s for SIGKILL"
 
 
 @pytest.mark.timeout(20)
 def test_plain_process_dies_of_sigterm_on_time_out(tmp_path: Path) -> None:
-    started = time.monotonic()
+    # SIGKILL is 60 s away, past the 20 s guard: returning at all means SIGTERM ended it.
     res = run([script("sleeper.sh")], cwd=tmp_path, timeout=0.3, kill_grace=60)
     assert res.timed_out and res.exit_code is None
     assert res.stdout == "started\n"
-    assert time.monotonic() - started < 20  # SIGTERM ended it, not SIGKILL 60 s later
 
 
 @pytest.mark.timeout(20)
@@ -118,7 +122,9 @@ def test_sigterm_ignored_gets_sigkill_after_grace(tmp_path: Path) -> None:
     took = time.monotonic() - started
     assert res.timed_out and res.exit_code is None
     assert res.stdout == "ready\n"
-    assert 0.75 <= took < 3
+    # The grace was waited (a lower bound holds under any load); the script sleeps 30 s,
+    # past the guard, so returning at all means SIGKILL ended it.
+    assert took >= 0.75
 
 
 @pytest.mark.timeout(20)
@@ -126,22 +132,25 @@ def test_sigterm_ignored_under_a_wrapper_shell_still_waits_the_grace(tmp_path: P
     """A wrapper shell that runs the script as a child (dash's `sh -c` does not exec its
     last command) dies of SIGTERM at once; the script under it still gets the grace."""
     started = time.monotonic()
-    command = f"{script('ignore_term.sh')}; echo after"  # `;` keeps any shell from exec-ing
+    command = (
+        f"{shlex.quote(script('ignore_term.sh'))}; echo after"  # `;` keeps any shell from exec-ing
+    )
     res = run(["/bin/sh", "-c", command], cwd=tmp_path, timeout=0.3, kill_grace=1.0)
     took = time.monotonic() - started
     assert res.timed_out and res.exit_code is None
     assert res.stdout == "ready\n"
-    assert 1.25 <= took < 3, "the grace is the group's, not only the wrapper's"
+    assert took >= 1.25, "the grace is the group's, not only the wrapper's"
 
 
 @pytest.mark.timeout(20)
 def test_cleanup_on_sigterm_under_a_wrapper_shell_is_not_cut_short(tmp_path: Path) -> None:
     done = tmp_path / "cleaned"
-    command = f"{script('slow_cleanup.sh')} {done}; echo after"
-    res = run(["/bin/sh", "-c", command], cwd=tmp_path, timeout=0.3, kill_grace=5)
+    command = f"{shlex.quote(script('slow_cleanup.sh'))} {shlex.quote(str(done))}; echo after"
+    # SIGKILL is 60 s away, past the guard: returning at all means it ended by itself,
+    # and the file says its whole cleanup ran.
+    res = run(["/bin/sh", "-c", command], cwd=tmp_path, timeout=0.3, kill_grace=60)
     assert res.timed_out
     assert done.read_text() == "cleaned\n"
-    assert res.seconds < 3, "it ended by itself, long before SIGKILL was due"
 
 
 def _gone_or_zombie(pid: int) -> bool:
@@ -155,18 +164,16 @@ def _gone_or_zombie(pid: int) -> bool:
 @pytest.mark.timeout(20)
 def test_grandchild_holding_the_pipes_does_not_hang_us(tmp_path: Path) -> None:
     pid_file = tmp_path / "grandchild.pid"
-    started = time.monotonic()
+    # The grandchild holds the pipes 30 s, past the guard: returning at all, not timed
+    # out, means we stopped reading when the parent exited.
     res = run([script("fork_holder.sh"), str(pid_file)], cwd=tmp_path, timeout=60)
-    took = time.monotonic() - started
-    assert took < 1.0, f"took {took:.2f} s"
     assert res.exit_code == 0
     assert not res.timed_out
     assert res.stdout == "parent done\n"
     grandchild = int(pid_file.read_text())
-    deadline = time.monotonic() + 2
-    while not _gone_or_zombie(grandchild) and time.monotonic() < deadline:
+    # Awaited, not bounded: it was sent SIGKILL; the guard ends the test if it never dies.
+    while not _gone_or_zombie(grandchild):
         time.sleep(0.01)
-    assert _gone_or_zombie(grandchild), "the grandchild was killed with the group"
 
 
 def test_missing_program_is_a_result(tmp_path: Path) -> None:
@@ -216,12 +223,12 @@ def test_empty_stdin_bytes(tmp_path: Path) -> None:
 
 @pytest.mark.timeout(20)
 def test_child_that_never_reads_stdin(tmp_path: Path) -> None:
-    started = time.monotonic()
     res = run([script("ignore_stdin.sh")], cwd=tmp_path, timeout=10, stdin=b"x" * (4 << 20))
+    # Blocked on the 4 MB nobody reads, it would have run into its time-out.
+    assert not res.timed_out
     assert res.exit_code == 0
     assert res.stdout == "not reading\n"
     assert res.error is None
-    assert time.monotonic() - started < 2
 
 
 def test_env_is_passed_and_replaces_ours(tmp_path: Path) -> None:
@@ -230,10 +237,15 @@ def test_env_is_passed_and_replaces_ours(tmp_path: Path) -> None:
     assert res.stdout.splitlines() == ["var=from the test", "home=unset", str(tmp_path)]
 
 
-def test_env_none_inherits(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("ORKEON_TEST_VAR", "inherited")
+def test_env_none_inherits_orkeons_environment_scrubbed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """docs/security.md, "What orkeon keeps for itself": no program orkeon starts gets
+    the variables orkeon consumes, even one started without an environment of its own."""
+    monkeypatch.setenv("ORKEON_TEST_VAR", "orkeon's own")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
     res = run([script("print_env.sh")], cwd=tmp_path, timeout=10)
-    assert res.stdout.splitlines()[0] == "var=inherited"
+    assert res.stdout.splitlines()[:2] == ["var=unset", f"home={tmp_path / 'home'}"]
 
 
 def test_child_runs_in_its_own_session(tmp_path: Path) -> None:
@@ -249,33 +261,37 @@ def test_child_runs_in_its_own_session(tmp_path: Path) -> None:
 
 @pytest.mark.timeout(20)
 def test_arun_runs_concurrently_in_threads(tmp_path: Path) -> None:
+    # A barrier, not a stopwatch: each child says it started, then waits until all three
+    # have. Run one after another, the first would wait alone until its time-out.
+    barrier = tmp_path / "barrier"
+    barrier.mkdir()
+    wait_all = 'touch "$1"; until [ "$(ls | wc -l)" -ge 3 ]; do sleep 0.01; done'
+
     async def main() -> list[ProcResult]:
         results: list[ProcResult] = []
 
-        async def one() -> None:
-            results.append(await arun(["sleep", "0.4"], cwd=tmp_path, timeout=10))
+        async def one(n: int) -> None:
+            argv = ["/bin/sh", "-c", wait_all, "sh", str(n)]
+            results.append(await arun(argv, cwd=barrier, timeout=10))
 
         async with anyio.create_task_group() as tg:
-            for _ in range(3):
-                tg.start_soon(one)
+            for n in range(3):
+                tg.start_soon(one, n)
         return results
 
-    started = time.monotonic()
     results = anyio.run(main)
-    took = time.monotonic() - started
-    assert [r.exit_code for r in results] == [0, 0, 0]
-    assert took < 1.0, f"three 0.4 s sleeps took {took:.2f} s"
+    assert [(r.exit_code, r.timed_out) for r in results] == [(0, False)] * 3
 
 
 @pytest.mark.timeout(20)
 def test_grandchild_that_left_the_group_does_not_hang_us(tmp_path: Path) -> None:
     pid_file = tmp_path / "escaped.pid"
-    started = time.monotonic()
     res = run([script("escaped_holder.py"), str(pid_file)], cwd=tmp_path, timeout=60)
-    took = time.monotonic() - started
     escaped = int(pid_file.read_text())
     try:
-        assert took < 1.0, f"took {took:.2f} s"
+        # It holds the pipes until it is killed: alive now, so we did not wait for them.
+        assert not _gone_or_zombie(escaped)
+        assert not res.timed_out
         assert res.exit_code == 0
         assert res.stdout == "parent done\n"
     finally:
@@ -292,10 +308,8 @@ def test_cancelling_arun_stops_the_child(tmp_path: Path) -> None:
             await arun([script("pid_then_sleep.sh"), str(pid_file)], cwd=tmp_path, timeout=60)
             raise AssertionError("arun returned instead of being cancelled")
 
-    started = time.monotonic()
+    # The child sleeps 30 s, past the guard: returning at all means the cancel stopped it.
     anyio.run(main)
-    took = time.monotonic() - started
-    assert took < 2.0, f"took {took:.2f} s"
     assert _gone_or_zombie(int(pid_file.read_text()))
 
 

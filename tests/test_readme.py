@@ -22,6 +22,7 @@ def run_block() -> list[str]:
     return [line for line in block.group(1).splitlines() if line.strip()]
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(300)
 def test_the_readme_run_examples_run_as_written(tmp_path: Path) -> None:
     bash = "/bin/bash"

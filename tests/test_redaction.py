@@ -94,6 +94,7 @@ def leak_script(tmp: Path) -> Path:
     return script
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(120)
 def test_no_secret_reaches_the_records_or_the_model(tmp_path: Path) -> None:
     secrets_file = f"KEY={KEY}\nTOKEN={TOKEN}\n"

@@ -5,14 +5,15 @@
 #   examples/demo/run.sh [WORKDIR]
 #
 # WORKDIR (default: a new temporary folder) receives the project as a fresh git repository.
-# ORKEON may name the command to run (default: the checkout's .venv/bin/orkeon, else
-# `orkeon` on PATH, else `python3 -m orkeon_run` from the checkout).
+# ORKEON may name the command to run, as shell words (quote a path that holds a space;
+# default: the checkout's .venv/bin/orkeon, else `orkeon` on PATH, else
+# `python3 -m orkeon_run` from the checkout).
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
 if [ -n "${ORKEON:-}" ]; then
-  read -r -a orkeon <<<"$ORKEON"
+  eval "orkeon=($ORKEON)"  # shell words, so a quoted path may hold a space
 elif [ -x "$root/.venv/bin/orkeon" ]; then
   orkeon=("$root/.venv/bin/orkeon")
 elif command -v orkeon >/dev/null 2>&1; then

@@ -242,7 +242,7 @@ class Agent:
         t0 = time.perf_counter()
         try:
             with anyio.move_on_after(left) as scope:
-                turn = await self.model.complete(self.messages, self.tools)
+                turn = await self.model.complete(self.messages, self.tools, self.spec.answer_schema)
         finally:
             seconds = time.perf_counter() - t0
             if left is not None and scope.cancelled_caught:

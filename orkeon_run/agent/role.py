@@ -19,6 +19,9 @@ class RoleSpec:
     system_prompt: str
     tools: tuple[str, ...]  # tool names offered to the model (`ctx.catalog` holds them)
     ctx: CallContext
+    # The JSON Schema the role's final answer must match (an `output_schema`), passed to
+    # the provider's structured-output mode; None: the answer is free text.
+    answer_schema: Any = None
 
 
 @dataclass

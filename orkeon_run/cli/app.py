@@ -1,8 +1,9 @@
-"""The typer app (docs/output.md): `run`, `validate`, `hooks`, `report`,
+"""The typer app (docs/output.md): `run`, `validate`, `hooks`, `report`, `init`,
 `schema`, and `jobs` (cli/jobs.py). Each command parses its arguments, calls its module
 under `commands/` (imported only when it runs, so a command pays for its own imports only)
 and exits with the code it returns (`exit_with`)."""
 
+from enum import StrEnum
 from typing import Annotated
 
 import typer
@@ -89,6 +90,12 @@ def run(
     max_tokens: MaxTokensOpt = None,
     max_seconds: MaxSecondsOpt = None,
     concurrency: ConcurrencyOpt = None,
+    dry_run: Annotated[
+        bool,
+        typer.Option(
+            "--dry-run", help="Say what would run and what it may cost; run and write nothing."
+        ),
+    ] = False,
 ) -> None:
     """Run one step with its crew (or the pipeline). Exit 0 succeeded, 1 failed, 2 bad
     input, 3 a budget ran out, 4 the model provider failed (try again later), 130
@@ -116,6 +123,7 @@ def run(
             "max_seconds": max_seconds,
             "concurrency": concurrency,
         },
+        dry_run=dry_run,
     )
 
 
@@ -157,7 +165,8 @@ def hooks_check(
 
 @hooks_app.command("trust")
 def hooks_trust(workspace: WorkspaceOpt = None) -> None:
-    """Trust the workspace's .orkeon/settings.json, .orkeon/crews/ and .mcp.json as they are."""
+    """Trust the workspace's .orkeon/settings.json, .orkeon/crews/, .orkeon/checks/ and
+    .mcp.json as they are."""
     from ..commands import hooks
 
     exit_with(hooks.trust_main, workspace)
@@ -180,6 +189,30 @@ def report(
     from ..commands import report as command
 
     exit_with(command.main, run_dir, format.value, out)
+
+
+class CiEngine(StrEnum):
+    github = "github"
+    gitlab = "gitlab"
+
+
+@app.command()
+def init(
+    workspace: WorkspaceOpt = None,
+    ci: Annotated[CiEngine, typer.Option("--ci", help="The workflow to write.")] = CiEngine.github,
+    model: Annotated[
+        str, typer.Option("--model", metavar="PROVIDER:NAME", help="The model the inputs name.")
+    ] = "anthropic:claude-sonnet-4-5",
+    install: Annotated[
+        str | None,
+        typer.Option("--install", metavar="PIP-SPEC", help="How the workflow installs orkeon."),
+    ] = None,
+    force: Annotated[bool, typer.Option("--force", help="Overwrite the files it writes.")] = False,
+) -> None:
+    """Write a starter setup: a guard hook, a crew to edit, the inputs and a CI workflow."""
+    from ..commands import init as command
+
+    exit_with(command.main, workspace, ci=ci.value, model=model, install=install, force=force)
 
 
 @app.command()

@@ -23,9 +23,12 @@ from ..calls import CallContext, CheckedCall
 from ..catalog import TOOLS, Tool, canonical, declared_tool
 from ..config.inputs import load_document
 from ..config.trust import (
+    checks_dir,
+    checks_hash,
     crews_dir,
     mcp_json_path,
     project_settings_path,
+    record_checks_trust,
     record_crews_trust,
     record_mcp_json_trust,
     record_trust,
@@ -233,8 +236,8 @@ def check_main(inputs: str, *, tool: str, path: str, workspace: str | None = Non
 
 
 def trust_main(workspace: str | None = None) -> int:
-    """Trust the workspace's .orkeon/settings.json, .orkeon/crews/ and .mcp.json as they
-    are now."""
+    """Trust the workspace's .orkeon/settings.json, .orkeon/crews/, .orkeon/checks/ and
+    .mcp.json as they are now."""
     # os.path.expanduser: Path.expanduser raises RuntimeError for an unknown ~user (an
     # internal error, exit 1); the shell's way is to keep the text as it is.
     ws = Path(os.path.expanduser(workspace or "."))
@@ -246,12 +249,14 @@ def trust_main(workspace: str | None = None) -> int:
         trusted.append((project_settings_path(ws), record_trust(ws)))
     if crews_dir(ws).is_dir():
         trusted.append((crews_dir(ws), record_crews_trust(ws)))
+    if checks_hash(ws) is not None:
+        trusted.append((checks_dir(ws), record_checks_trust(ws)))
     if mcp_json_path(ws).is_file():
         trusted.append((mcp_json_path(ws), record_mcp_json_trust(ws)))
     if not trusted:
         raise InputError(
             f"--workspace: nothing to trust in {ws} (no .orkeon/settings.json, no "
-            ".orkeon/crews/, no .mcp.json)"
+            ".orkeon/crews/, no .orkeon/checks/*.md, no .mcp.json)"
         )
     for path, digest in trusted:
         write_line(sys.stdout, f"trusted {path} ({digest.removeprefix('sha256:')[:12]})")

@@ -28,10 +28,17 @@ def main(
     resume: str | None = None,
     progress: str | None = None,
     knobs: dict[str, str | None] | None = None,
+    dry_run: bool = False,
 ) -> int:
     """Run one step; print the result as `output` asks; show `progress` on stderr; return
     the step's exit code. `knobs` are the flags `--model`, `--max-usd`, ... by their
     parameter names (`max_usd`), as text."""
+    if dry_run:
+        if resume is not None or run_dir is not None:
+            raise InputError("--dry-run: not with --resume or --run-dir (nothing is written)")
+        from .dryrun import main as dry
+
+        return dry(step, inputs, workspace=workspace, output=output, knobs=knobs)
     if inputs is None and resume is None:
         raise InputError("--inputs: required (or --resume RUN_DIR)")
     if resume is not None and run_dir is not None:

@@ -35,7 +35,8 @@ def schema(name: str) -> dict[str, Any]:
     if name == "result":
         return documents.Result.model_json_schema()
     if name == "event":
-        out = TypeAdapter(documents.ToolCallEvent | documents.OtherEvent).json_schema()
+        union = documents.ToolCallEvent | documents.NetworkRefusedEvent | documents.OtherEvent
+        out = TypeAdapter(union).json_schema()
         out["title"] = "Event"
         return out
     if name == "crew":

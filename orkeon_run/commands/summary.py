@@ -1,7 +1,10 @@
-"""`--output text`: a short summary of the result document for a person at a terminal."""
+"""`--output text`: a short summary of the result document for a person at a terminal;
+a task's answer (`output`) follows it, as indented JSON, and a review's checks are listed
+with their findings."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from ..escape import line
@@ -56,9 +59,16 @@ def summary(result: dict[str, Any]) -> str:
             lines.append(f"  error ({error.get('kind')}): {error.get('message')}")
         else:
             lines.append(f"  error: {error}")
+    for check in result.get("checks") or []:
+        lines.append(f"  check {check['name']}: {check['verdict']}: {_line(check['summary'])}")
+        for f in check["findings"]:
+            lines.append(f"    {f['path']}:{f['line']}: {f['severity']}: {_line(f['message'])}")
     # Paths, refusals and error messages come from the run: each line by the one rule
     # for what orkeon writes (escape.py; a file name may hold a line break).
-    return "".join(line(text) + "\n" for text in lines)
+    text = "".join(line(one) + "\n" for one in lines)
+    if result.get("output") is not None:  # a task's answer: JSON, escaped by its encoder
+        text += "output:\n" + json.dumps(result["output"], ensure_ascii=False, indent=2) + "\n"
+    return text
 
 
 def _line(error: Any) -> str:

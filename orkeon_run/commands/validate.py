@@ -44,9 +44,10 @@ def main(inputs: str, *, step: str | None = None, workspace: str | None = None) 
             )
     confinement = config.confinement  # where the sandbox can be made, nothing to say
     if confinement.state == "off":
+        hosts = "" if isinstance(confinement.network, bool) else ", every host reachable"
         sys.stderr.write(
             'warning: shell sandbox: off ("shell": {"sandbox": "off"}): the model\'s shell '
-            "commands and the audit's build and test would run unconfined\n"
+            f"commands and the audit's build and test would run unconfined{hosts}\n"
         )
     elif confinement.state == "unavailable":
         write_line(

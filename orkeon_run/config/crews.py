@@ -279,7 +279,8 @@ def load_crew(step: str, workspace: Path | None = None, *, roles: Sequence[str] 
         crew = Crew.model_validate(data)
     except ValidationError as exc:
         # Problems of the whole crew come without a location; their text names the field.
-        lines = [line.removeprefix("inputs: ") for line in error_lines(exc)]
+        lines = error_lines(exc, schema=Crew.model_json_schema)
+        lines = [line.removeprefix("inputs: ") for line in lines]
         raise InputError([f"{path}: {line}" for line in lines]) from None
     if crew.step != step:
         raise InputError(f"{path}: step: is {crew.step!r}, expected {step!r}")

@@ -3,7 +3,12 @@ docs/inputs.md): the leaf every reader of a configuration document imports."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from pydantic import ValidationError
+
+from .suggest import did_you_mean
 
 
 def field_path(loc: tuple[int | str, ...]) -> str:
@@ -21,12 +26,19 @@ def field_path(loc: tuple[int | str, ...]) -> str:
 
 # The tags pydantic puts in a location for the member of a union a value was tried as
 # (`plan`'s); config/inputs.py adds the providers' and their models' where it defines them.
-UNION_TAGS: set[str] = {"str", "Plan"}
+UNION_TAGS: set[str] = {"str", "bool", "Plan"}
 
 
-def error_lines(exc: ValidationError, prefix: str = "") -> list[str]:
-    """One line per problem, `field.path: message`, sorted and without repeats."""
+def error_lines(
+    exc: ValidationError,
+    prefix: str = "",
+    schema: Callable[[], dict[str, Any]] | None = None,
+) -> list[str]:
+    """One line per problem, `field.path: message`, sorted and without repeats. `schema`
+    (the document's JSON Schema, made only when a key is unknown) adds the nearest allowed
+    key to an `unknown key` line: `modl: unknown key; did you mean 'model'?`."""
     found: list[tuple[str, str, str]] = []
+    made: list[dict[str, Any]] = []
     for err in exc.errors(include_url=False):
         path = field_path(tuple(err["loc"]))
         if prefix:
@@ -34,6 +46,9 @@ def error_lines(exc: ValidationError, prefix: str = "") -> list[str]:
         msg = err["msg"]
         if err["type"] == "extra_forbidden":
             msg = "unknown key"
+            if schema is not None:
+                made = made or [schema()]
+                msg += did_you_mean(made[0], tuple(err["loc"]))
         elif msg.startswith("Value error, "):
             msg = msg[len("Value error, ") :]
         found.append((path, err["type"], msg))

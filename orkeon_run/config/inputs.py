@@ -31,6 +31,8 @@ from .documents import MAX_DOCUMENT_BYTES as MAX_DOCUMENT_BYTES  # re-exported
 from .documents import load_document as load_document  # re-exported
 from .errorlines import UNION_TAGS, error_lines
 from .mcp import McpServers
+from .network import Network
+from .review import ReviewInputs
 
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
@@ -194,7 +196,9 @@ class ShellInputs(Frozen):
     # "auto" confines them where the machine allows it and refuses them where it does not;
     # "off" runs them unconfined. Only the inputs set these, never a settings file.
     sandbox: Literal["auto", "off"] = "auto"
-    network: bool = Field(default=False, strict=True)
+    # true: every host; false: none; a list: only those hosts, through orkeon's proxy
+    # (policy/hosts.py has the entries' grammar; docs/inputs.md, "Shell settings").
+    network: Network = False
 
 
 def _ignore_pattern(pattern: str) -> str:
@@ -294,6 +298,11 @@ class Inputs(Frozen):
     concurrency: int = Field(default=4, ge=1, le=64)
     # MCP servers by name (config/mcp.py); settings files may add more (config/mcp_sources.py).
     mcp_servers: McpServers = Field(default_factory=dict)
+    # task: a JSON Schema (inline, or "@PATH" in the workspace) the answer must match
+    # (config/answers.py), and how often an invalid answer is sent back.
+    output_schema: Any = None  # checked by config/answers.py: one message for each mistake
+    output_retries: int = Field(default=2, ge=0, le=10)
+    review: ReviewInputs | None = None
 
     @field_validator("spec")
     @classmethod
@@ -331,11 +340,11 @@ def parse_inputs(doc: Any) -> Inputs:
         # as the schema says, never coerced; arrays still fill tuples.
         return Inputs.model_validate_json(json.dumps(doc), strict=True)
     except ValidationError as exc:
-        raise InputError(error_lines(exc)) from None
+        raise InputError(error_lines(exc, schema=Inputs.model_json_schema)) from None
 
 
 def parse_plan(doc: Any, origin: str = "plan") -> Plan:
     try:
         return Plan.model_validate(doc)
     except ValidationError as exc:
-        raise InputError(error_lines(exc, prefix=origin)) from None
+        raise InputError(error_lines(exc, prefix=origin, schema=Plan.model_json_schema)) from None

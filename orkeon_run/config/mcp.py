@@ -49,6 +49,7 @@ from pydantic import (
 from ..errors import InputError
 from ..policy.mcpnames import normalize, server_name_problem
 from .errorlines import error_lines
+from .network import Network
 
 Transport = Literal["stdio", "http"]
 
@@ -69,8 +70,11 @@ class McpServer(BaseModel):
     # unless the gate allows them (policy/mcpgit.py; `mcp-server-git` is known by its
     # command without it).
     git: bool = Field(default=False, strict=True)
+    # orkeon's own key (Claude Code has none): what a stdio server run in a sandbox may
+    # reach, as `shell.network` (config/network.py): false (none, the default), true, or
+    # an allow-list.
+    network: Network = False
     sandbox: Literal["auto", "off"] = "auto"
-    network: bool = Field(default=False, strict=True)
 
     @field_validator("sandbox", mode="before")
     @classmethod
@@ -225,7 +229,7 @@ def parse_servers(doc: Any, prefix: str = "mcp_servers") -> dict[str, McpServer]
     try:
         return _SERVERS.validate_python(doc)
     except ValidationError as exc:
-        raise InputError(error_lines(exc, prefix=prefix)) from None
+        raise InputError(error_lines(exc, prefix=prefix, schema=_SERVERS.json_schema)) from None
 
 
 def servers_from_settings(doc: Mapping[str, Any], origin: str) -> dict[str, McpServer]:

@@ -215,6 +215,51 @@ def record_crews_trust(workspace: Path, *, config_dir: Path | None = None) -> st
     return digest
 
 
+# --- a workspace's review checks (.orkeon/checks/*.md) ------------------------------------
+# A check's instructions steer what a review reports and whether the job passes: from a
+# cloned repository (a pull request may change them) they count only once trusted.
+
+
+def checks_dir(workspace: Path) -> Path:
+    return Path(workspace) / ".orkeon" / "checks"
+
+
+def checks_hash(workspace: Path) -> str | None:
+    """SHA-256 over every `*.md` file in `.orkeon/checks/` (name and bytes); None: none."""
+    folder = checks_dir(workspace)
+    files = sorted(p for p in folder.glob("*.md") if p.is_file()) if folder.is_dir() else []
+    if not files:
+        return None
+    h = hashlib.sha256()
+    for path in files:
+        h.update(path.name.encode("utf-8") + b"\0" + path.read_bytes() + b"\0")
+    return "sha256:" + h.hexdigest()
+
+
+def checks_trusted(
+    workspace: Path,
+    *,
+    config_dir: Path | None = None,
+    environ: Mapping[str, str] | None = None,
+    stdin_is_tty: bool | None = None,
+) -> bool:
+    """The check files as they are now were trusted (`orkeon hooks trust`), or
+    `ORKEON_TRUST_PROJECT_HOOKS=1` with stdin not a TTY."""
+    digest = checks_hash(workspace)
+    if digest is None:
+        return False
+    return _trusted(_key(workspace) + "::checks", digest, config_dir, environ, stdin_is_tty)
+
+
+def record_checks_trust(workspace: Path, *, config_dir: Path | None = None) -> str:
+    """Trust the workspace's `.orkeon/checks/*.md` as they are now. InputError: none."""
+    digest = checks_hash(workspace)
+    if digest is None:
+        raise InputError(f"{checks_dir(workspace)}: no check file (*.md)")
+    _store_put(_key(workspace) + "::checks", digest, config_dir)
+    return digest
+
+
 # --- a workspace's .mcp.json ---------------------------------------------------------------
 # Claude Code's project file of MCP servers: each server is a program orkeon would start,
 # with the run's environment, so a cloned repository's file starts nothing until trusted.
@@ -276,6 +321,9 @@ def _store_put(key: str, digest: str, config_dir: Path | None) -> None:
 
 __all__ = [
     "TRUST_ENV",
+    "checks_dir",
+    "checks_hash",
+    "checks_trusted",
     "config_hash",
     "crews_hash",
     "crews_trusted",
@@ -288,6 +336,7 @@ __all__ = [
     "mcp_json_trusted",
     "project_settings_path",
     "read_settings_doc",
+    "record_checks_trust",
     "record_crews_trust",
     "record_mcp_json_trust",
     "record_trust",

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import anyio
 
+from ..environ import scrubbed
 from .jobdir import WORKSPACE
 from .joblist import GitSource
 
@@ -49,7 +50,9 @@ async def workspace(source: GitSource, jd: Path) -> Path:
 
 
 async def _git(*args: str, cwd: Path | None = None) -> None:
-    env = {**os.environ, "GIT_TERMINAL_PROMPT": "0"}
+    # The operator's git and URL: its credentials kept (a private repository), orkeon's own
+    # variables not.
+    env = {**scrubbed(credentials=False), "GIT_TERMINAL_PROMPT": "0"}
     try:
         done = await anyio.run_process(["git", *args], input=b"", check=False, cwd=cwd, env=env)
     except OSError as exc:  # no git on PATH

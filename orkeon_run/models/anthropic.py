@@ -41,6 +41,7 @@ from typing import Any
 from ..config.inputs import AnthropicModel
 from .base import Message, ToolCall, ToolSpec, Turn
 from .http import HTTPProvider, reading_reply, reply_document
+from .structured import ANSWER_DESCRIPTION, ANSWER_TOOL, answer_text, wire_schema
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
 API_VERSION = "2026-10-21"  # the `anthropic-version` header the SDK (2.14) sends
@@ -112,9 +113,10 @@ def wire_tools(tools: list[ToolSpec]) -> list[dict[str, Any]]:
     ]
 
 
-def parse_reply(data: bytes, label: str, max_output: int = 0) -> Turn:
+def parse_reply(data: bytes, label: str, max_output: int = 0, answer_schema: Any = None) -> Turn:
     """The Turn in a Messages reply; ProviderError when it is not one. `max_output` is the
-    request's `max_tokens` (reported as `cut_at` when the answer stopped there)."""
+    request's `max_tokens` (reported as `cut_at` when the answer stopped there). With
+    `answer_schema`, a call of the answer tool is the final answer (structured.py)."""
     doc = reply_document(
         data, label, lambda d: d.get("error") if d.get("type") == "error" else None
     )
@@ -134,6 +136,9 @@ def parse_reply(data: bytes, label: str, max_output: int = 0) -> Turn:
                     error = f"the arguments are not a JSON object: {raw[:200]}"
                     calls.append(ToolCall(block["id"], block["name"], {}, error, raw))
             # thinking and other block kinds carry nothing the loop uses
+        answer = next((c for c in calls if c.name == ANSWER_TOOL), None)
+        if answer_schema is not None and answer is not None:
+            texts, calls = [answer_text(answer_schema, answer.input)], []
         usage = doc.get("usage") or {}
         read = int(usage.get("cache_read_input_tokens") or 0)
         written = int(usage.get("cache_creation_input_tokens") or 0)
@@ -158,12 +163,23 @@ class AnthropicProvider(HTTPProvider):
     def auth_headers(self) -> dict[str, str]:
         return {"x-api-key": self.api_key, "anthropic-version": API_VERSION}
 
-    def request_body(self, messages: list[Message], tools: list[dict[str, Any]]) -> dict[str, Any]:
+    def request_body(
+        self, messages: list[Message], tools: list[dict[str, Any]], answer_schema: Any = None
+    ) -> dict[str, Any]:
         system, wire = wire_request(messages)
         body: dict[str, Any] = {"model": self.config.model, "max_tokens": self.max_output_tokens()}
         if system:
             body["system"] = system
         body["messages"] = wire
+        if answer_schema is not None:
+            # The answer is a forced tool call: some tool every turn, this one at the end.
+            answer = {
+                "name": ANSWER_TOOL,
+                "description": ANSWER_DESCRIPTION,
+                "input_schema": wire_schema(answer_schema),
+            }
+            tools = [*tools, answer]
+            body["tool_choice"] = {"type": "any"}
         if tools:
             body["tools"] = tools
         if self.config.cache:
@@ -173,5 +189,5 @@ class AnthropicProvider(HTTPProvider):
     def wire_tools(self, tools: list[ToolSpec]) -> list[dict[str, Any]]:
         return wire_tools(tools)
 
-    def parse_reply(self, content: bytes) -> Turn:
-        return parse_reply(content, self.label, self.max_output_tokens())
+    def parse_reply(self, content: bytes, answer_schema: Any = None) -> Turn:
+        return parse_reply(content, self.label, self.max_output_tokens(), answer_schema)

@@ -114,9 +114,14 @@ class Turn:
 
 
 class Model(Protocol):
-    """One role's model. `complete` is one turn; it raises ProviderError on failure."""
+    """One role's model. `complete` is one turn; it raises ProviderError on failure.
+    `answer_schema`, when given, is the JSON Schema the final answer must match: a provider
+    with a structured-output mode passes it on, and the Turn's text is then the answer as
+    JSON (structured.py); the others ignore it (the step validates the text either way)."""
 
-    async def complete(self, messages: list[Message], tools: list[ToolSpec]) -> Turn: ...
+    async def complete(
+        self, messages: list[Message], tools: list[ToolSpec], answer_schema: Any = None
+    ) -> Turn: ...
 
 
 class Provider(Protocol):

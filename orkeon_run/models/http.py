@@ -98,13 +98,17 @@ class HTTPProvider:
     def auth_headers(self) -> dict[str, str]:
         raise NotImplementedError
 
-    def request_body(self, messages: list[Message], tools: list[dict[str, Any]]) -> dict[str, Any]:
+    def request_body(
+        self, messages: list[Message], tools: list[dict[str, Any]], answer_schema: Any = None
+    ) -> dict[str, Any]:
+        """The request; `answer_schema` (not None): in the provider's structured-output
+        mode (structured.py)."""
         raise NotImplementedError
 
     def wire_tools(self, tools: list[ToolSpec]) -> list[dict[str, Any]]:
         raise NotImplementedError
 
-    def parse_reply(self, content: bytes) -> Turn:
+    def parse_reply(self, content: bytes, answer_schema: Any = None) -> Turn:
         raise NotImplementedError
 
     # --- shared ------------------------------------------------------------------------
@@ -166,7 +170,9 @@ class HTTPRole:
         self.role = role
         self._tools: tuple[list[ToolSpec], list[dict[str, Any]]] | None = None
 
-    async def complete(self, messages: list[Message], tools: list[ToolSpec]) -> Turn:
+    async def complete(
+        self, messages: list[Message], tools: list[ToolSpec], answer_schema: Any = None
+    ) -> Turn:
         p = self.provider
         wire_tools: list[dict[str, Any]] = []
         if tools:
@@ -174,7 +180,7 @@ class HTTPRole:
             if self._tools is None or self._tools[0] is not tools:
                 self._tools = (tools, p.wire_tools(tools))
             wire_tools = self._tools[1]
-        body = p.request_body(messages, wire_tools)
+        body = p.request_body(messages, wire_tools, answer_schema)
         client = p.client()
         # utf8_line: a lone surrogate the model sent (`"\\ud800"` in its JSON) goes back as
         # that escape; a plain encode raised here and crashed the step.
@@ -195,4 +201,4 @@ class HTTPRole:
             base_delay=p.retry_base,
             secret=p.api_key,
         )
-        return p.parse_reply(response.content)
+        return p.parse_reply(response.content, answer_schema)

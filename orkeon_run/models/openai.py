@@ -35,6 +35,7 @@ from typing import Any
 from ..config.inputs import OpenAIModel
 from .base import Message, ToolCall, ToolSpec, Turn
 from .http import HTTPProvider, reading_reply, reply_document
+from .structured import unwrap_text, wire_schema
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 
@@ -155,17 +156,27 @@ class OpenAIProvider(HTTPProvider):
                 headers[name] = os.environ[variable]
         return headers
 
-    def request_body(self, messages: list[Message], tools: list[dict[str, Any]]) -> dict[str, Any]:
+    def request_body(
+        self, messages: list[Message], tools: list[dict[str, Any]], answer_schema: Any = None
+    ) -> dict[str, Any]:
         body: dict[str, Any] = {"model": self.config.model, "messages": wire_messages(messages)}
         official = self.base_url.startswith(DEFAULT_BASE_URL.removesuffix("/v1"))
         body["max_completion_tokens" if official else "max_tokens"] = self.max_output_tokens()
         if tools:
             body["tools"] = tools
             body["tool_choice"] = "auto"
+        if answer_schema is not None:  # structured.py: not strict
+            body["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": "answer", "schema": wire_schema(answer_schema)},
+            }
         return body
 
     def wire_tools(self, tools: list[ToolSpec]) -> list[dict[str, Any]]:
         return wire_tools(tools)
 
-    def parse_reply(self, content: bytes) -> Turn:
-        return parse_reply(content, self.label, self.max_output_tokens())
+    def parse_reply(self, content: bytes, answer_schema: Any = None) -> Turn:
+        turn = parse_reply(content, self.label, self.max_output_tokens())
+        if answer_schema is not None and not turn.tool_calls:
+            turn.text = unwrap_text(answer_schema, turn.text)
+        return turn

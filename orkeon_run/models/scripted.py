@@ -179,7 +179,10 @@ class ScriptedRole:
             self._counted = (messages, len(messages), messages[-1], n)
         return n
 
-    async def complete(self, messages: list[Message], tools: list[ToolSpec]) -> Turn:
+    async def complete(
+        self, messages: list[Message], tools: list[ToolSpec], answer_schema: Any = None
+    ) -> Turn:
+        """The next entry; `answer_schema` is ignored: the script's text is the answer."""
         n = self._answers(messages)
         if n >= len(self.entries):
             return Turn(text=FINAL_TEXT, tool_calls=[], model_name="scripted")

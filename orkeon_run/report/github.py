@@ -2,9 +2,11 @@
 (docs/ci.md).
 
 - the Markdown report appended to `$GITHUB_STEP_SUMMARY`;
-- `status`, `exit_code`, `run_dir`, `cost_usd` appended to `$GITHUB_OUTPUT`, each in the
+- `status`, `exit_code`, `run_dir`, `cost_usd` (and a task's `output`, its answer as JSON
+  for `fromJSON()`, `null` when there is none) appended to `$GITHUB_OUTPUT`, each in the
   `NAME<<DELIMITER` form with a random delimiter that the value does not contain (a run
   directory may hold any character, a newline included);
+- a review's findings as `::error`/`::warning`/`::notice` on their file and lines;
 - `::error` for failed audits (and for a failed run with no failed audit), `::warning` for
   refused calls, on stderr (stdout carries only what `--output` promises), with `file=`
   where the path lies inside `$GITHUB_WORKSPACE`. Data and properties are escaped by
@@ -17,6 +19,7 @@ on stderr.
 
 from __future__ import annotations
 
+import json
 import os
 import uuid
 from collections.abc import Iterator, Mapping
@@ -83,6 +86,8 @@ def _publish(
         "run_dir": str(run_dir),
         "cost_usd": "" if usd is None else str(round(float(usd), 6)),
     }
+    if "output" in result:
+        values["output"] = json.dumps(result["output"], ensure_ascii=False)
     for name, text in (
         ("GITHUB_STEP_SUMMARY", markdown(view) + "\n"),
         ("GITHUB_OUTPUT", output_lines(values)),
@@ -95,6 +100,8 @@ def _publish(
                 f.write(text)
         except OSError as exc:
             logs.warn(f"{name}: cannot append to {target}: {exc.strerror or exc}")
+    for line in check_commands(view, environ.get("GITHUB_WORKSPACE")):
+        stderr.write(line)
     for line in workflow_commands(view, environ.get("GITHUB_WORKSPACE")):
         stderr.write(line)
     stderr.flush()
@@ -106,6 +113,19 @@ def workflow_commands(view: RunView, repo_root: str | None) -> Iterator[str]:
     warnings = list(_warnings(view, repo_root))
     yield from _capped("error", errors, "failed audits")
     yield from _capped("warning", warnings, "refused calls")
+
+
+def check_commands(view: RunView, repo_root: str | None) -> Iterator[str]:
+    """A review's findings as annotations on their lines (report/checks.py), at most
+    MAX_EACH in all (GitHub shows 10 per step; the job summary has every one)."""
+    from .checks import finding_annotations
+
+    found = list(finding_annotations(view.checks, lambda p: _file(view, p, repo_root)))
+    for kind, message, props in found[: MAX_EACH if len(found) <= MAX_EACH else MAX_EACH - 1]:
+        yield command(kind, message, **props)
+    if len(found) > MAX_EACH:
+        more = len(found) - MAX_EACH + 1
+        yield command("warning", f"{more} more findings: see the job summary", title="orkeon")
 
 
 def _capped(kind: str, items: list[tuple[str, str, str]], what: str) -> Iterator[str]:

@@ -41,6 +41,7 @@ def html(v: RunView) -> str:
         texts_section(v),
         _calls(v),
         _other_hooks(v),
+        _network(v),
         _plan(v),
         _footer(v),
     ]
@@ -335,6 +336,19 @@ def _other_hooks(v: RunView) -> str:
     if not v.hooks:
         return ""
     return f'<section id="hooks"><h2>Hooks outside calls</h2>{_hook_table(v.hooks, roles=True)}</section>'
+
+
+def _network(v: RunView) -> str:
+    """The hosts shell.network's allow-list refused (network.refused events)."""
+    if not v.network_refused:
+        return ""
+    head = "<tr><th>host refused</th><th>by the command</th></tr>"
+    rows = "".join(
+        f"<tr><td><code>{esc(r['host'])}:{esc(r['port'])}</code></td>"
+        f"<td><code>{esc(r['command'])}</code></td></tr>"
+        for r in v.network_refused
+    )
+    return f'<section id="network"><h2>Network refused</h2><table>{head}{rows}</table></section>'
 
 
 def _plan(v: RunView) -> str:

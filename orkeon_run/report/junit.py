@@ -3,7 +3,7 @@
 test-report actions.
 
 One `<testsuite>` per kind: `orkeon.STEP.roles` (a test case per role), `orkeon.STEP.audits`
-(one per audit) and `orkeon.STEP` (one case, `result`, failing when the run did not
+(one per audit), `orkeon.review.checks` (one per check: `fail` a failure, `error` an error) and `orkeon.STEP` (one case, `result`, failing when the run did not
 succeed, so a run that failed for another reason never shows all green). The subset
 these readers share: `testsuites`/`testsuite` with `name`, `tests`, `failures`, `errors`,
 `skipped`, `time`; `testcase` with `classname`, `name` (unique within its classname:
@@ -23,6 +23,7 @@ import re
 import time
 import xml.etree.ElementTree as ET
 
+from .checks import junit_checks
 from .fmt import clip, money, one_line, stages
 from .model import AuditView, RoleView, RunView
 
@@ -48,6 +49,10 @@ def junit(v: RunView) -> str:
     suites = [_run_suite(v, step), _roles_suite(v, step)]
     if v.audits:
         suites.append(_audits_suite(v, step))
+    if v.checks:  # a review: a test case per check
+        checks = _suite(f"orkeon.{step}.checks", v)
+        junit_checks(checks, f"orkeon.{step}.checks", v.checks, _el)
+        suites.append(checks)
     for suite in suites:
         root.append(suite)
     _count(root, suites)

@@ -144,6 +144,9 @@ class _Reader:
             for record in final.get("roles") or []:
                 if isinstance(record, dict) and isinstance(record.get("name"), str):
                     _merge(roles.setdefault(record["name"], RoleView(name=record["name"])), record)
+            checks = final.get("checks")
+            if isinstance(checks, list):
+                v.checks = [c for c in checks if isinstance(c, dict)]
             steps = final.get("steps")
             if isinstance(steps, list):
                 v.steps = [step_view(s) for s in steps if isinstance(s, dict)]
@@ -260,6 +263,10 @@ class _Scan:
         problems = ev.get("problems")
         lines = [text(p) for p in problems] if isinstance(problems, list) else []
         self.view.plan_checks.append({"attempt": int(num(ev.get("attempt"))), "problems": lines})
+
+    def on_network_refused(self, ev: dict[str, Any], ts: float) -> None:
+        where = {"command": text(ev.get("command")), "host": text(ev.get("host"))}
+        self.view.network_refused.append({**where, "port": int(num(ev.get("port")))})
 
     def on_compact(self, ev: dict[str, Any], ts: float) -> None:
         self.role(ev).compactions += 1

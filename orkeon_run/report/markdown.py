@@ -9,6 +9,8 @@ of its own: a model's `@someone`, `#123`, link, image or `</details>` stays iner
 
 from __future__ import annotations
 
+from .. import units
+from .checks import markdown_checks
 from .fmt import count, mark, money, seconds, stages
 from .markdown_changes import changes
 from .markdown_text import code, fence
@@ -24,6 +26,7 @@ TAIL_CAP = 3000
 def markdown(v: RunView) -> str:
     parts = [
         _headline(v),
+        markdown_checks(v.checks),
         _steps(v),
         _roles(v),
         _audits(v),
@@ -31,6 +34,7 @@ def markdown(v: RunView) -> str:
         _refused(v),
         _hooks(v),
         _plan(v),
+        _network(v),
         _notes(v),
     ]
     out = "\n\n".join(p for p in parts if p) + "\n"
@@ -66,6 +70,9 @@ def _headline(v: RunView) -> str:
     facts.append(f"{used} charged" + (f" of {seconds(limit)}" if limit else ""))
     if b.get("exhausted"):
         facts.append(f"**{code(str(b['exhausted']))} budget spent**")
+    if v.network_refused:
+        hosts = units.count(len(v.network_refused), "host")
+        facts.append(f"{hosts} refused by the network allow-list")
     lines.append(" · ".join(facts))
     for name, path in v.artifacts.items():
         lines.append(f"{code(name)}: {code(path)}")
@@ -193,6 +200,19 @@ def _plan(v: RunView) -> str:
     n = len(v.plan_checks)
     title = f"The plan failed its check {n} time{'s' if n != 1 else ''}"
     return f"<details><summary>{title}</summary>\n\n" + "\n\n".join(blocks) + "\n\n</details>"
+
+
+def _network(v: RunView) -> str:
+    """The hosts `shell.network`'s allow-list refused, with the command that asked."""
+    if not v.network_refused:
+        return ""
+    rows = ["| host refused | by the command |", "| --- | --- |"]
+    for r in v.network_refused[:MAX_REFUSED]:
+        host = code(f"{r['host']}:{r['port']}", table=True)
+        rows.append(f"| {host} | {code(r['command'], table=True)} |")
+    if len(v.network_refused) > MAX_REFUSED:
+        rows.append(f"| … and {len(v.network_refused) - MAX_REFUSED} more | |")
+    return "\n".join(rows)
 
 
 def _notes(v: RunView) -> str:

@@ -248,7 +248,10 @@ class RunView:
     hooks: list[HookView] = field(default_factory=list)  # hook.run events (outside calls)
     audits: list[AuditView] = field(default_factory=list)
     plan_checks: list[dict[str, Any]] = field(default_factory=list)
+    # network.refused events: {"command", "host", "port"} (docs/output.md)
+    network_refused: list[dict[str, Any]] = field(default_factory=list)
     steps: list[StepView] = field(default_factory=list)  # a pipeline's, in order
+    checks: list[dict[str, Any]] = field(default_factory=list)  # a review's (report/checks.py)
     changes: list[BatchChanges] = field(default_factory=list)  # each batch's, in order
     texts: list[TurnText] = field(default_factory=list)  # the model's own words per turn
     problems: list[str] = field(default_factory=list)  # what could not be read

@@ -35,6 +35,7 @@ from .audit.gitcmd import find_git
 if TYPE_CHECKING:
     from ..config.inputs import Inputs
     from ..tools.sandbox import SandboxPolicy
+    from ..tools.sandbox.proxy import EgressProxy
 
 SandboxState = Literal["on", "off", "unavailable"]
 _said: set[str] = set()  # the reasons `announce` gave
@@ -52,7 +53,8 @@ class Confinement:
     commands name (`operator_files`), shown read-only wherever they lie."""
 
     state: SandboxState
-    network: bool = False
+    # `shell.network`: True (every host), False (none) or the allow-list's entries.
+    network: bool | tuple[str, ...] = False
     reason: str = ""
     fix: str = ""
     bwrap: Path | None = None
@@ -96,7 +98,7 @@ class Confinement:
         """Say on stderr, when a run starts, that its commands run unconfined (once a
         process) or that no sandbox can be made here (once a process and reason)."""
         if self.state == "off":
-            warn_unconfined_once()
+            warn_unconfined_once(allow_list=not isinstance(self.network, bool))
         elif self.state == "unavailable" and self.reason not in _said:
             _said.add(self.reason)  # a pipeline runs several steps
 
@@ -106,7 +108,9 @@ class Confinement:
                 fix=self.fix,
             )
 
-    def role_policy(self, workspace: Path, run_dir: Path) -> SandboxPolicy | None:
+    def role_policy(
+        self, workspace: Path, run_dir: Path, egress: EgressProxy | None = None
+    ) -> SandboxPolicy | None:
         """The step's sandbox for its roles' commands (no roots: the shell tool narrows it
         to each calling role's), hiding `run_dir`; made now (it finds the workspace's
         `.git` folders, makes `.orkeon/` when missing). None when the sandbox is off. An
@@ -120,8 +124,9 @@ class Confinement:
             None,
             run_dir=run_dir,
             config_dir=self.config_dir,
-            network=self.network,
+            network=self.network is True,
             bwrap=self.bwrap,
+            egress=egress,
             hidden=self.hidden,
             visible=self.visible,
             pinned=self.pinned,
@@ -142,7 +147,13 @@ class Confinement:
             )
         return AuditGit(self.git, box)
 
-    def audit_commands(self, workspace: Path, env: Mapping[str, str], run_dir: Path) -> Commands:
+    def audit_commands(
+        self,
+        workspace: Path,
+        env: Mapping[str, str],
+        run_dir: Path,
+        egress: EgressProxy | None = None,
+    ) -> Commands:
         """How the audit's build and test run: in the audit's sandbox (the workspace
         writable except its `.git` folders, `.orkeon/` and the run directory), refused
         when it cannot be made, unconfined when it is off."""
@@ -158,8 +169,9 @@ class Confinement:
                 workspace,
                 run_dir=run_dir,
                 config_dir=self.config_dir,
-                network=self.network,
+                network=self.network is True,
                 bwrap=self.bwrap,
+                egress=egress,
                 hidden=self.hidden,
                 visible=self.visible,
                 pinned=self.pinned,
@@ -214,7 +226,8 @@ def decide(
         cfg, hidden = None, ()
     path = environ.get("PATH", os.defpath)
     git = find_git(workspace, path)
-    network = inputs.shell.network
+    given = inputs.shell.network
+    network = given if isinstance(given, bool) else tuple(given)
     shown = operator_files(inputs, commands, path)
     if inputs.shell.sandbox == "off":
         return Confinement("off", network, git=git, config_dir=cfg, hidden=hidden, visible=shown)

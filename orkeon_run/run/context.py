@@ -29,6 +29,7 @@ from ..policy.paths import PathOutside, contains, relative, resolve_in_workspace
 from ..tools import ToolEnv
 from ..vocabulary import ErrorKind, StepStatus
 from .prepare import RunConfig
+from .secrets import consumed_names
 
 if TYPE_CHECKING:
     from ..agent.loop import RoleResult
@@ -37,6 +38,7 @@ if TYPE_CHECKING:
     from ..pipeline import Pipeline
     from ..policy.rules import RuleSet
     from ..tools.sandbox import SandboxPolicy
+    from ..tools.sandbox.proxy import EgressProxy
     from .audit import AuditGit, Commands
     from .records import RunRecords
 
@@ -72,6 +74,11 @@ class StepRun:
     guarded_dir: Path | None = None
     # The roles' shell sandbox, made on the first `pipeline()` (run/confine.py).
     _shell_policy: SandboxPolicy | None = field(default=None, init=False, repr=False)
+    # The network allow-lists' proxies (one per list), made when a sandbox first needs
+    # one; stopped with the run (run/mcp.py `run_servers`).
+    _egress: dict[tuple[str, ...], EgressProxy] = field(
+        default_factory=dict, init=False, repr=False
+    )
 
     def __post_init__(self) -> None:
         self.config.confinement.announce()  # stderr, as the run starts: unconfined, or none
@@ -168,7 +175,7 @@ class StepRun:
         on first use, for the shell tool and the confined MCP servers; None when off."""
         if self._shell_policy is None and self.config.confinement.state != "off":
             self._shell_policy = self.config.confinement.role_policy(
-                self.workspace, self.hidden_run_dir
+                self.workspace, self.hidden_run_dir, self.egress()
             )
         return self._shell_policy
 
@@ -192,7 +199,41 @@ class StepRun:
         """How the audit's build and test run (run/confine.py): with orkeon's environment
         less the model's key (a build may need a registry token)."""
         env = child_environ(self.config, credentials=False)
-        return self.config.confinement.audit_commands(self.workspace, env, self.hidden_run_dir)
+        return self.config.confinement.audit_commands(
+            self.workspace, env, self.hidden_run_dir, self.egress()
+        )
+
+    def egress(self, network: bool | Sequence[str] | None = None) -> EgressProxy | None:
+        """The run's proxy for an allow-list: `network` (a stdio MCP server's
+        `mcp_servers.NAME.network`; None: `shell.network`). None when the setting is true
+        or false, or without a sandbox. Made on first use, started by the first command
+        that needs it; each host it refuses is a `network.refused` event (docs/output.md)."""
+        given = self.config.confinement.network if network is None else network
+        if isinstance(given, bool) or self.config.confinement.state != "on":
+            return None
+        key = tuple(given)
+        if key not in self._egress:
+            # Loaded only by a run whose network is an allow-list.
+            from ..policy.hosts import AllowList
+            from ..tools.sandbox.proxy import EgressProxy, mapped_hosts
+
+            self._egress[key] = EgressProxy(
+                AllowList.parse(key), on_refused=self._refused, hosts=mapped_hosts(self.environ)
+            )
+        return self._egress[key]
+
+    def _refused(self, fields: dict[str, Any]) -> None:
+        self.events.emit("network.refused", step=self.step, **fields)
+
+    def close_network(self) -> None:
+        """Stop the run's proxies, those that started."""
+        for proxy in self._egress.values():
+            proxy.close()
+
+    @property
+    def network(self) -> dict[str, int]:
+        """The result's `network`: how many hosts the allow-lists refused (docs/output.md)."""
+        return {"refused": sum(p.refused for p in self._egress.values())}
 
     def guard(self, own_output: str | None = None) -> RuleSet:
         ws = self.workspace
@@ -238,10 +279,11 @@ def with_saved_pins(config: RunConfig, state: Mapping[str, Any]) -> RunConfig:
 
 
 def child_environ(config: RunConfig, *, credentials: bool) -> dict[str, str]:
-    """The environment of a program the step starts: never the model's key; with
-    `credentials`, no credential-like variable either (the shell tool and native hooks,
-    which the model steers). The audit's build and tests keep the others."""
-    return scrubbed([config.key_env] if config.key_env else [], credentials=credentials)
+    """The environment of a program the step starts: never the model's key nor any
+    variable orkeon consumes (environ.scrubbed, run/secrets.py); with `credentials`, no
+    credential-like variable either (the shell tool, hooks and MCP servers, which the
+    model steers). The audit's build and tests keep the others."""
+    return scrubbed(consumed_names(config), credentials=credentials)
 
 
 def step_hooks(config: RunConfig, events: EventLog) -> Hooks:
@@ -264,7 +306,7 @@ def step_hooks(config: RunConfig, events: EventLog) -> Hooks:
             config.settings_hooks,
             workspace=config.workspace,
             events=events,
-            extra_env_remove=[config.key_env] if config.key_env else [],
+            extra_env_remove=consumed_names(config),
             pins=config.pins,
         )
     return chain([native, settings])
@@ -289,6 +331,9 @@ class StepOutcome:
     steps: list[dict[str, Any]] | None = None  # a pipeline's steps (docs/output.md)
     # Why the step did not succeed (the result's `error.kind`); None: its status's kind.
     kind: ErrorKind | None = None
+    # The step's own fields of the result document: `output` (task, run/steps/answer.py),
+    # `checks` (review); written whatever the status, so a failed check is read too.
+    fields: dict[str, Any] = field(default_factory=dict)
 
     @property
     def error_kind(self) -> ErrorKind | None:

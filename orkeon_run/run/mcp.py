@@ -31,6 +31,18 @@ START_TIMEOUT = 30.0  # seconds a server has to start and list its tools
 async def run_servers(
     sr: StepRun, environ: Mapping[str, str] | None = None
 ) -> AsyncIterator[McpHub | None]:
+    """The run's services while the body runs: its MCP servers' hub (`_hub`), and the
+    network allow-list's proxy (started by the first sandbox that needs it), stopped
+    once the body ended however it ended."""
+    try:
+        async with _hub(sr, environ) as hub:
+            yield hub
+    finally:
+        sr.close_network()
+
+
+@asynccontextmanager
+async def _hub(sr: StepRun, environ: Mapping[str, str] | None) -> AsyncIterator[McpHub | None]:
     """The run's hub while the body runs; None (and nothing started) when no role of the
     step's crew names a server. `${VAR}` in the servers' configuration is expanded from
     `environ` (orkeon's environment as the run was given it; None: the process's)."""

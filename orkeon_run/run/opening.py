@@ -29,6 +29,7 @@ from .rundir import (
     resumed_run,
     save_inputs,
 )
+from .secrets import run_redactor
 from .steps import step_module
 
 
@@ -153,7 +154,7 @@ def _prepared(
         for line in config.warnings:
             logs.warn(line)
     check_seals_dir(config.workspace, environ)
-    redactor = Redactor.from_environ(environ, config.key_env)
+    redactor = run_redactor(config, environ)
     logs.redact(redactor.secrets)
     return config, redactor
 

@@ -6,7 +6,7 @@ writes them builds plain dicts (docs/output.md).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -104,6 +104,33 @@ class ErrorInfo(_Doc):
     message: str = Field(description="why, in one line (plan problems: several lines)")
 
 
+class NetworkBlock(_Doc):
+    refused: int = Field(
+        description="hosts shell.network's allow-list refused, once per command and host "
+        "(each a network.refused event); a pipeline's: its steps' together"
+    )
+
+
+class Finding(_Doc):
+    path: str = Field(description="workspace-relative, a file of the change")
+    line: int = Field(ge=1, description="a line of the change's new side")
+    end_line: int | None = Field(default=None, ge=1)
+    severity: Literal["error", "warning", "notice"]
+    message: str
+    suggestion: str | None = Field(
+        default=None, description="the lines path:line..end_line should read instead"
+    )
+
+
+class CheckRecord(_Doc):
+    name: str
+    verdict: Literal["pass", "fail", "error"] = Field(
+        description="error: the check was never answered validly (never counted a pass)"
+    )
+    summary: str
+    findings: list[Finding]
+
+
 class Result(_Doc):
     """The result document: result.json, `--output json`, the last stream-json line."""
 
@@ -121,6 +148,7 @@ class Result(_Doc):
         description='the shell sandbox: on; off ("shell": {"sandbox": "off"}: '
         "unconfined); unavailable (no sandbox could be made here: shell calls were refused)"
     )
+    network: NetworkBlock
     mcp_sandbox: dict[str, Literal["on", "off", "unavailable"]] | None = Field(
         default=None,
         description="runs with stdio MCP servers only: each one's confinement: on (in the "
@@ -129,6 +157,13 @@ class Result(_Doc):
     )
     steps: list[StepRecord] | None = Field(
         default=None, description="pipeline only: every step it ran, in order"
+    )
+    output: Any = Field(
+        default=None,
+        description="task only: the final answer, valid against output_schema (null: none)",
+    )
+    checks: list[CheckRecord] | None = Field(
+        default=None, description="review only: each check's verdict, in order"
     )
     pinned_changed: list[str] | None = Field(
         default=None,
@@ -176,6 +211,18 @@ class ToolCallEvent(_Doc):
     hook_seconds: float
 
 
+class NetworkRefusedEvent(_Doc):
+    """A host shell.network's allow-list refused (docs/output.md, "Events")."""
+
+    type: Literal["network.refused"]
+    ts: float
+    schema_version: int
+    step: str
+    command: str = Field(description="the sandboxed command that asked for it")
+    host: str = Field(description="the host name it asked for, in lower case")
+    port: int
+
+
 class OtherEvent(BaseModel):
     """Every other event: `type` and `ts`, then fields of its own (docs/output.md, "Events")."""
 
@@ -190,7 +237,7 @@ class Event(BaseModel):
 
     model_config = ConfigDict(defer_build=True)
 
-    event: ToolCallEvent | OtherEvent
+    event: ToolCallEvent | NetworkRefusedEvent | OtherEvent
 
 
 def result_document(
@@ -200,12 +247,14 @@ def result_document(
     ledger: Ledger,
     sandbox: str,
     pinned_changed: Sequence[str] | None = None,
+    network: Mapping[str, int] | None = None,
     mcp_sandbox: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     """The result document of a step that ended with `outcome`; `sandbox` is the run's
     shell sandbox state; `pinned_changed` the pinned files that changed (None: not
-    looked at, as when the run could not start); `mcp_sandbox` its stdio MCP servers'
-    confinement (None: it has none)."""
+    looked at, as when the run could not start); `network` its allow-lists' counts
+    (`StepRun.network`), to which a pipeline's steps' are added; `mcp_sandbox` its stdio
+    MCP servers' confinement (None: it has none)."""
 
     kind = outcome.error_kind
     error = None
@@ -224,10 +273,16 @@ def result_document(
         "error": error,
         "sandbox": sandbox,
     }
+    refused = int((network or {}).get("refused", 0))
     if mcp_sandbox is not None:
         doc["mcp_sandbox"] = dict(mcp_sandbox)
     if outcome.steps is not None:
         doc["steps"] = list(outcome.steps)
+        for s in outcome.steps:
+            counted = (s.get("network") or {}).get("refused") if isinstance(s, dict) else 0
+            refused += counted if isinstance(counted, int) else 0
+    doc["network"] = {"refused": refused}
     if pinned_changed is not None:
         doc["pinned_changed"] = list(pinned_changed)
+    doc.update(outcome.fields)
     return doc

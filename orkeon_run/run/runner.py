@@ -204,16 +204,15 @@ async def _finish(sr: StepRun, outcome: StepOutcome) -> dict[str, Any]:
     """Write the result (result.json, the `result` event) and return it. A result.json the
     disk refuses makes the run's status "error" with that cause; the document is returned
     (and printed) all the same."""
-    result = result_document(
-        sr.run_id, sr.step, outcome, sr.ledger, sr.sandbox, sr.unpinned, sr.mcp_sandbox
-    )
+    pins, net, boxed = sr.unpinned, sr.network, sr.mcp_sandbox
+    result = result_document(sr.run_id, sr.step, outcome, sr.ledger, sr.sandbox, pins, net, boxed)
     try:
         sr.write_record("result.json", result)
     except RecordsError as exc:
         if result["status"] != "error":
             failed = StepOutcome(status="error", roles=outcome.roles, error=str(exc))
             result = result_document(
-                sr.run_id, sr.step, failed, sr.ledger, sr.sandbox, sr.unpinned, sr.mcp_sandbox
+                sr.run_id, sr.step, failed, sr.ledger, sr.sandbox, pins, net, boxed
             )
         logs.get().error("the run cannot write its records", error=str(exc))
     if sr.events.redactor is not None:

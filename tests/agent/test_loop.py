@@ -6,7 +6,6 @@ from __future__ import annotations
 import itertools
 import json
 import shlex
-import time
 from pathlib import Path
 from typing import Any
 
@@ -228,15 +227,15 @@ def test_turn_budget(tmp_path: Path) -> None:
 
 def test_a_slow_model_turn_is_cut_at_the_time_budget(tmp_path: Path) -> None:
     with OpenAIFake() as server:
-        server.push(Reply(200, {}, delay=3.0))
+        # The server never answers: returning at all means the budget cut the turn (the
+        # suite's time-out is the hang guard).
+        server.push(Reply(200, {}, hang=True))
         rig = Rig(tmp_path, OPENAI.provider(server), limits=BudgetLimits(seconds=0.4))
-        t0 = time.perf_counter()
         [result] = rig.run("think hard")
-        elapsed = time.perf_counter() - t0
     assert result.status == "budget_exhausted"
     assert rig.ledger.spent() == "seconds"
-    assert elapsed < 2.0
-    assert rig.ledger.snapshot()["model_seconds"] == pytest.approx(0.4, abs=0.2)
+    # The turn's time is charged: what was left of the 0.4 s (a lower bound: load only adds).
+    assert rig.ledger.snapshot()["model_seconds"] >= 0.2
 
 
 def test_cancellation_leaves_an_interrupted_result(tmp_path: Path) -> None:

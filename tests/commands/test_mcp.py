@@ -6,6 +6,7 @@ until `orkeon hooks trust`; secrets the run directory redacted must be given aga
 from __future__ import annotations
 
 import json
+import shlex
 import signal
 import subprocess
 import sys
@@ -40,7 +41,8 @@ def orkeon(*args: str, cwd: Path) -> subprocess.Popen[str]:
 
 
 def wait_for(path: Path, found: Any, deadline: float) -> dict[str, Any]:
-    """The first event of events.jsonl `found` accepts, once the run wrote it."""
+    """The first event of events.jsonl `found` accepts, once the run wrote it. `deadline` is
+    a hang guard only (quiet: a second or two; the callers give 60 s)."""
     while time.monotonic() < deadline:
         if path.is_file():
             for event in read_jsonl(path):
@@ -53,6 +55,7 @@ def wait_for(path: Path, found: Any, deadline: float) -> dict[str, Any]:
 # --- signals -------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
 def test_a_signal_to_orkeon_run_leaves_no_server_process_behind(
     ws: Path, tmp_path: Path, signum: int
@@ -116,7 +119,7 @@ def test_validate_starts_lists_and_stops_each_server(ws: Path, capsys) -> None:
     assert validate(ws, {"mcp_servers": servers}) == 0
     captured = capsys.readouterr()
     fake, git, valid = captured.out.splitlines()
-    command = f"{sys.executable} {FAKE['command'][1]} stdio"
+    command = shlex.join([sys.executable, FAKE["command"][1], "stdio"])
     assert fake.startswith(f"mcp server fake (stdio: {command}): 14 tools: mcp__fake__echo, ")
     assert git.startswith("mcp server git (stdio: ") and "mcp__git__git_status" in git
     assert valid == "inputs are valid"

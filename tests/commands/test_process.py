@@ -22,7 +22,8 @@ def test_a_bad_command_line_gets_one_line(capsys) -> None:
 
 def _reading_stdin(pid: int, timeout: float = 60.0) -> None:
     """Wait until process `pid` is blocked in read(2) on its standard input, as Linux shows
-    it in /proc/PID/syscall (`0 0x0 …`: syscall 0, read, on descriptor 0)."""
+    it in /proc/PID/syscall (`0 0x0 …`: syscall 0, read, on descriptor 0). The event is
+    awaited; `timeout` is only a hang guard (quiet: well under 1 s, so 60 s is 60x and more)."""
     deadline = time.monotonic() + timeout
     syscall = Path(f"/proc/{pid}/syscall")
     while time.monotonic() < deadline:

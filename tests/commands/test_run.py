@@ -4,6 +4,7 @@ directory (docs/output.md)."""
 from __future__ import annotations
 
 import json
+import shlex
 import shutil
 import subprocess
 import sys
@@ -178,7 +179,7 @@ def test_a_claude_code_hook_script_runs_unchanged_in_a_real_run(tmp_path):
     """The OrbCode page: scripts written for Claude Code work here. protect_files.sh is
     Claude Code's documented example (jq on .tool_input.file_path, exit 2 blocks)."""
     ws = make_workspace(tmp_path, FILES)
-    command = str(CC_HOOKS / "protect_files.sh")
+    command = shlex.quote(str(CC_HOOKS / "protect_files.sh"))
     hooks = {
         "PreToolUse": [
             {"matcher": "Edit|Write", "hooks": [{"type": "command", "command": command}]}

@@ -260,4 +260,28 @@ def test_a_schema_pointer_is_allowed() -> None:
     assert parse_inputs(doc).schema_ == "./inputs.schema.json"
     with pytest.raises(InputError) as err:
         parse_inputs({**doc, "$schemas": "x"})
-    assert err.value.problems == ["$schemas: unknown key"]
+    assert err.value.problems == ["$schemas: unknown key; did you mean '$schema'?"]
+
+
+def test_a_misspelt_key_gets_the_nearest_allowed_one() -> None:
+    """ "did you mean" for misspelt keys, at any depth, from the inputs' own schema; a key
+    close to none gets no guess."""
+    for doc, line in (
+        ({"modl": {}}, "modl: unknown key; did you mean 'model'?"),
+        ({"budget": {"second": 3}}, "budget.seconds"),
+        (
+            {"model": {"provider": "scripted", "scrpt": {}}},
+            "model.scrpt: unknown key; did you mean 'script'?",
+        ),
+        (
+            {"hooks": [{"event": "pre-tool", "comand": "x"}]},
+            "hooks[0].comand: unknown key; did you mean 'command'?",
+        ),
+        ({"colour": 1}, "colour: unknown key"),
+    ):
+        with pytest.raises(InputError) as err:
+            parse_inputs(doc)
+        if line == "budget.seconds":
+            assert err.value.problems == ["budget.second: unknown key; did you mean 'seconds'?"]
+        else:
+            assert line in err.value.problems, err.value.problems

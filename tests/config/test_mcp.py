@@ -127,7 +127,9 @@ def test_the_mcpservers_object_of_a_claude_code_file_is_read_the_same_way() -> N
     assert servers_from_settings({"hooks": {}}, "/x/settings.json") == {}
     with pytest.raises(InputError) as err:
         servers_from_settings({"mcpServers": {"git": {"cmd": "x"}}}, "/repo/.mcp.json")
-    assert err.value.problems == ["/repo/.mcp.json: mcpServers.git.cmd: unknown key"]
+    assert err.value.problems == [
+        "/repo/.mcp.json: mcpServers.git.cmd: unknown key; did you mean 'command'?"
+    ]
     with pytest.raises(InputError) as err:
         servers_from_settings({"mcpServers": ["git"]}, "/repo/.mcp.json")
     assert err.value.problems == ["/repo/.mcp.json: mcpServers: must be an object of server names"]

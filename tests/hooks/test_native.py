@@ -222,13 +222,15 @@ async def test_past_the_limit_is_killed_and_named(
     """The hooks contract (docs/hooks.md): "runs longer than 60 seconds": the limit's text
     is `ran longer than 60 s`; a limit the budget cut shorter names that limit."""
     assert native._limit_text(native.HOOK_LIMIT) == "60"
-    started = time.monotonic()
+    # Not killed, the hook would have ended by itself after 60 s, exit 0, not timed out.
     r = await run(hook_cmd("sleep.sh", "60"), workspace, hook_rules, limit=0.3)
-    assert time.monotonic() - started < 20  # killed at 0.3 s, not after 60
     assert r.run.timed_out and r.run.exit_code is None
     assert r.line == f"[pre-tool hook #1 ({hook_cmd('sleep.sh', '60')}) ran longer than 0.3 s]"
 
 
+# Hang guard (quiet: 2.2 s, so 9x): the hook ignores SIGTERM and never ends by itself, so
+# returning at all means SIGKILL came; the lower bound is the 2 s grace.
+@pytest.mark.timeout(20)
 async def test_a_hook_that_ignores_sigterm_is_killed(
     workspace: Path, hook_rules: ShellRules, hook_cmd: HookCmd
 ) -> None:
@@ -236,25 +238,26 @@ async def test_a_hook_that_ignores_sigterm_is_killed(
     r = await run(hook_cmd("ignore_term.sh"), workspace, hook_rules, limit=0.2)
     took = time.monotonic() - started
     assert r.run.timed_out
-    assert took < 4.0  # 0.2 s, then SIGTERM, then SIGKILL 2 s later
+    assert took >= 2.2  # 0.2 s, then SIGTERM, then SIGKILL 2 s later
     assert r.line is not None and r.line.endswith("ran longer than 0.2 s]")
 
 
+# Hang guard (quiet: 0.1 s): the child holds the pipes 60 s, past it, so returning at all
+# means orkeon stopped reading when the hook exited.
+@pytest.mark.timeout(20)
 async def test_a_child_that_holds_the_pipe_does_not_hang_orkeon(
     workspace: Path, hook_rules: ShellRules, hook_cmd: HookCmd
 ) -> None:
-    started = time.monotonic()
     r = await run(hook_cmd("fork_child.sh"), workspace, hook_rules)
-    assert time.monotonic() - started < 15  # not the 30 s its child holds the pipes
     assert r.ok and r.run.first_line == "left a child behind"
 
 
+# Hang guard only (quiet: 0.5 s): the verdict is the capped line.
+@pytest.mark.timeout(30)
 async def test_fifty_megabytes_of_output_are_capped(
     workspace: Path, hook_rules: ShellRules, hook_cmd: HookCmd
 ) -> None:
-    started = time.monotonic()
     r = await run(hook_cmd("print_50mb.sh"), workspace, hook_rules, event="post-tool")
-    assert time.monotonic() - started < 5.0
     assert r.line == (
         f"[post-tool hook #1 ({hook_cmd('print_50mb.sh')}) exited 1: fifty megabytes of output]"
     )

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import sys
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,7 @@ from kit.cli import clean_environment, orkeon, pipeline_doc, pipeline_script, ru
 from kit.steps import calls, make_workspace, scripted, shell, write
 
 PY = sys.executable
+PY_WORD = shlex.quote(PY)  # one word of a command: the checkout's path may hold a space
 
 
 def evil(marker: Path) -> str:
@@ -52,7 +54,7 @@ def test_a_native_hook_whose_script_changed_refuses_the_call(
     not run: a pre-tool hook refuses the call,
     `[pre-tool hook #N (CMD) could not run: FILE changed since the run started]`, a
     post-tool hook adds that line after the result."""
-    command = f"{PY} .orkeon/hooks/guard.py {{tool}} {{path}}"
+    command = f"{PY_WORD} .orkeon/hooks/guard.py {{tool}} {{path}}"
     hooks = [{"event": "pre-tool", "command": command}, {"event": "post-tool", "command": command}]
     doc = batch(
         [shell("cp src/evil.py .orkeon/hooks/guard.py"), write("src/x.py", "x\n")],
@@ -64,12 +66,12 @@ def test_a_native_hook_whose_script_changed_refuses_the_call(
     cp, second = calls(run_dir(ws, result), "b1/a")
     assert cp["outcome"] == "ran"  # its pre-tool hook ran the script as it was
     assert cp["result"].endswith(  # its post-tool hook did not run the model's copy
-        f"[post-tool hook #2 ({PY} .orkeon/hooks/guard.py shell -) could not run: "
+        f"[post-tool hook #2 ({PY_WORD} .orkeon/hooks/guard.py shell -) could not run: "
         ".orkeon/hooks/guard.py changed since the run started]"
     )
     assert (second["outcome"], second["refused_by"]) == ("refused", "hook")
     assert second["result"] == (
-        f"[pre-tool hook #1 ({PY} .orkeon/hooks/guard.py file_write src/x.py) could not run: "
+        f"[pre-tool hook #1 ({PY_WORD} .orkeon/hooks/guard.py file_write src/x.py) could not run: "
         ".orkeon/hooks/guard.py changed since the run started]"
     )
     assert not (ws / "src/x.py").exists()
@@ -78,7 +80,7 @@ def test_a_native_hook_whose_script_changed_refuses_the_call(
     assert result["pinned_changed"] == [".orkeon/hooks/guard.py"]
 
 
-CHECK = f'{PY} "$CLAUDE_PROJECT_DIR"/.claude/hooks/check.py'
+CHECK = f'{PY_WORD} "$CLAUDE_PROJECT_DIR"/.claude/hooks/check.py'
 
 
 def settings(event: str) -> dict[str, Any]:
@@ -134,7 +136,7 @@ def test_a_pinned_file_that_cannot_be_read_stops_the_run(
     be read at start: exit 2, one line naming the file, nothing run."""
     os.symlink("loop.py", ws / ".orkeon/hooks/loop.py")  # a loop: no one can read it
     doc = batch([write("src/x.py", "x\n")], hooks=settings("PreToolUse"))
-    doc["hooks"]["PreToolUse"][0]["hooks"][0]["command"] = f"{PY} .orkeon/hooks/loop.py"
+    doc["hooks"]["PreToolUse"][0]["hooks"][0]["command"] = f"{PY_WORD} .orkeon/hooks/loop.py"
     code, out, err = orkeon(
         capsys, "run", "dev-batches", "--workspace", str(ws), "--inputs", json.dumps(doc)
     )

@@ -5,6 +5,7 @@ run and the audit fails, naming it."""
 
 from __future__ import annotations
 
+import shlex
 import sys
 from pathlib import Path
 from typing import Any
@@ -13,7 +14,8 @@ import pytest
 from kit.steps import calls, make_workspace, run_step, scripted, shell, write
 
 PY = sys.executable
-COMMAND = f"{PY} .orkeon/hooks/guard.py {{tool}} {{path}}"
+PY_WORD = shlex.quote(PY)  # one word of a command: the checkout's path may hold a space
+COMMAND = f"{PY_WORD} .orkeon/hooks/guard.py {{tool}} {{path}}"
 CHANGED = ".orkeon/hooks/guard.py changed since the run started"
 
 

@@ -1,10 +1,11 @@
 """`orkeon jobs run` and `orkeon jobs merge` (docs/scale.md): many tiny scripted jobs in
-tiny git workspaces, run as one shard and as eight processes, killed and run again,
+tiny git workspaces, run as one shard and as one process a shard, killed and run again,
 cloned from a local bare repository, failing at their provider."""
 
 from __future__ import annotations
 
 import json
+import shlex
 import shutil
 import signal
 import subprocess
@@ -48,9 +49,16 @@ def untimed(report: dict[str, Any]) -> dict[str, Any]:
     return keep
 
 
-def test_two_hundred_jobs_add_up_the_same_as_one_shard_and_as_eight_processes(tmp_path, capsys):
+# 42 jobs: each kind seven times and each `n % 7` of the tokens six times (two hundred proved
+# no more, at five times the cost); four shards, each its own process, prove the split as
+# eight did.
+JOBS, SHARDS = 42, 4
+
+
+@pytest.mark.slow
+def test_jobs_add_up_the_same_as_one_shard_and_as_one_process_a_shard(tmp_path, capsys):
     a = tmp_path / "a"
-    make_list(a, 200)
+    make_list(a, JOBS)
     b = tmp_path / "b"
     shutil.copytree(a, b, symlinks=True)  # the same list, the same workspaces, untouched
     env = environ(tmp_path)
@@ -58,31 +66,38 @@ def test_two_hundred_jobs_add_up_the_same_as_one_shard_and_as_eight_processes(tm
     procs = [spawn(*run, str(a / "jobs.jsonl"), "--shard", "1/1", "--out", str(a / "out"), env=env)]
     procs += [
         spawn(
-            *run, str(b / "jobs.jsonl"), "--shard", f"{i}/8", "--out", str(b / f"out{i}"), env=env
+            *run,
+            str(b / "jobs.jsonl"),
+            "--shard",
+            f"{i}/{SHARDS}",
+            "--out",
+            str(b / f"out{i}"),
+            env=env,
         )
-        for i in range(1, 9)
+        for i in range(1, SHARDS + 1)
     ]
-    done = [(p, *p.communicate(timeout=120)) for p in procs]
+    # No time-out of its own: awaited to the end (the suite's time-out is the hang guard).
+    done = [(p, *p.communicate()) for p in procs]
     summaries = [json.loads(out) for _, out, _ in done]
     for (p, _, err), summary in zip(done, summaries, strict=True):
         assert p.returncode == summary["exit_code"] == 1, err  # some jobs fail, by design
 
-    ids = [f"job-{n:03d}" for n in range(200)]
+    ids = [f"job-{n:03d}" for n in range(JOBS)]
     for i, summary in enumerate(summaries[1:], start=1):
-        assert [r["id"] for r in summary["rows"]] == [j for j in ids if shard_of(j, 8) == i]
+        assert [r["id"] for r in summary["rows"]] == [j for j in ids if shard_of(j, SHARDS) == i]
     assert sorted(r["id"] for s in summaries[1:] for r in s["rows"]) == ids
 
     one = merged(capsys, a / "out")
-    eight = merged(capsys, *(b / f"out{i}" for i in range(1, 9)))
-    assert untimed(one) == untimed(eight)
+    shards = merged(capsys, *(b / f"out{i}" for i in range(1, SHARDS + 1)))
+    assert untimed(one) == untimed(shards)
     summary = {k: v for k, v in summaries[0].items() if k in one}
     assert untimed(one) == untimed(summary)
 
     # What the kinds of job (kit.jobs.inputs) add up to, counted here by hand.
-    kind = {n: KINDS[n % len(KINDS)] for n in range(200)}
+    kind = {n: KINDS[n % len(KINDS)] for n in range(JOBS)}
     count = {k: sum(v == k for v in kind.values()) for k in KINDS}
     assert one["jobs"] == {
-        "total": 200,
+        "total": JOBS,
         "succeeded": count["spec"] + count["batches"] + count["refused"] + count["hooked"],
         "failed": count["failing"],
         "provider_failed": 0,
@@ -92,11 +107,11 @@ def test_two_hundred_jobs_add_up_the_same_as_one_shard_and_as_eight_processes(tm
         "not_started": 0,
         "unfinished": 0,
     }
-    assert one["calls"] == 200 - count["budget"] + count["refused"]
+    assert one["calls"] == JOBS - count["budget"] + count["refused"]
     assert one["refused"] == one["refused_by"]["gate"] == count["refused"]
     assert sum(one["refused_by"].values()) == one["refused"]
     assert one["hook_failures"] == count["hooked"]
-    used = [n for n in range(200) if kind[n] != "budget"]
+    used = [n for n in range(JOBS) if kind[n] != "budget"]
     assert one["tokens_in"] == sum(100 + n for n in used)
     assert one["tokens_out"] == sum(10 + n % 7 for n in used)
     assert one["usd"] == 0.0 and one["usd_unknown"] == 0
@@ -118,7 +133,7 @@ def blocking_list(folder: Path, tmp: Path) -> tuple[Path, Path, Path]:
     spec = write(".orkeon/spec.md", "# spec\n")
     lines[3]["inputs"] = {
         "request": "r",
-        "hooks": [{"event": "pre-tool", "command": f"{hook} {mark} {go}"}],
+        "hooks": [{"event": "pre-tool", "command": f"{shlex.quote(hook)} {mark} {go}"}],
         "shell": {"extra_allowed_commands": [hook]},
         **scripted({"writer": [{"tool_calls": [spec]}] * 3}),
     }
@@ -127,10 +142,10 @@ def blocking_list(folder: Path, tmp: Path) -> tuple[Path, Path, Path]:
 
 
 def wait_until(check: Any, what: str, proc: subprocess.Popen[str]) -> None:
-    deadline = time.monotonic() + 60
+    """Awaits `check()`, failing at once if the process ends first; no deadline of its own
+    (the test's time-out is the hang guard), so a loaded machine only makes it slower."""
     while not check():
         assert proc.poll() is None, f"exited {proc.returncode} before {what}: {proc.communicate()}"
-        assert time.monotonic() < deadline, f"no {what} in 60 s"
         time.sleep(0.01)
 
 

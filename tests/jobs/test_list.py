@@ -21,6 +21,9 @@ from orkeon_run.cli import run_cli
 from orkeon_run.jobs.shards import shard_of
 from orkeon_run.report.html_assets import STYLE
 from orkeon_run.run.records import RunRecords
+from orkeon_run.run.steps import STEPS
+
+STEP_LIST = ", ".join(STEPS)  # the step registry's, in its order
 
 SPEC = {"request": "r", **scripted({"writer": [{"tool_calls": [write(".orkeon/spec.md", "s")]}]})}
 
@@ -73,7 +76,7 @@ def test_validate_names_every_problem_by_line_and_field(tmp_path, capsys, monkey
         f"orkeon: {j}:3: id: 'a' is also the id of line 1",
         f"orkeon: {j}:4: x: unknown key",
         f"orkeon: {j}:4: id: 'bad id' is not a job id (letters, digits, `_.-`, starting with a letter or digit, at most 128 characters)",
-        f"orkeon: {j}:4: step: unknown step 'dev-foo' (one of: dev-spec, dev-plan, dev-batches, tasks-repair, pipeline; a step is registered in orkeon_run/run/steps/__init__.py)",
+        f"orkeon: {j}:4: step: unknown step 'dev-foo' (one of: {STEP_LIST}; a step is registered in orkeon_run/run/steps/__init__.py)",
         f"orkeon: {j}:4: workspace: not a directory: nope",
         f'orkeon: {j}:4: inputs: an object or "@PATH"',
         f"orkeon: {j}:6: workspace.ref: '--upload-pack=touch /tmp/x' is not a branch, tag or commit name",
@@ -128,7 +131,7 @@ def test_a_json_array_is_a_job_list_too_and_its_problems_name_their_lines(tmp_pa
     assert code == 2
     assert (
         err
-        == f"orkeon: {jobs}:4: step: unknown step 'dev-nope' (one of: dev-spec, dev-plan, dev-batches, tasks-repair, pipeline; a step is registered in orkeon_run/run/steps/__init__.py)\n"
+        == f"orkeon: {jobs}:4: step: unknown step 'dev-nope' (one of: {STEP_LIST}; a step is registered in orkeon_run/run/steps/__init__.py)\n"
     )
     jobs.write_text(f"[{job('a')}, {job('b')}]")
     assert cli(capsys, "jobs", "validate", str(jobs)) == (0, "2 jobs are valid\n", "")

@@ -14,6 +14,7 @@ import tracemalloc
 from pathlib import Path
 
 import anyio
+import pytest
 from kit.steps import scripted, write
 
 from orkeon_run.jobs import execute
@@ -54,6 +55,7 @@ def process_state() -> dict[str, object]:
     }
 
 
+@pytest.mark.slow
 def test_a_process_running_many_jobs_keeps_no_trace_of_the_finished_ones(tmp_path, monkeypatch):
     monkeypatch.setenv("ORKEON_LOG_LEVEL", "warning")
     monkeypatch.setenv("ORKEON_CONFIG_DIR", str(tmp_path / "config"))

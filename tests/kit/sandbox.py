@@ -4,6 +4,7 @@ policy, and a shell call through the real shell tool."""
 from __future__ import annotations
 
 import os
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -29,6 +30,11 @@ SCRIPTS = DATA / "sandbox"  # programs run inside the sandbox
 PY = sys.executable
 RULES = ShellRules(extra_allowed_commands=(PY,))
 ENV = {"PATH": os.environ.get("PATH", os.defpath), "LC_ALL": "C"}
+
+
+def q(path: str | Path) -> str:
+    """A path as one word of a shell command: the checkout's path may hold a space."""
+    return shlex.quote(os.fspath(path))
 
 
 def require_sandbox() -> None:

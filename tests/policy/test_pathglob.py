@@ -77,6 +77,7 @@ def pattern_and_paths(draw: st.DrawFn) -> tuple[str, list[str]]:
     return "".join(pieces), paths
 
 
+@pytest.mark.slow
 @settings(max_examples=1000, deadline=None, derandomize=True)
 @given(pattern_and_paths())
 def test_the_same_answers_as_pathspecs_regex(case: tuple[str, list[str]]) -> None:

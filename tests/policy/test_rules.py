@@ -214,6 +214,7 @@ def command_cases(draw: st.DrawFn) -> tuple[str, list[str]]:
     return "".join(pieces), commands
 
 
+@pytest.mark.slow
 @settings(max_examples=500, deadline=None, derandomize=True)
 @given(command_cases())
 def test_shell_patterns_match_as_documented(case: tuple[str, list[str]]) -> None:

@@ -121,7 +121,7 @@ def orkeon(tmp: Path, *args: str) -> subprocess.CompletedProcess[str]:
         ({"usd": -1}, "budget.per_role.usd: Input should be greater than 0"),
         ({"calls": 3}, "budget.per_role.calls: unknown key"),
         ({"per_role": {}}, "budget.per_role.per_role: unknown key"),
-        (5, "budget.per_role: Input should be a valid dictionary or instance of RoleLimits"),
+        (5, "budget.per_role: Input should be an object"),
     ],
 )
 def test_a_bad_per_role_limit_exits_2_naming_it(tmp_path: Path, per_role: Any, line: str) -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import socket
 import subprocess
 import sys
@@ -146,7 +147,7 @@ def test_the_network_is_off_unless_the_inputs_turn_it_on(tmp_path: Path, network
         )
         script = [
             {"tool_calls": [write("src/a/net.py", connect)]},
-            {"tool_calls": [shell(f"{PY} src/a/net.py {server.port}")]},
+            {"tool_calls": [shell(f"{shlex.quote(PY)} src/a/net.py {server.port}")]},
             {"text": "done"},
         ]
         shell_inputs = {"network": network, "extra_allowed_commands": [PY]}

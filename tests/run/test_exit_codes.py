@@ -214,6 +214,7 @@ def orkeon(tmp: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str
     )  # fmt: skip
 
 
+@pytest.mark.slow
 def test_a_run_needs_a_model(tmp_path: Path) -> None:
     """No model in the inputs, the flags, the environment or a settings file: exit 2, one
     line, nothing written. `--model` or ORKEON_MODEL give one."""

@@ -178,6 +178,7 @@ def test_a_settings_hook_that_fails_outside_a_call_is_a_line(tmp_path: Path) -> 
     )
 
 
+@pytest.mark.slow
 def test_none_shows_nothing_and_a_bad_mode_is_an_input_error(tmp_path: Path) -> None:
     ws = workspace(tmp_path)
     quiet = orkeon_run(tmp_path, ws, INPUTS, "--progress", "none")
@@ -256,6 +257,7 @@ class Capture:
         return self.text().splitlines()
 
     def await_line(self, pattern: str, timeout: float = 60.0) -> str:
+        # Awaits the line; `timeout` is a hang guard only (quiet: under 2 s, so 30x).
         deadline = time.monotonic() + timeout
         regex = re.compile(pattern)
         with self._changed:
@@ -325,6 +327,7 @@ def test_heartbeats_follow_the_clock_not_the_events() -> None:
 # --- colour ----------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_force_color_colours_plain_and_logs_and_no_color_wins(tmp_path: Path) -> None:
     forced = orkeon_run(tmp_path, workspace(tmp_path / "1"), INPUTS, "--progress", "plain", FORCE_COLOR="1",
                         ORKEON_LOG_LEVEL="info")  # fmt: skip

@@ -295,6 +295,7 @@ def test_a_write_cut_short_leaves_a_record_its_seal_accepts(tmp_path: Path) -> N
 # --- one run per run directory -------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(120)
 def test_two_runs_never_share_a_run_directory(tmp_path: Path) -> None:
     """The issue: two runs given the same --run-dir at once were both accepted. Run 1 is

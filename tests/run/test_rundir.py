@@ -96,9 +96,14 @@ def test_sigkill_mid_run_leaves_every_line_parseable(tmp_path):
     )
     assert proc.stdout is not None
     assert proc.stdout.readline().strip() == "ready"
-    time.sleep(0.4)
+    # Killed once it has written a hundred lines and more and a result, however long that
+    # takes.
+    events, result = tmp_path / "events.jsonl", tmp_path / "result.json"
+    while not (result.is_file() and events.is_file() and events.read_bytes().count(b"\n") > 100):
+        assert proc.poll() is None
+        time.sleep(0.01)
     os.kill(proc.pid, signal.SIGKILL)
-    proc.wait(timeout=5)
+    proc.wait()  # SIGKILL cannot be ignored: awaited, the suite's time-out guards it
     raw = (tmp_path / "events.jsonl").read_bytes()
     lines = raw.split(b"\n")
     finished, tail = lines[:-1], lines[-1]

@@ -20,7 +20,7 @@ import anyio
 import pytest
 from kit import ROOT
 from kit.pipeline import make_pipeline, shell_call
-from kit.sandbox import ENV, LINUX_ONLY, PY, RULES, SCRIPTS, make_ws, require_sandbox, role, sh
+from kit.sandbox import ENV, LINUX_ONLY, PY, RULES, SCRIPTS, make_ws, q, require_sandbox, role, sh
 
 from orkeon_run.policy.programs import ShellRules
 from orkeon_run.tools import sandbox as sb
@@ -134,7 +134,7 @@ def test_git_and_orkeon_are_read_only_under_any_root(ws: Path) -> None:
 def test_the_command_cannot_lift_the_mounts(ws: Path) -> None:
     """No capabilities inside, even for root: the read-only and hiding mounts stay."""
     policy = role(ws, ["."])
-    got = sh(ws, f"{PY} {SCRIPTS / 'unmount.py'} .git .orkeon .orkeon/runs/r1 /", policy)
+    got = sh(ws, f"{q(PY)} {q(SCRIPTS / 'unmount.py')} .git .orkeon .orkeon/runs/r1 /", policy)
     assert got == {"exit_code": 0, "stdout": "\n", "stderr": ""}
     assert not (ws / ".git/probe").exists() and not (ws / ".orkeon/runs/r1/probe").exists()
 
@@ -241,7 +241,7 @@ def test_the_network_is_off_unless_the_policy_allows_it(ws: Path) -> None:
         listener.bind(("127.0.0.1", 0))
         listener.listen(4)
         port = listener.getsockname()[1]
-        command = f"{PY} {SCRIPTS / 'connect.py'} {port}"
+        command = f"{q(PY)} {q(SCRIPTS / 'connect.py')} {port}"
         off = sh(ws, command, role(ws, None))
         assert off["exit_code"] == 1 and off["stdout"].startswith("refused"), off
         on = sh(ws, command, role(ws, None, network=True))
@@ -257,12 +257,12 @@ def test_tmpdir_is_private_and_removed_afterwards(ws: Path, tmp_path: Path, on_d
     temps.mkdir()
     policy = role(ws, None, temp_root=temps if on_disk else None)
     with tempfile.NamedTemporaryFile(dir="/tmp", prefix="orkeon-host-") as host_file:
-        first = sh(ws, f"{PY} {SCRIPTS / 'tmpdir.py'} one {host_file.name}", policy)
+        first = sh(ws, f"{q(PY)} {q(SCRIPTS / 'tmpdir.py')} one {host_file.name}", policy)
         out = json.loads(first["stdout"])
         assert out["TMPDIR"] == "/tmp" and out["gettempdir"] == "/tmp"
         assert out["other_seen"] is False  # the host's /tmp is not the command's
         assert list(temps.iterdir()) == []  # on disk: removed once the command ended
-        second = json.loads(sh(ws, f"{PY} {SCRIPTS / 'tmpdir.py'} two", policy)["stdout"])
+        second = json.loads(sh(ws, f"{q(PY)} {q(SCRIPTS / 'tmpdir.py')} two", policy)["stdout"])
         assert "mark.txt" not in second["before"]  # a new folder for every command
         assert not Path("/tmp/mark.txt").exists()
 
@@ -273,7 +273,7 @@ def test_a_tmpdir_made_hard_to_remove_is_removed_anyway(ws: Path, tmp_path: Path
     temps = tmp_path / "temps"
     temps.mkdir()
     policy = role(ws, None, temp_root=temps)
-    assert sh(ws, f"{PY} {SCRIPTS / 'deep.py'} 3000", policy) == {
+    assert sh(ws, f"{q(PY)} {q(SCRIPTS / 'deep.py')} 3000", policy) == {
         "exit_code": 0, "stdout": "made\n", "stderr": ""
     }  # fmt: skip
     assert list(temps.iterdir()) == []
@@ -309,7 +309,9 @@ def test_a_time_out_stops_everything_in_the_sandbox(ws: Path, tmp_path: Path) ->
     for timeout in (2, 8, 30):
         sleep_mark, started = mark(), ws / "src" / "started"
         started.unlink(missing_ok=True)
-        got = sh(ws, f"{PY} {SCRIPTS / 'daemon.py'} src/started {sleep_mark}", policy, timeout)
+        got = sh(
+            ws, f"{q(PY)} {q(SCRIPTS / 'daemon.py')} src/started {sleep_mark}", policy, timeout
+        )
         assert got["exit_code"] is None
         assert got["stderr"].endswith(f"ran longer than {timeout:.3g} s and was stopped")
         if started.exists():

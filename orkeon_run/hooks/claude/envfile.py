@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ...environ import CI_FILE_VARS, OWN_VARS
+from ...environ import CI_FILE_VARS, OWN_VARS, own_name
 from .. import spawn
 
 if TYPE_CHECKING:
@@ -43,7 +43,6 @@ if TYPE_CHECKING:
     from .run import CommandRunner
 
 VARIABLE = "CLAUDE_ENV_FILE"
-OWN_PREFIX = "ORKEON_"
 
 # Prints the exported environment as one JSON line (run twice: before and after).
 _DUMP = "import json, os, sys; sys.stdout.write(json.dumps(dict(os.environ)) + '\\n')"
@@ -131,7 +130,7 @@ class EnvFiles:
         never = {VARIABLE, *OWN_VARS, *CI_FILE_VARS, *refused}
         kept: Changes = {}
         for name, value in changes.items():
-            if name in never or name.startswith(OWN_PREFIX):
+            if name in never or own_name(name):
                 self.dropped.append(name)
             else:
                 kept[name] = value

@@ -15,6 +15,7 @@ the batch (`b1: audit passed`), the step (`dev-batches: …`) or `budget:`. So
     b1/api: succeeded: 4 turns, 3 calls, 1 refused, 42.0 s
     budget: 50 % of the time budget used (900.0 s of 1800.0 s)
     b1: audit FAILED: changed outside the roots: docs/x.md
+    dev-batches: network: refused evil.example:443 (curl https://evil.example/)
     b2: warning: no role changed any file
     dev-batches: failed (exit 1) in 2m 13s: 2 roles, 5 calls, 1 refused, $0.4100; the …
 

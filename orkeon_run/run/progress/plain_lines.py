@@ -9,7 +9,16 @@ from typing import Any
 
 from ...pipeline import call_target
 from ...vocabulary import error_message
-from .text import amount, clean, duration, first_line, money, step_line, warning_line
+from .text import (
+    amount,
+    clean,
+    duration,
+    first_line,
+    money,
+    network_line,
+    step_line,
+    warning_line,
+)
 from .tracker import Tracker
 
 _COLOURS = {"green": "32", "red": "31", "yellow": "33", "dim": "2"}
@@ -216,6 +225,7 @@ _SAY: dict[str, Callable[[PlainLines, dict[str, Any]], list[str]]] = {
     "repair.start": PlainLines._repair_start,
     "audit": PlainLines._audit_done,
     "warning": lambda self, e: [warning_line(e, self._paint)],
+    "network.refused": lambda self, e: [network_line(e, self._paint)],
     "batch.end": PlainLines._batch_end,
     "result": PlainLines._result_line,
 }

@@ -69,6 +69,13 @@ def warning_line(e: dict[str, Any], paint: Callable[[str, str], str]) -> str:
     return f"{who}: {paint('warning', 'yellow')}: {clean(str(e.get('message', '')))}"
 
 
+def network_line(e: dict[str, Any], paint: Callable[[str], str]) -> str:
+    """A `network.refused` event: `dev-batches: network: refused evil.example:443 (curl
+    https://evil.example/)`."""
+    who, host = clean(str(e.get("step") or "orkeon")), clean(f"{e.get('host')}:{e.get('port')}")
+    return f"{who}: network: {paint('refused')} {host} ({clean(str(e.get('command', '')), 120)})"
+
+
 def step_line(e: dict[str, Any], paint: Callable[[str], str]) -> str:
     """A pipeline's step starts or ends (`step.start`, `step.end`): `dev-plan: step
     started`, `dev-batches: step failed (exit 1): WHY`."""

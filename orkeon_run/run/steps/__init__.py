@@ -33,6 +33,8 @@ STEPS: dict[str, str] = {
     "dev-batches": "batches",
     "tasks-repair": "repair",
     "pipeline": "chain",
+    "task": "task",
+    "review": "review",
 }
 
 

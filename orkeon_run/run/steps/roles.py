@@ -82,9 +82,11 @@ async def role_agent(
     variables: Mapping[str, str] | None = None,
     *,
     resume: bool = False,
+    answer_schema: Any = None,
 ) -> AsyncIterator[Agent]:
     """The agent of one role, built from the crew role `template`, with the tools its
-    entries give (the MCP tools among them in `ctx`'s catalog); closed on the way out
+    entries give (the MCP tools among them in `ctx`'s catalog), its final answer to match
+    `answer_schema` when given (answer.py); closed on the way out
     (also when the step is cancelled, within CLOSE_GRACE seconds)."""
     claude = None
     if sr.config.settings_hooks:
@@ -103,6 +105,7 @@ async def role_agent(
         system_prompt=crew.system_prompt(template, variables),
         tools=tools,
         ctx=ctx,
+        answer_schema=answer_schema,
     )
     agent = Agent(
         spec,

@@ -99,7 +99,10 @@ class ServerRun:
         base = self.settings.sandbox
         if not self.confined or base is None:
             return None
-        return dataclasses.replace(base.with_roots(self.roots), network=self.config.network)
+        net = self.config.network
+        # An allow-list is not wired to the run's proxy here yet: fail closed (no network).
+        on = net if isinstance(net, bool) else False
+        return dataclasses.replace(base.with_roots(self.roots), network=on, egress=None)
 
     def root_uris(self) -> list[tuple[str, str]]:
         """(file:// URI, name) of each root this server is told (a confined one's)."""

@@ -10,16 +10,23 @@ output caps, cancellation and the group kill are proc's, and the sandbox's PID n
 and `--die-with-parent` make sure nothing the command started outlives it. Each command
 gets a private /tmp (TMPDIR): in memory, or a folder made before it starts and removed
 once it ended.
+
+With an allow-list (`policy.egress`, docs/security.md "Network"), the command keeps its
+own network namespace and runs behind a forwarder (forwarder.py) that reaches only the
+run's proxy (proxy.py), through a Unix socket of its own mounted into the sandbox.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import Callable, Mapping, Sequence
+import shlex
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from functools import partial
 from pathlib import Path
 
 from ... import logs, proc
+from . import forwarder
 from .bwrap import command, make_temp, remove_temp, unseen
 from .policy import (
     CREDENTIAL_STORES,
@@ -49,15 +56,17 @@ __all__ = [
 _warned = False
 
 
-def warn_unconfined_once() -> None:
+def warn_unconfined_once(allow_list: bool = False) -> None:
     """The one stderr warning of a process whose shell commands run unconfined
-    (`"shell": {"sandbox": "off"}`)."""
+    (`"shell": {"sandbox": "off"}`); with `allow_list`, that shell.network's list does not
+    hold there."""
     global _warned
     if not _warned:
         _warned = True
+        hosts = "; shell.network's allow-list holds only in the sandbox" if allow_list else ""
         logs.warn(
             "shell.sandbox is \"off\": the model's shell commands and the audit's build and "
-            "test run unconfined, with every right of the user running orkeon"
+            f"test run unconfined, with every right of the user running orkeon{hosts}"
         )
 
 
@@ -90,20 +99,43 @@ def _unrunnable(
         )
     if not any(os.access(c, os.X_OK) for c in seen):
         return f"permission denied: {prog}"
+    if policy.egress is not None and unseen(policy, forwarder.interpreter()):
+        return (
+            "the network allow-list's forwarder cannot run: the Python orkeon runs from "
+            f"({forwarder.interpreter()}) is in a folder the sandbox hides"
+        )
     return None
 
 
 def _start(
     policy: SandboxPolicy, argv: Sequence[str], cwd: Path, env: Mapping[str, str]
-) -> tuple[list[str], Path | None] | proc.ProcResult:
+) -> Path | proc.ProcResult:
+    """The bubblewrap program, or the result of a command that cannot run."""
     avail = probe(policy.bwrap)
     if not avail.ok or avail.bwrap is None:
         return _not_run(f"the shell sandbox is not available here: {avail.reason}")
     why = _unrunnable(policy, argv, cwd, env)
     if why is not None:
         return _not_run(why)
-    tmp = make_temp(policy)
-    return command(policy, argv, cwd=cwd, tmp=tmp, bwrap=avail.bwrap), tmp
+    return avail.bwrap
+
+
+class _NoProxy(Exception):
+    """The allow-list's proxy could not give a command its socket (a full disk, say)."""
+
+
+@contextlib.contextmanager
+def _egress(policy: SandboxPolicy, argv: Sequence[str]) -> Iterator[str | None]:
+    """The proxy's socket for this command (None: no allow-list), closed once it ended."""
+    if policy.egress is None:
+        yield None
+        return
+    with contextlib.ExitStack() as stack:
+        try:
+            path = stack.enter_context(policy.egress.session(shlex.join(argv)))
+        except OSError as exc:
+            raise _NoProxy(f"the network allow-list's proxy could not start: {exc}") from None
+        yield path
 
 
 def server_command(
@@ -135,15 +167,19 @@ def run(
     """`proc.run(argv, ...)` inside a sandbox made from `policy`. `env` is required: the
     sandbox passes it on as given (scrub it first). A sandbox that cannot be made, or a
     program that cannot start, is a result with `error`, as in proc."""
-    started = _start(policy, argv, cwd, env)
-    if isinstance(started, proc.ProcResult):
-        return started
-    wrapped, tmp = started
+    bwrap = _start(policy, argv, cwd, env)
+    if isinstance(bwrap, proc.ProcResult):
+        return bwrap
+    tmp = make_temp(policy)
     try:
-        return proc.run(
-            wrapped, cwd=cwd, timeout=timeout, env=env, stdin=stdin, cap=cap,
-            kill_grace=kill_grace, cancel_check=cancel_check, errors=errors,
-        )  # fmt: skip
+        with _egress(policy, argv) as egress:
+            wrapped = command(policy, argv, cwd=cwd, tmp=tmp, bwrap=bwrap, egress=egress)
+            return proc.run(
+                wrapped, cwd=cwd, timeout=timeout, env=env, stdin=stdin, cap=cap,
+                kill_grace=kill_grace, cancel_check=cancel_check, errors=errors,
+            )  # fmt: skip
+    except _NoProxy as exc:
+        return _not_run(str(exc))
     finally:
         remove_temp(tmp)
 

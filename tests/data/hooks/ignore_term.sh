@@ -1,5 +1,6 @@
 #!/bin/sh
-# Ignores SIGTERM (and so does the sleep it starts): only SIGKILL ends it.
+# Ignores SIGTERM (and so does the sleep it starts) and never ends by itself: only SIGKILL
+# ends it.
 trap '' TERM
 echo "ignoring TERM"
-sleep 30
+while :; do sleep 1; done

@@ -85,7 +85,12 @@ class Claude:
             stdin_is_tty=False,
             warn=warnings.append,
         )
-        assert warnings == []
+        # Claude Code's `permissions` block is not orkeon's to honour, and it says so.
+        settings = ws / ".claude" / "settings.json"
+        assert warnings == [
+            f"{settings}: permissions: ignored: orkeon's gate rules are the inputs' `gate` "
+            "(docs/inputs.md)"
+        ]
         self.hooks = SettingsHooks(config, workspace=ws, events=NullLog())
         self.ledger = Ledger(BudgetLimits())
         self.ctx = CallContext(step="dev-batches", role="b1/api", workspace=ws, session_id="s1")

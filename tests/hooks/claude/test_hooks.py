@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import json
+import shlex
 import time
 from pathlib import Path
 from typing import Any
@@ -513,7 +514,7 @@ def test_matching_hooks_run_in_parallel(workspace: Path, tmp_path: Path) -> None
     other has started (run one after the other, the first would wait alone and fail), and
     each one's own time is charged to the ledger."""
     meet = tmp_path / "meet"
-    hook = f"{RENDEZVOUS} {meet} 2 20 file_write"
+    hook = f"{shlex.quote(str(RENDEZVOUS))} {meet} 2 20 file_write"
     rig = Rig(workspace, {"PreToolUse": [group(hook), group(f"{hook} # the other")]})
     v = rig.pre()
     assert [r.exit_code for r in v.runs] == [0, 0], [r.first_line for r in v.runs]
@@ -709,14 +710,16 @@ def test_timeout_kills_and_does_not_block(workspace: Path) -> None:
     """'A hook that exceeds it is killed and reported as a non-blocking message.'"""
     cmd = {"type": "command", "command": "sleep 60; echo late >&2; exit 2", "timeout": 0.3}
     rig = Rig(workspace, {"PreToolUse": [group(cmd)]})
-    t0 = time.monotonic()
     v = rig.pre()
-    assert time.monotonic() - t0 < 20  # killed at 0.3 s (+ the 2 s grace), not at 60 s
+    # Not killed, it would have ended by itself after 60 s with exit 2: a refusal.
     assert refusal_lines(v) == []
     [run] = v.runs
     assert run.timed_out and run.exit_code is None
 
 
+# Hang guard (quiet: 2.3 s, so 8x): the script sleeps 30 s after ignoring SIGTERM, so
+# returning within the guard means SIGKILL came; the lower bound below is the grace.
+@pytest.mark.timeout(20)
 @pytest.mark.parametrize("shell", ["/bin/sh", "/bin/bash"])
 def test_sigterm_then_sigkill_after_2_s(
     workspace: Path, shell: str, monkeypatch: pytest.MonkeyPatch
@@ -726,12 +729,12 @@ def test_sigterm_then_sigkill_after_2_s(
     once, bash's execs the script (CI ran with SHELL unset, so under dash)."""
     monkeypatch.setenv("SHELL", shell)
     script = DATA / "cc_hooks" / "ignore_term.sh"
-    cmd = {"type": "command", "command": str(script), "timeout": 0.2}
+    cmd = {"type": "command", "command": shlex.quote(str(script)), "timeout": 0.2}
     rig = Rig(workspace, {"Stop": [group(cmd)]})
     t0 = time.monotonic()
     assert rig.stop() is None
     took = time.monotonic() - t0
-    assert 2.1 < took < 3.5
+    assert took > 2.1
     [run] = rig.runs()
     assert run["timed_out"] is True and run["first_line"] == "started"
 
@@ -744,9 +747,8 @@ def test_default_timeout_is_10_s_and_budget_caps_it(workspace: Path) -> None:
     assert answers[0].ran.timeout == 10
     short = Ledger(BudgetLimits(seconds=0.4))
     rig2 = Rig(workspace, {"Stop": [group("sleep 60; exit 2")]})
-    t0 = time.monotonic()
+    # Not cut, it would have ended by itself after 60 s, exit 2, not timed out.
     assert anyio.run(rig2.hooks.stop, rig2.ctx, False, short) is None
-    assert time.monotonic() - t0 < 20  # cut at the 0.4 s left, not after 60 s
     assert rig2.runs()[0]["timed_out"] is True
     assert short.spent() == "seconds"
     # No budget left: the hook does not run at all.

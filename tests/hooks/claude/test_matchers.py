@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import pytest
@@ -105,9 +104,9 @@ def test_runaway_pattern_is_bounded() -> None:
     """Issue 4: 'a matcher regex that could run away is bounded ... so no matcher can hang a
     run.' A match that runs out of time counts as a match: the hook runs."""
     m = Matcher("(a|aa)+b")
-    t0 = time.monotonic()
+    # `slow` says the match was cut at its time limit, and True that it counts as a match;
+    # unbounded, 60 `a`s backtrack for hours (past the suite's 120 s hang guard).
     assert m.matches("a" * 60)
-    assert time.monotonic() - t0 < 1.0
     assert m.slow
 
 

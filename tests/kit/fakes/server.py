@@ -40,6 +40,7 @@ class Recorded:
     headers: dict[str, str]
     body: Any
     client: tuple[str, int] = ("", 0)  # the client's address: one per connection
+    at: float = 0.0  # time.monotonic() when it arrived: the gaps a client waited between tries
 
 
 class FakeServer:
@@ -145,7 +146,9 @@ class FakeServer:
         except ValueError:
             body = raw.decode("utf-8", "replace")
         headers = {k.lower(): v for k, v in h.headers.items()}
-        req = Recorded(h.command, h.path, headers, body, tuple(h.client_address[:2]))
+        req = Recorded(
+            h.command, h.path, headers, body, tuple(h.client_address[:2]), time.monotonic()
+        )
         with self._lock:
             self.requests.append(req)
         reply = self.check(req) if self.check else None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shlex
 from pathlib import Path
 from typing import Any
 
@@ -47,7 +48,7 @@ def rendezvous_doc(tmp: Path, concurrency: int, seconds: int) -> dict[str, Any]:
         "b1/a": [{"tool_calls": [write("src/a/x.py", "a")]}, {"text": "a done"}],
         "b1/b": [{"tool_calls": [write("src/b/y.py", "b")]}, {"text": "b done"}],
     }
-    command = f"{RENDEZVOUS} {tmp / 'marks'} 2 {seconds} {{tool}}"
+    command = f"{shlex.quote(RENDEZVOUS)} {shlex.quote(str(tmp / 'marks'))} 2 {seconds} {{tool}}"
     return scripted(
         script,
         plan=TWO,

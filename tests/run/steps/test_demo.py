@@ -6,17 +6,20 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from kit import ROOT
 
 
+@pytest.mark.slow
 def test_demo_runs_every_stage(tmp_path: Path) -> None:
     work = tmp_path / "demo"
     env = {k: v for k, v in os.environ.items() if not k.lower().startswith("orkeon")}
-    env |= {"ORKEON": f"{sys.executable} -m orkeon_run", "PYTHONPATH": str(ROOT),
+    env |= {"ORKEON": f"{shlex.quote(sys.executable)} -m orkeon_run", "PYTHONPATH": str(ROOT),
             "ORKEON_CONFIG_DIR": str(tmp_path / "config"), "PYTHON": sys.executable}  # fmt: skip
     out = subprocess.run(
         [str(ROOT / "examples" / "demo" / "run.sh"), str(work)],
