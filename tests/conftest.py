@@ -5,7 +5,9 @@ absolute paths). Helpers live in the kit (tests/kit/), fixtures here."""
 from __future__ import annotations
 
 import shlex
-from collections.abc import Callable
+import shutil
+import tempfile
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -62,3 +64,13 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if "live" in item.keywords:
             item.add_marker(skip)
+
+
+@pytest.fixture
+def off_tmp() -> Iterator[Path]:
+    """A folder outside the host's /tmp, which every sandbox covers with the command's
+    private one (so a test of what a sandbox hides must not rely on /tmp hiding it):
+    /var/tmp, the FHS's other temporary folder. Removed afterwards."""
+    folder = Path(tempfile.mkdtemp(prefix="orkeon-test-", dir="/var/tmp")).resolve()
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)

@@ -38,9 +38,11 @@ from kit import DATA, ROOT
 from kit.fakes import anthropic_api
 from kit.fakes.anthropic_api import AnthropicFake
 from kit.fakes.protocols import PROTOCOLS, Protocol
+from kit.mcp import namespaced
 from kit.steps import environ, make_workspace, run_step, write
 
 from orkeon_run.__main__ import main
+from orkeon_run.tools.sandbox.veil import veil_status
 
 FAULTS = DATA / "faults"
 FILES = {"README.md": "# app\n", "src/__init__.py": ""}
@@ -129,10 +131,18 @@ def gone(pid: int) -> bool:
     return stat.rsplit(")", 1)[1].split()[0] in ("Z", "X")
 
 
-def wait_gone(pid: int) -> bool:
-    """Awaits the end of a process that was sent SIGKILL, however long the machine takes to
-    reap it; the test's time-out (its hang guard) ends a wait that would never end."""
-    while not gone(pid):
+def host_pids(pid: int, ws: Path) -> list[int]:
+    """The host's pids of a hook's process that wrote `pid` (`$$`), working in `ws`: hooks
+    run in a PID namespace of their own (docs/security.md, "Hooks"); where no veil can be
+    made here, `pid` itself."""
+    return namespaced(pid, ws) if veil_status()[0] is not None else [pid]
+
+
+def wait_gone(pid: int, ws: Path) -> bool:
+    """Awaits the end of a process that was sent SIGKILL (a hook's, in its PID namespace),
+    however long the machine takes to reap it; the test's time-out (its hang guard) ends
+    a wait that would never end."""
+    while not all(gone(p) for p in host_pids(pid, ws)):
         time.sleep(0.02)
     return True
 
@@ -174,7 +184,7 @@ def test_native_hook_that_never_exits_is_cut_at_the_budget(tmp_path: Path, ws: P
     assert second["result"] == "[refused: the step's time budget is spent]"
     assert (second["refused_by"], second["hooks"]) == ("budget", [])
     assert not (ws / "src/x.py").exists()
-    assert wait_gone(int(pidfile.read_text()))
+    assert wait_gone(int(pidfile.read_text()), ws)
 
 
 @pytest.mark.timeout(20)
@@ -201,7 +211,7 @@ def test_native_hook_that_ignores_sigterm_is_killed(tmp_path: Path, ws: Path) ->
     assert run["timed_out"] and run["exit_code"] is None
     assert run["first_line"] == "ignoring TERM"
     assert run["seconds"] >= 2.5  # the limit, then the 2 s grace before SIGKILL
-    assert wait_gone(int(pidfile.read_text()))
+    assert wait_gone(int(pidfile.read_text()), ws)
 
 
 @pytest.mark.timeout(20)
@@ -218,7 +228,7 @@ def test_native_hook_leaving_a_grandchild_on_its_pipes(tmp_path: Path, ws: Path)
     assert (call["outcome"], call["result"]) == ("ran", CREATED)
     (run,) = call["hooks"]
     assert (run["exit_code"], run["timed_out"]) == (0, False)
-    assert wait_gone(int(pidfile.read_text()))
+    assert wait_gone(int(pidfile.read_text()), ws)
 
 
 @pytest.mark.timeout(20)
@@ -237,9 +247,9 @@ def test_native_hook_leaving_an_escaped_grandchild_on_its_pipes(tmp_path: Path, 
         assert call["hooks"][0]["exit_code"] == 0
     finally:
         if pidfile.exists():
-            pid = int(pidfile.read_text())
-            if not gone(pid):
-                os.kill(pid, signal.SIGKILL)
+            for pid in host_pids(int(pidfile.read_text()), ws):
+                if not gone(pid):
+                    os.kill(pid, signal.SIGKILL)
 
 
 @pytest.mark.timeout(30)
@@ -421,7 +431,7 @@ def test_settings_hook_that_never_exits_is_killed_at_its_timeout(tmp_path: Path,
     assert (run["exit_code"], run["timed_out"]) == (None, True)
     assert run["seconds"] >= 0.45
     assert (ws / "src/x.py").read_text() == "x"
-    assert wait_gone(int(pidfile.read_text()))
+    assert wait_gone(int(pidfile.read_text()), ws)
 
 
 @pytest.mark.timeout(20)
@@ -438,7 +448,7 @@ def test_settings_hook_that_ignores_sigterm(tmp_path: Path, ws: Path) -> None:
     assert (call["outcome"], call["result"]) == ("ran", CREATED)
     (run,) = call["hooks"]
     assert run["timed_out"] and run["seconds"] >= 2.2
-    assert wait_gone(int(pidfile.read_text()))
+    assert wait_gone(int(pidfile.read_text()), ws)
 
 
 @pytest.mark.timeout(20)
@@ -453,7 +463,7 @@ def test_settings_hook_leaving_a_grandchild_on_its_pipes(tmp_path: Path, ws: Pat
     (call,) = calls_of(events)
     assert (call["outcome"], call["result"]) == ("ran", CREATED)
     assert call["hooks"][0]["exit_code"] == 0
-    assert wait_gone(int(pidfile.read_text()))
+    assert wait_gone(int(pidfile.read_text()), ws)
 
 
 @pytest.mark.timeout(30)

@@ -5,7 +5,9 @@ stderr, with the reason and the fix (a run would refuse every shell call, but th
 are valid: exit 0); so does a sandbox turned off. Where it can, stderr stays quiet. A hook
 or stdio MCP server whose program PATH finds inside the workspace (`.venv/bin`,
 `node_modules/.bin`) is named with a warning: the model's work can replace that program
-(docs/security.md, "Guards")."""
+(docs/security.md, "Guards"). Where the inputs name hooks and the veil that hides orkeon's
+processes from them cannot be made here, it says so too (the hooks would run as they
+are)."""
 
 from __future__ import annotations
 
@@ -54,7 +56,17 @@ def main(inputs: str, *, step: str | None = None, workspace: str | None = None) 
             "call would be refused and the audit's build and test would not run",
         )
         write_line(sys.stderr, f"fix: {confinement.fix}")
+    if config.inputs.native_hooks or config.settings_hooks:
+        from ..tools.sandbox.veil import veil_status
 
+        bwrap, why = veil_status()
+        if bwrap is None:
+            write_line(
+                sys.stderr,
+                f"warning: hooks: orkeon's processes cannot be hidden from them here: {why}; "
+                "they would run as they are, able to read orkeon's /proc (its environment, "
+                "the model key)",
+            )
     lines, warnings = validate_lines(config)
     for line in warnings:
         write_line(sys.stderr, f"warning: {line}")

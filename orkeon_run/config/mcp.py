@@ -8,6 +8,11 @@ SERVER is Claude Code's shape:
 - streamable HTTP: `{"type": "http", "url": URL, "headers": {...}}` (`type` optional when
   `url` is given).
 
+orkeon's own keys, stdio only: `sandbox` (`"auto"`, the default: the server runs in the
+calling role's sandbox; `"off"`: unconfined, as before, recorded in the result) and
+`network` (default `false`: a confined server has no network) (docs/tools.md, "How
+servers run").
+
 Unknown keys are errors, as everywhere in the inputs: an option orkeon does not honour is
 never silently dropped. `${VAR}` and `${VAR:-default}` in `command`, `args`, `env` values,
 `url` and `headers` values are expanded as Claude Code expands them, from orkeon's own
@@ -69,6 +74,14 @@ class McpServer(BaseModel):
     # reach, as `shell.network` (config/network.py): false (none, the default), true, or
     # an allow-list.
     network: Network = False
+    sandbox: Literal["auto", "off"] = "auto"
+
+    @field_validator("sandbox", mode="before")
+    @classmethod
+    def _sandbox_value(cls, v: Any) -> Any:
+        if v not in ("auto", "off"):
+            raise ValueError('must be "auto" (in the role\'s sandbox) or "off" (unconfined)')
+        return v
 
     @field_validator("type", mode="before")
     @classmethod
@@ -121,7 +134,7 @@ class McpServer(BaseModel):
         if self.url is not None:
             if self.type == "stdio":
                 raise ValueError('"type": "stdio" needs "command", not "url"')
-            extra = sorted(given & {"args", "env", "network"})
+            extra = sorted(given & {"args", "env", "sandbox", "network"})
             if extra:
                 raise ValueError(f'"{extra[0]}" is for a stdio server ("command"), not "url"')
             problem = url_problem(self.url)

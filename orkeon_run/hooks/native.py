@@ -4,7 +4,7 @@
 the order given, across all events. Before a hook runs, `{tool}`, `{event}` and `{path}` are
 replaced in its command; the command is split into one program and its arguments (the
 shell operators are refused again here), the program must pass the shell tool's program
-rules, and it runs with no shell, stdin /dev/null, in the workspace, through `proc`. The
+rules, and it runs with no shell, stdin /dev/null, in the workspace, through `spawn` (proc under the veil). The
 gate does not check it. `stop` hooks are stored and listed, never run.
 
 Only the pipeline runs these (and `orkeon hooks check`, by hand): orkeon's own commands
@@ -34,12 +34,12 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Protocol
 
-from .. import proc_loop
 from ..calls import CallContext, CheckedCall, HookRun, Refusal, budget_refusal
 from ..config.pins import NO_PINS, Pins
 from ..errors import Idle
 from ..ledger import Ledger
 from ..policy.words import CommandRefused, split_command
+from . import spawn
 from .protocol import Hooks, PostToolVerdict, PreToolVerdict
 
 HOOK_LIMIT = 60.0  # seconds; a hook's limit is the smaller of this and the budget left
@@ -195,7 +195,7 @@ async def run_hook(
             why = f"{', '.join(changed)} changed since the run started"
             return cannot_run(why, time.monotonic() - started)
 
-    res = await proc_loop.arun(
+    res = await spawn.arun(
         argv,
         cwd=workspace,
         timeout=limit,

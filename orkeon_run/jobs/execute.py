@@ -156,6 +156,7 @@ async def _run_job(
             watch_signals=False,
             stop=stop,
             share=share,
+            hidden=[out],  # every sibling job's folder and the seals (docs/scale.md)
         )
     except clone.CloneFailed as exc:
         _not_started(jd, job, f"workspace: {exc}")

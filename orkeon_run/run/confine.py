@@ -15,10 +15,12 @@ each calling role's roots; the audit's git and its build and test (`audit_git`,
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import functools
 import os
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, ParamSpec, TypeVar
@@ -45,7 +47,10 @@ R = TypeVar("R")
 class Confinement:
     """The run's confinement. `reason` and `fix` say why no sandbox can be made ("unavailable"
     only). `git`: the audit's git program (None: no git outside the workspace). `config_dir`:
-    orkeon's configuration folder, hidden from sandboxed commands."""
+    orkeon's configuration folder, hidden from sandboxed commands. `hidden`: more folders
+    every sandbox of the run hides (the seals; a `jobs run` output folder, every sibling
+    job's records with it: `hiding`). `visible`: the files and programs the operator's own
+    commands name (`operator_files`), shown read-only wherever they lie."""
 
     state: SandboxState
     # `shell.network`: True (every host), False (none) or the allow-list's entries.
@@ -57,6 +62,24 @@ class Confinement:
     config_dir: Path | None = None
     # The run's pinned files (config/pins.py), read-only in every sandbox.
     pinned: tuple[str, ...] = ()
+    hidden: tuple[Path, ...] = ()
+    visible: tuple[Path, ...] = ()
+
+    def hiding(self, folders: Sequence[Path]) -> Confinement:
+        """The same confinement hiding `folders` too (resolved)."""
+        more = tuple(Path(os.path.realpath(f)) for f in folders)
+        return dataclasses.replace(self, hidden=tuple(dict.fromkeys(self.hidden + more)))
+
+    def mcp_states(self, servers: Mapping[str, Any]) -> dict[str, str] | None:
+        """How each stdio MCP server of the run is confined, for the result: "on" (in the
+        roles' sandbox), "off" (its `"sandbox": "off"`, or the shell sandbox's), or
+        "unavailable" (it could not start); None when the run has no stdio server."""
+        out: dict[str, str] = {}
+        for name, server in servers.items():
+            if server.transport == "stdio":
+                off = server.sandbox == "off" or self.state == "off"
+                out[name] = "off" if off else self.state
+        return out or None
 
     def refusal(self) -> str:
         """What a shell call answers the model when there is no sandbox here."""
@@ -104,6 +127,8 @@ class Confinement:
             network=self.network is True,
             bwrap=self.bwrap,
             egress=egress,
+            hidden=self.hidden,
+            visible=self.visible,
             pinned=self.pinned,
         )
 
@@ -114,7 +139,11 @@ class Confinement:
         box = None
         if self.state == "on":
             box = SandboxPolicy.for_git(
-                Path("/"), run_dir=run_dir, config_dir=self.config_dir, bwrap=self.bwrap
+                Path("/"),
+                run_dir=run_dir,
+                config_dir=self.config_dir,
+                bwrap=self.bwrap,
+                hidden=self.hidden,
             )
         return AuditGit(self.git, box)
 
@@ -143,6 +172,8 @@ class Confinement:
                 network=self.network is True,
                 bwrap=self.bwrap,
                 egress=egress,
+                hidden=self.hidden,
+                visible=self.visible,
                 pinned=self.pinned,
             )
 
@@ -176,20 +207,70 @@ def while_probing(prepare: Callable[P, R]) -> Callable[P, R]:
     return wrapper
 
 
-def decide(inputs: Inputs, workspace: Path, environ: Mapping[str, str]) -> Confinement:
+def decide(
+    inputs: Inputs,
+    workspace: Path,
+    environ: Mapping[str, str],
+    commands: Iterable[Sequence[str]] = (),
+) -> Confinement:
     """The run's confinement from its inputs and this machine (the probe makes one
-    sandbox, once per process)."""
+    sandbox, once per process). `commands`: the operator's commands beyond the inputs'
+    own (settings-shape hooks, MCP servers: `operator_commands`), whose files every
+    sandbox shows."""
+    from .records import seals_dir
+
     try:
         cfg: Path | None = config_dir(environ)
+        hidden: tuple[Path, ...] = (Path(os.path.realpath(seals_dir(environ))),)
     except RuntimeError:  # no home folder to find ~/.config in
-        cfg = None
-    git = find_git(workspace, environ.get("PATH", os.defpath))
+        cfg, hidden = None, ()
+    path = environ.get("PATH", os.defpath)
+    git = find_git(workspace, path)
     given = inputs.shell.network
     network = given if isinstance(given, bool) else tuple(given)
+    shown = operator_files(inputs, commands, path)
     if inputs.shell.sandbox == "off":
-        return Confinement("off", network, git=git, config_dir=cfg)
+        return Confinement("off", network, git=git, config_dir=cfg, hidden=hidden, visible=shown)
 
     avail = probe()
     if not avail.ok:
-        return Confinement("unavailable", network, avail.reason, avail.fix, avail.bwrap, git, cfg)
-    return Confinement("on", network, bwrap=avail.bwrap, git=git, config_dir=cfg)
+        return Confinement(
+            "unavailable", network, avail.reason, avail.fix, avail.bwrap, git, cfg,
+            hidden=hidden, visible=shown,
+        )  # fmt: skip
+    return Confinement("on", network, "", "", avail.bwrap, git, cfg, hidden=hidden, visible=shown)
+
+
+def operator_commands(
+    settings: Mapping[str, Sequence[Any]], servers: Mapping[str, Any]
+) -> list[list[str]]:
+    """The argv of every settings-shape hook command (split as a shell would, as far as
+    words go) and of every stdio MCP server of the run."""
+    import shlex
+
+    out: list[list[str]] = []
+    for groups in settings.values():
+        for group in groups:
+            for handler in getattr(group, "hooks", ()):
+                with contextlib.suppress(ValueError):  # an unbalanced quote: no words
+                    out.append(shlex.split(getattr(handler, "command", "") or ""))
+    out += [list(s.argv) for s in servers.values() if getattr(s, "argv", None)]
+    return out
+
+
+def operator_files(
+    inputs: Inputs, commands: Iterable[Sequence[str]], search_path: str
+) -> tuple[Path, ...]:
+    """The files and programs the operator's own commands name (docs/security.md, "What
+    the sandbox shows"): the audit's build and test argv, the native hooks' commands and
+    `commands`; shown read-only in every sandbox wherever they lie, the host's /tmp too."""
+    import shlex
+
+    from ..tools.sandbox import named_files
+
+    every: list[Sequence[str]] = [c for c in (inputs.audit.build, inputs.audit.test) if c]
+    for hook in inputs.native_hooks:
+        with contextlib.suppress(ValueError):
+            every.append(shlex.split(hook.command))
+    every += list(commands)
+    return named_files(every, search_path)

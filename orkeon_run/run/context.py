@@ -126,10 +126,6 @@ class StepRun:
         writer's spec, the planner's plan. The shell tool runs in the step's sandbox (each
         call narrowed to the calling role's roots); where no sandbox can be made, the
         roles' catalogs refuse it in stage 2 (`role_tools`)."""
-        if self._shell_policy is None and self.config.confinement.state != "off":
-            self._shell_policy = self.config.confinement.role_policy(
-                self.workspace, self.hidden_run_dir, self.egress()
-            )
         return Pipeline(
             workspace=self.workspace,
             step=self.step,
@@ -139,7 +135,7 @@ class StepRun:
                 workspace=self.workspace,
                 shell_rules=self.config.shell_rules,
                 environ=child_environ(self.config, credentials=True),
-                sandbox=self._shell_policy,
+                sandbox=self.role_sandbox(),
                 mcp=self.mcp,
             ),
             gate=self.config.gate,
@@ -168,6 +164,20 @@ class StepRun:
     def sandbox(self) -> str:
         """The run's shell sandbox, for its result: "on", "off" or "unavailable"."""
         return self.config.confinement.state
+
+    @property
+    def mcp_sandbox(self) -> dict[str, str] | None:
+        """How the step's stdio MCP servers ran, for its result (run/confine.py)."""
+        return self.config.confinement.mcp_states(self.config.mcp_needed)
+
+    def role_sandbox(self) -> SandboxPolicy | None:
+        """The roles' sandbox (no roots: each call narrows it to the calling role's), made
+        on first use, for the shell tool and the confined MCP servers; None when off."""
+        if self._shell_policy is None and self.config.confinement.state != "off":
+            self._shell_policy = self.config.confinement.role_policy(
+                self.workspace, self.hidden_run_dir, self.egress()
+            )
+        return self._shell_policy
 
     @property
     def unpinned(self) -> list[str]:

@@ -58,6 +58,7 @@ async def _hub(sr: StepRun, environ: Mapping[str, str] | None) -> AsyncIterator[
         emit=sr.events.emit,
         log_dir=sr.run_dir / "mcp",
         start_timeout=START_TIMEOUT,
+        sandbox=sr.role_sandbox(),  # confined servers run in the roles' sandbox
     )
     async with hub:
         sr.mcp = hub

@@ -38,7 +38,7 @@ from ..policy.mcpnames import normalize, split_pattern
 from ..policy.programs import ShellRules
 from ..policy.rules import parse_rule
 from . import mcp_checks
-from .confine import Confinement, decide, while_probing
+from .confine import Confinement, decide, operator_commands, while_probing
 from .failed import FailedRun, failed_plan, failed_run, inherit
 from .steps import StepModule, step_module
 
@@ -188,7 +188,10 @@ def prepare(
         repair=repair,
         mcp_servers=servers or {},
         warnings=tuple(warnings + mcp_checks.rule_warnings(inputs, crew, servers or {})),
-        confinement=replace(decide(inputs, ws, env), pinned=pins.paths),
+        confinement=replace(
+            decide(inputs, ws, env, operator_commands(settings or {}, servers or {})),
+            pinned=pins.paths,
+        ),
         pins=pins,
     )
 

@@ -164,6 +164,12 @@ class Result(_Doc):
         "unconfined); unavailable (no sandbox could be made here: shell calls were refused)"
     )
     network: NetworkBlock
+    mcp_sandbox: dict[str, Literal["on", "off", "unavailable"]] | None = Field(
+        default=None,
+        description="runs with stdio MCP servers only: each one's confinement: on (in the "
+        'roles\' sandbox); off (its "sandbox": "off", or the shell sandbox\'s: unconfined); '
+        "unavailable (no sandbox could be made here: it did not start)",
+    )
     steps: list[StepRecord] | None = Field(
         default=None, description="pipeline only: every step it ran, in order"
     )
@@ -257,11 +263,13 @@ def result_document(
     sandbox: str,
     pinned_changed: Sequence[str] | None = None,
     network: Mapping[str, int] | None = None,
+    mcp_sandbox: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     """The result document of a step that ended with `outcome`; `sandbox` is the run's
     shell sandbox state; `pinned_changed` the pinned files that changed (None: not
     looked at, as when the run could not start); `network` its allow-lists' counts
-    (`StepRun.network`), to which a pipeline's steps' are added."""
+    (`StepRun.network`), to which a pipeline's steps' are added; `mcp_sandbox` its stdio
+    MCP servers' confinement (None: it has none)."""
 
     kind = outcome.error_kind
     error = None
@@ -281,6 +289,8 @@ def result_document(
         "sandbox": sandbox,
     }
     refused = int((network or {}).get("refused", 0))
+    if mcp_sandbox is not None:
+        doc["mcp_sandbox"] = dict(mcp_sandbox)
     if outcome.steps is not None:
         doc["steps"] = list(outcome.steps)
         for s in outcome.steps:

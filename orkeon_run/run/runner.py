@@ -12,7 +12,9 @@ after SIGINT/SIGTERM too.
 from __future__ import annotations
 
 import signal
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from pathlib import Path
 from typing import IO, Any
 
 import anyio
@@ -22,6 +24,7 @@ from .. import logs
 from ..errors import RecordsError
 from ..ledger import Ledger
 from ..models import build_provider
+from ..tools import sandbox
 from ..vocabulary import StepStatus
 from .context import StepOutcome, StepRun, step_hooks
 from .opening import OpenRun, open_run
@@ -41,11 +44,13 @@ async def run(
     watch_signals: bool = True,
     stop: anyio.Event | None = None,
     share: Mapping[str, float] | None = None,
+    hidden: Sequence[Path] = (),
 ) -> dict[str, Any]:
     """Run one step in the running event loop (`anyio.run(partial(run, ...))` for one
     command; many runs share one loop in `orkeon jobs run`, docs/scale.md); return the
     result document. The preparation runs in the loop's thread and blocks it briefly.
-    `watch_signals`, `stop` and `share` are `execute`'s."""
+    `watch_signals`, `stop` and `share` are `execute`'s. `hidden`: more folders every
+    sandbox of the run hides (a job's whole output folder)."""
     opened = open_run(
         step,
         doc,
@@ -55,6 +60,7 @@ async def run(
         stream=stream,
         environ=environ,
     )
+    opened.config = replace(opened.config, confinement=opened.config.confinement.hiding(hidden))
     return await execute(opened, watch_signals=watch_signals, stop=stop, share=share)
 
 
@@ -72,6 +78,8 @@ async def execute(
     finally:
         if started is not None:
             logs.end_file(started)
+        # The audit's git keeps a sandbox up for the run: none outlives it.
+        sandbox.release_workspace(opened.config.workspace)
 
 
 async def _execute(
@@ -226,14 +234,16 @@ async def _finish(sr: StepRun, outcome: StepOutcome) -> dict[str, Any]:
     """Write the result (result.json, the `result` event) and return it. A result.json the
     disk refuses makes the run's status "error" with that cause; the document is returned
     (and printed) all the same."""
-    pins, net = sr.unpinned, sr.network
-    result = result_document(sr.run_id, sr.step, outcome, sr.ledger, sr.sandbox, pins, net)
+    pins, net, boxed = sr.unpinned, sr.network, sr.mcp_sandbox
+    result = result_document(sr.run_id, sr.step, outcome, sr.ledger, sr.sandbox, pins, net, boxed)
     try:
         sr.write_record("result.json", result)
     except RecordsError as exc:
         if result["status"] != "error":
             failed = StepOutcome(status="error", roles=outcome.roles, error=str(exc))
-            result = result_document(sr.run_id, sr.step, failed, sr.ledger, sr.sandbox, pins, net)
+            result = result_document(
+                sr.run_id, sr.step, failed, sr.ledger, sr.sandbox, pins, net, boxed
+            )
         logs.get().error("the run cannot write its records", error=str(exc))
     if sr.events.redactor is not None:
         result = sr.events.redactor.value(result)

@@ -14,8 +14,10 @@ from kit.steps import environ, make_workspace, scripted
 
 # Measured (278 and 434 with Python 3.11 and the dependencies of pyproject.toml in
 # 2026-12), plus a margin of some 4 %; the scripted run's 445 after modules were split by
-# responsibility (run/opening, run/failed, the progress package: 11 small modules).
-CEILINGS = {"run --help": 285, "scripted run": 455}
+# responsibility (run/opening, run/failed, the progress package: 11 small modules); 457
+# with the third round's features on the run's path (the kept-up sandbox's client, hook
+# handlers and plugins, the hooks' veil, the git-shaped servers' check).
+CEILINGS = {"run --help": 285, "scripted run": 470}
 HEAVY = ("structlog", "rich", "genai_prices", "httpx2", "httpcore2", "yaml", "mcp")
 
 COUNT = (

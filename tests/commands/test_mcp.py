@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 from kit import ROOT, spawn
-from kit.mcp import FAKE, git_server, group_running, running, spec_crew, use_crew
+from kit.mcp import FAKE, git_server, group_running, namespaced, running, spec_crew, use_crew
 from kit.steps import call, environ, make_workspace, read_jsonl, run_step, scripted, write
 
 from orkeon_run.__main__ import main
@@ -93,7 +93,8 @@ def test_a_signal_to_orkeon_run_leaves_no_server_process_behind(
         if e["type"] == "mcp.server" and e["state"] == "started"
     }
     assert set(started) == {"fake", "git"}
-    pids = [*started.values(), int(spawned["result"])]
+    # The spawned process is the sandbox's pid of it (the server runs confined).
+    pids = [*started.values(), *namespaced(int(spawned["result"]), ws)]
     for pid in pids:
         assert not running(pid), pid
     for pgid in started.values():
@@ -119,7 +120,7 @@ def test_validate_starts_lists_and_stops_each_server(ws: Path, capsys) -> None:
     captured = capsys.readouterr()
     fake, git, valid = captured.out.splitlines()
     command = shlex.join([sys.executable, FAKE["command"][1], "stdio"])
-    assert fake.startswith(f"mcp server fake (stdio: {command}): 12 tools: mcp__fake__echo, ")
+    assert fake.startswith(f"mcp server fake (stdio: {command}): 14 tools: mcp__fake__echo, ")
     assert git.startswith("mcp server git (stdio: ") and "mcp__git__git_status" in git
     assert valid == "inputs are valid"
     assert "warning: MCP tool mcp__fake__xxx" in captured.err  # a name too long, left out

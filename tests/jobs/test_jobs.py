@@ -18,12 +18,13 @@ from kit import DATA, git, spawn
 from kit.fakes import openai_api
 from kit.fakes.server import Recorded, Reply
 from kit.jobs import KINDS, environ, make_list, orkeon, template
-from kit.steps import scripted, write
+from kit.steps import calls, scripted, shell, write
 
 from orkeon_run.cli import run_cli
 from orkeon_run.jobs.shards import shard_of
 
 HOOKS = DATA / "jobs"
+PLAN_ONE = {"batches": [{"name": "b1", "roles": [{"name": "api", "roots": ["src/"], "task": "t"}]}]}
 
 
 def in_process(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, Any, str]:
@@ -356,3 +357,49 @@ def test_a_changed_job_or_a_foreign_folder_in_out_is_refused_before_anything_run
         f"orkeon: --out: {out / 'job-002'} holds files but no job.json: not a job's folder",
     ]
     assert sorted(p.name for p in out.iterdir()) == before
+
+
+def test_a_job_sees_no_sibling_and_no_seal_and_runs_sandboxed_in_its_clone(
+    tmp_path, capsys, off_tmp
+):
+    """docs/scale.md, "Jobs are isolated from each other": a job's sandboxes hide the
+    whole `--out` folder (every sibling's records, the seals), not only its own; a job
+    whose workspace is a git clone (OUT/ID/workspace) runs with the sandbox on (its
+    shell, its audit's git and test)."""
+    repo = template(tmp_path)
+    bare = tmp_path / "repo.git"
+    subprocess.run(["git", "clone", "-q", "--bare", str(repo), str(bare)], check=True)
+    out = off_tmp / "out"  # under /tmp, the sandbox's cover of /tmp would hide it anyway
+    audit = {"test": ["git", "status", "--short"]}
+
+    def job(name: str, other: str) -> str:
+        peek = f"cat {out}/{other}/events.jsonl {out}/{other}/workspace/README.md"
+        seals = f"ls {out}/_seals"
+        calls = [write("src/x.py", "x = 1\n"), shell(peek), shell(seals), shell("cat README.md")]
+        doc = {"plan": PLAN_ONE, "audit": audit, **scripted({"b1/api": [{"tool_calls": calls}]})}
+        line = {"id": name, "step": "dev-batches", "workspace": {"git": bare.as_uri()}}
+        return json.dumps({**line, "inputs": doc}) + "\n"
+
+    jobs = tmp_path / "jobs.jsonl"
+    jobs.write_text(job("first", "second") + job("second", "first"))
+    code, summary, err = in_process(
+        capsys, "jobs", "run", str(jobs), "--out", str(out), "--concurrency", "1"
+    )
+    assert code == 0, err
+    assert {r["id"]: r["status"] for r in summary["rows"]} == {
+        "first": "succeeded",
+        "second": "succeeded",
+    }
+    for name in ("first", "second"):
+        result = json.loads((out / name / "result.json").read_text())
+        assert result["sandbox"] == "on"
+        assert result["audits"][0]["passed"] is True
+        made = [c["result"] for c in calls(out / name, "b1/api") if c["tool"] == "shell"]
+        peeked, seals, own = made
+        for refused in (peeked, seals):
+            assert refused["exit_code"] != 0 and refused["stdout"] == ""
+            assert "No such file" in refused["stderr"]
+        assert own["exit_code"] == 0 and own["stdout"] == "# tiny\n"  # its own clone: shown
+        assert (out / name / "workspace" / "src" / "x.py").read_text() == "x = 1\n"
+    # The sibling "second" peeked at had run before it: there was something to see.
+    assert (out / "first" / "events.jsonl").is_file() and any((out / "_seals").iterdir())

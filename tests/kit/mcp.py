@@ -78,6 +78,28 @@ def running(pid: int) -> bool:
     return state(pid) not in (None, "Z", "X")
 
 
+def namespaced(pid: int, cwd: Path | None = None) -> list[int]:
+    """The host's pids of the processes that are `pid` in a PID namespace below ours (a
+    sandbox's, a hook's veil: what they write as their own pid, or a child's, is the
+    namespace's): the first of each NSpid whose last is `pid`. Many namespaces have a pid
+    2 on a busy machine: `cwd` keeps those whose working folder is that one (a hook's is
+    its workspace, and its children inherit it)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                status = Path(f"/proc/{entry}/status").read_text()
+                if cwd is not None and os.readlink(f"/proc/{entry}/cwd") != os.fspath(cwd):
+                    continue
+            except OSError:
+                continue
+            for line in status.splitlines():
+                ids = line.split()[1:] if line.startswith("NSpid:") else []
+                if len(ids) > 1 and int(ids[-1]) == pid:
+                    found.append(int(ids[0]))
+    return found
+
+
 def group_running(pgid: int) -> list[int]:
     """The processes of a group that still run (zombies no one reaps do not count)."""
     found = []

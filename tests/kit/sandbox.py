@@ -40,16 +40,17 @@ def q(path: str | Path) -> str:
 
 def require_sandbox() -> None:
     """Fail (never skip) where no sandbox can be made: CI must run these tests. The tests
-    run this interpreter and scripts of this checkout inside the sandbox, which hides the
-    host's /tmp and /run: a checkout there fails here, with that reason, rather than in
-    each test with a program the sandbox cannot find."""
+    run this interpreter and scripts of this checkout inside the sandbox: the sandbox
+    shows the Python environment orkeon runs from (its import path, this checkout's among
+    them) wherever it lies, the host's /tmp included (docs/security.md, "What the sandbox
+    shows"); should it not, this says so once instead of each test failing its own way."""
     avail = sb.probe()
     assert avail.ok, f"no shell sandbox on this machine: {avail.reason}; fix: {avail.fix}"
     policy = SandboxPolicy.for_role(Path("/nonexistent-workspace"), None, run_dir=None)
     for path in (os.path.realpath(PY), os.fspath(ROOT)):
         assert not unseen(policy, path), (
-            f"{path} is in a folder the shell sandbox hides (the host's /tmp and /run): "
-            "run the sandbox tests from a checkout and a Python elsewhere"
+            f"{path} is in a folder the shell sandbox hides, and the policy does not show "
+            "it as part of the Python environment orkeon runs from"
         )
 
 

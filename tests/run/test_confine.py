@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from kit import DATA
 from kit.sandbox import LINUX_ONLY, require_sandbox
 from kit.steps import calls, environ, events, make_workspace, run_step, scripted, shell, write
 
@@ -95,6 +96,27 @@ def test_operator_hooks_run_outside_the_sandbox(tmp_path: Path) -> None:
     rd = ws / ".orkeon" / "runs" / result["run_id"]
     (call,) = calls(rd, "b1/a")
     assert call["result"]["exit_code"] == 1 and call["hooks"][0]["exit_code"] == 0
+
+
+def test_operator_hooks_cannot_read_orkeons_memory(tmp_path: Path) -> None:
+    """docs/security.md, "Your hooks": native and settings-shape hooks keep their rights
+    (here: writing outside the workspace) but run where /proc/<orkeon> is not visible, so
+    a hook tricked into running the model's code cannot read the key from its environ."""
+    ws = make_workspace(tmp_path, FILES)
+    out = tmp_path / "seen"
+    out.mkdir()
+    reader = f"{DATA / 'veil' / 'read_orkeon.py'} {os.getpid()} {out}"
+    settings = {"PreToolUse": [{"hooks": [{"type": "command", "command": reader}]}]}
+    script = [{"tool_calls": [write("src/a/x.py", "x = 1\n")]}, {"text": "done"}]
+    allowed = {"extra_allowed_commands": [str(DATA / "veil" / "read_orkeon.py")]}
+    for hooks in ([{"event": "pre-tool", "command": reader}], settings):
+        result = run_step("dev-batches", batch(script, hooks=hooks, shell=allowed), ws)
+        assert result["status"] == "succeeded", result
+    seen = [json.loads(line) for line in (out / "seen.jsonl").read_text().splitlines()]
+    assert [s["hook"] for s in seen] == ["pre-tool", "settings"]  # both ran, and wrote here
+    for s in seen:
+        assert s["environ"] is None and s["environ_error"] == "FileNotFoundError", s
+        assert s["cmdline"] is None
 
 
 class Listener:
@@ -218,6 +240,18 @@ def no_namespaces(tmp: Path) -> list[str]:
             "--chdir", str(tmp), "--"]  # fmt: skip
 
 
+def no_bubblewrap(tmp: Path) -> list[str]:
+    """A command-line prefix that starts a program where no bubblewrap is installed: the
+    bundled one's folder is empty and the system's is gone."""
+    from orkeon_run.tools.sandbox.bwrap import SYSTEM_BWRAP
+
+    bwrap = sb.probe().bwrap
+    assert bwrap is not None
+    hide = ["--ro-bind", "/dev/null", str(SYSTEM_BWRAP)] if SYSTEM_BWRAP.exists() else []
+    return [str(bwrap), "--unshare-user", "--dev-bind", "/", "/", "--tmpfs", str(bwrap.parent),
+            *hide, "--chdir", str(tmp), "--"]  # fmt: skip
+
+
 def test_where_no_sandbox_can_be_made_shell_calls_are_refused_before_the_hooks(
     tmp_path: Path,
 ) -> None:
@@ -278,6 +312,21 @@ def test_validate_says_whether_the_sandbox_can_be_made(tmp_path: Path) -> None:
     assert fix.endswith('"shell": {"sandbox": "off"} in the inputs to run commands unconfined')
 
 
+def test_validate_says_when_hooks_cannot_be_kept_from_orkeons_memory(tmp_path: Path) -> None:
+    """docs/security.md, "Your hooks": where the veil cannot be made, hooks run as they
+    are and `orkeon validate` says so (only when the inputs name hooks)."""
+    hooks = json.dumps(
+        {"workspace": str(tmp_path), "hooks": [{"event": "stop", "command": "true"}]}
+    )
+    here = orkeon(tmp_path, "validate", "--inputs", hooks)
+    assert here.returncode == 0 and "hooks:" not in here.stderr, here.stderr
+    there = orkeon(tmp_path, "validate", "--inputs", hooks, wrap=no_bubblewrap(tmp_path))
+    assert there.returncode == 0, there.stderr
+    (said,) = [line for line in there.stderr.splitlines() if line.startswith("warning: hooks:")]
+    assert "orkeon's processes cannot be hidden from them here: " in said
+    assert "they would run as they are" in said
+
+
 def test_an_unavailable_tool_is_refused_in_stage_2_whatever_the_tool(tmp_path: Path) -> None:
     """The seam is general (a role's catalog's checks, `calls.Catalog.unavailable`): any
     tool a check names is refused with its text, before the gate (which would refuse it
@@ -309,3 +358,40 @@ def test_an_unavailable_tool_is_refused_in_stage_2_whatever_the_tool(tmp_path: P
     assert (sh.outcome, sh.refused_by) == ("refused", None)
     assert sh.result == "[refused: the shell sandbox is not available here: no namespaces]"
     assert not (tmp_path / "hooked").exists()
+
+
+# --- what the sandbox shows -------------------------------------------------------------
+
+
+def test_the_operators_files_under_tmp_are_shown_and_the_rest_of_tmp_is_not(
+    tmp_path: Path,
+) -> None:
+    """docs/security.md, "What the sandbox shows": the files and programs the operator's
+    own commands name (here the audit's test: a script and a flag file under the host's
+    /tmp) are shown read-only wherever they lie; the host's /tmp as a whole stays hidden,
+    from the audit's commands and from the role's."""
+    assert tmp_path.resolve().is_relative_to("/tmp"), "pytest's tmp_path is under /tmp here"
+    ws = make_workspace(tmp_path, FILES)
+    tools = tmp_path / "tools"
+    tools.mkdir()
+    (tools / "flag").write_text("strict\n")
+    secret = tmp_path / "other" / "secret"
+    secret.parent.mkdir()
+    secret.write_text("not for the sandbox\n")
+    (tools / "audit.py").write_text(
+        "import os, sys\n"
+        "assert open(sys.argv[1]).read() == 'strict\\n'\n"
+        f"assert not os.path.exists({str(secret)!r}), 'the rest of /tmp is shown'\n"
+        f"assert not os.access({str(tools)!r} + '/flag', os.W_OK), 'writable'\n"
+    )
+    test = [PY, str(tools / "audit.py"), str(tools / "flag")]
+    script = [
+        {"tool_calls": [write("src/a/x.py", "x = 1\n"), shell(f"cat {secret}")]},
+        {"text": "done"},
+    ]
+    rd = tmp_path / "run"
+    result = run_step("dev-batches", batch(script, audit={"test": test}), ws, run_dir=rd)
+    (rec,) = result["audits"]
+    assert rec["passed"] is True, rec
+    (peek,) = [c["result"] for c in calls(rd, "b1/a") if c["tool"] == "shell"]
+    assert peek["exit_code"] != 0 and "No such file" in peek["stderr"]

@@ -7,8 +7,12 @@ rule sets, pre-tool hooks, the server, post-tool hooks, one `tool.call` event.""
 from __future__ import annotations
 
 import json
+import os
 import shlex
+import signal
 import sys
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -185,6 +189,21 @@ def test_an_mcp_calls_time_is_charged_and_capped_by_the_budget(ws: Path, tmp_pat
     assert budget["used_seconds"] >= 3
 
 
+def kill_on_request(request: Path, rd: Path) -> None:
+    """SIGKILL to the server kill_server.py names in `request`, once it wrote it (the hook
+    cannot see orkeon's processes to do it itself)."""
+    deadline = time.monotonic() + 60
+    while not request.exists() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    server = request.read_text()
+    (pid,) = [
+        e["pid"]
+        for e in events(rd, "mcp.server")
+        if (e["server"], e["state"]) == (server, "started")
+    ]
+    os.kill(pid, signal.SIGKILL)
+
+
 def test_a_server_killed_mid_run_refuses_its_next_call_and_the_run_goes_on(
     ws: Path, tmp_path: Path
 ) -> None:
@@ -197,7 +216,9 @@ def test_a_server_killed_mid_run_refuses_its_next_call_and_the_run_goes_on(
         spec_crew(["file_read", "mcp__fake__*"], allow=["file_read", "mcp__fake__*"]),
     )
     rd = tmp_path / "run"
-    kill = shlex.join([sys.executable, str(KILL_SERVER), str(rd / "events.jsonl"), "fake"])
+    request = tmp_path / "kill-request"
+    argv = [sys.executable, str(KILL_SERVER), str(rd / "events.jsonl"), "fake", str(request)]
+    kill = shlex.join(argv)
     hooks = {"PostToolUse": [{"matcher": "mcp__fake__echo", "hooks": [{"type": "command", "command": kill}]}]}  # fmt: skip
     script = {
         "analyst": [
@@ -209,7 +230,10 @@ def test_a_server_killed_mid_run_refuses_its_next_call_and_the_run_goes_on(
         "writer": WRITER,
     }
     doc = scripted(script, request="r", hooks=hooks, mcp_servers={"fake": FAKE})
+    killer = threading.Thread(target=kill_on_request, args=(request, rd), daemon=True)
+    killer.start()
     result = run_step("dev-spec", doc, ws, run_dir=rd)
+    killer.join(60)
     assert result["status"] == "succeeded", result["error"]
 
     echo, after, read = calls(rd, "analyst")

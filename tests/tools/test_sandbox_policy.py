@@ -4,6 +4,7 @@ files and real processes, as in test_sandbox.py."""
 
 from __future__ import annotations
 
+import itertools
 import os
 import subprocess
 import tempfile
@@ -97,10 +98,39 @@ def test_mounts_change_only_what_the_command_would_see(ws: Path, tmp_path: Path)
     assert ("--bind", str(ws / "src"), str(ws / "src")) in pairs
     assert ("--ro-bind", str(ws / "src/vendor/lib/.git"), str(ws / "src/vendor/lib/.git")) in pairs
     assert str(ws / ".git") not in args  # not under a writable path: read-only already
-    assert ("--tmpfs", str(ws / ".orkeon/runs/r1"), "--remount-ro") in pairs
+    assert sealed(args, str(ws / ".orkeon/runs/r1"))
     assert ("--bind", str(tmp_path / "private"), "/tmp") in pairs
     assert args.count("/tmp") == 1  # hiding the host's /tmp again would change nothing
-    assert ("--tmpfs", str(outside_tmp), "--remount-ro") in pairs
+    assert sealed(args, str(outside_tmp))
+
+
+def sealed(args: list[str], folder: str) -> bool:
+    """`folder` is hidden: an empty tmpfs, made read-only after every mount inside it."""
+    pairs = list(itertools.pairwise(args))
+    tmpfs, ro = pairs.index(("--tmpfs", folder)), pairs.index(("--remount-ro", folder))
+    inner = [i for i, (_, b) in enumerate(pairs) if b.startswith(folder + "/")]
+    return tmpfs < ro and all(tmpfs < i < ro for i in inner)
+
+
+def test_a_workspace_inside_a_hidden_folder_is_shown_and_writable(off_tmp: Path) -> None:
+    """docs/scale.md, "Jobs": a job's workspace (OUT/ID/workspace) lies in the output
+    folder its sandbox hides; bubblewrap used to fail making its mount point in the
+    read-only cover (`Can't mkdir OUT/ID/workspace: Read-only file system`)."""
+    require_sandbox()
+    out = off_tmp / "out"
+    ws = out / "job1" / "workspace"
+    (ws / "src").mkdir(parents=True)
+    (out / "job2").mkdir()
+    (out / "job2" / "events.jsonl").write_text("sibling's secret\n")
+    policy = SandboxPolicy.for_role(ws, ["src"], run_dir=out / "job1", hidden=[out])
+    for argv in (["touch", "src/new.py"], ["cat", "README"]):
+        res = sb.run(policy, argv, cwd=ws, timeout=30, env=ENV)
+        assert "Read-only file system" not in res.stderr
+    assert (ws / "src/new.py").is_file()
+    res = sb.run(policy, ["cat", str(out / "job2/events.jsonl")], cwd=ws, timeout=30, env=ENV)
+    assert res.exit_code != 0 and "secret" not in res.stdout
+    res = sb.run(policy, ["touch", str(out / "planted")], cwd=ws, timeout=30, env=ENV)
+    assert res.exit_code != 0 and not (out / "planted").exists()
 
 
 # --- the audit's build and test ----------------------------------------------------------

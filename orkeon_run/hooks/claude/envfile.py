@@ -35,8 +35,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ... import proc_loop
 from ...environ import CI_FILE_VARS, OWN_VARS, own_name
+from .. import spawn
 
 if TYPE_CHECKING:
     from ...ledger import Ledger
@@ -107,8 +107,7 @@ class EnvFiles:
         if limit <= 0:
             self.problems.append(f"not read: {ledger.time_spent_text()}")
             return {}
-
-        res = await proc_loop.arun(
+        res = await spawn.arun(
             [runner.shell, "-c", _SCRIPT, "sh", sys.executable, _DUMP, *files],
             cwd=runner.workspace,
             timeout=limit,

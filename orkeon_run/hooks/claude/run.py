@@ -1,7 +1,7 @@
 """Running settings-shape hook commands (docs/hooks.md, "Execution and environment").
 
-Each command runs as `[$SHELL or /bin/sh, "-c", COMMAND]` through `proc_loop.arun`: cwd the
-workspace, the event's JSON line on stdin, its own time limit (default 10 s, capped by what
+Each command runs as `[$SHELL or /bin/sh, "-c", COMMAND]` through `spawn.arun` (`proc`
+under the veil that hides orkeon's processes): cwd the workspace, the event's JSON line on stdin, its own time limit (default 10 s, capped by what
 is left of the step's budget), SIGTERM then SIGKILL after 2 s, output capped. The commands
 of one event run in parallel; each one's own run time is charged to the ledger.
 
@@ -20,12 +20,12 @@ from typing import Any
 
 import anyio
 
-from ... import proc_loop
 from ...calls import HookRun
 from ...config.pins import NO_PINS, Pins, shell_words
 from ...environ import scrubbed
 from ...errors import Idle
 from ...ledger import Ledger
+from .. import spawn
 
 DEFAULT_TIMEOUT = 10.0
 KILL_GRACE = 2.0
@@ -126,7 +126,7 @@ class CommandRunner:
             if changed:
                 why = f"{', '.join(changed)} changed since the run started"
                 return Ran(command, timeout, None, "", "", 0.0, False, why, unpinned=True)
-        res = await proc_loop.arun(
+        res = await spawn.arun(
             [self.shell, "-c", command],
             cwd=self.workspace,
             timeout=limit,

@@ -29,6 +29,7 @@ is resumed in its directory, as `orkeon run STEP --resume` would.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -138,6 +139,9 @@ class Pipeline:
         except UsageError as exc:
             problems = exc.problems if isinstance(exc, InputError) else [str(exc)]
             raise StageError(f"{name} could not start: {'; '.join(problems)}") from None
+        # What the pipeline's sandboxes hide, its steps' hide too (a job's output folder).
+        hidden = sr.config.confinement.hidden
+        opened.config = replace(opened.config, confinement=opened.config.confinement.hiding(hidden))
         opened.events.listeners.append(self._forward(name, rd))
         return await execute(opened, watch_signals=False)
 

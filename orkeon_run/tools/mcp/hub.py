@@ -20,6 +20,11 @@ Contract:
   part of the reason when the server fails. An http server gets its `headers` on every
   request. `${VAR}` in the configuration is expanded from `expand_from` (default: orkeon's
   environment), so an operator can hand a server a credential the scrub removed.
+- With `sandbox` (the step's policy for its roles), a stdio server not `"sandbox": "off"`
+  runs confined (server.py): the one started with the hub has no roots (it lists the
+  tools, and serves the roles without roots); a call with `roots` goes to the server's
+  process for those roots, started at the first such call (one process per set of roots,
+  stopped with the others). An unconfined server serves every role from one process.
 - `call` never raises for anything a server does (`results.py` has the texts). A server
   that ends while the run goes on is marked so once, with an `mcp.server` event.
 - Leaving the hub (or `stop()`) stops every server, a stdio one with its whole process
@@ -35,10 +40,10 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.abc
@@ -49,6 +54,9 @@ from ...errors import Idle
 from ...policy.mcpnames import MAX_NAME_CHARS, PREFIX, SEPARATOR, normalize, tool_name
 from .results import Result, call_error, no_tool, not_running, stopped_during, timed_out, to_result
 from .server import Emit, ServerRun, Settings
+
+if TYPE_CHECKING:
+    from ..sandbox import SandboxPolicy
 
 
 @dataclass(frozen=True)
@@ -90,6 +98,7 @@ class McpHub:
         log_dir: Path | None = None,
         start_timeout: float = 30.0,
         grace: float = 2.0,
+        sandbox: SandboxPolicy | None = None,
     ) -> None:
         settings = Settings(
             environ=dict(environ),
@@ -99,8 +108,12 @@ class McpHub:
             log_dir=log_dir,
             start_timeout=start_timeout,
             grace=grace,
+            sandbox=sandbox,
         )
         self._servers = {name: ServerRun(name, cfg, settings) for name, cfg in servers.items()}
+        # Confined servers' processes for roles with roots: (server, resolved roots) -> run.
+        self._by_roots: dict[tuple[str, tuple[Path, ...]], ServerRun] = {}
+        self._serving: anyio.abc.TaskGroup | None = None
         self._by_prefix = {normalize(name): s for name, s in self._servers.items()}
         self._tools: dict[str, McpTool] = {}
         # Tools left out (a name too long for model APIs, a name taken): for the log.
@@ -129,6 +142,13 @@ class McpHub:
         """The process (and process group) id of a stdio server that started."""
         return self._servers[server].pid
 
+    def processes(self, server: str) -> dict[tuple[str, ...] | None, int | None]:
+        """Every process of a stdio server, by the roots it serves (None: the one started
+        with the hub)."""
+        found: dict[tuple[str, ...] | None, int | None] = {None: self._servers[server].pid}
+        found.update({s.roots: s.pid for (n, _), s in self._by_roots.items() if n == server})
+        return found
+
     def client(self, server: str) -> Any:
         """The SDK's client of a running server, None otherwise (for benchmarks and tests:
         calls go through `call`)."""
@@ -149,10 +169,16 @@ class McpHub:
         return self._server_of(name) is not None
 
     async def call(
-        self, name: str, arguments: Any, timeout: float, idle: float | None = None
+        self,
+        name: str,
+        arguments: Any,
+        timeout: float,
+        idle: float | None = None,
+        roots: Sequence[str] | None = None,
     ) -> McpReply:
         """Call tool `name` (`mcp__SERVER__TOOL`) with `arguments`, for at most `timeout`
-        seconds (the tool limit, or what is left of the step's budget if less). With
+        seconds (the tool limit, or what is left of the step's budget if less), for a role
+        whose roots are `roots` (a confined server's process for them answers). With
         `idle` (the watchdog, docs/inputs.md, "Budgets"): a call the server neither
         answers nor reports progress on for that long is cancelled and errors.Idle
         raised; each progress notification gives it `idle` seconds more. The server, which
@@ -160,6 +186,11 @@ class McpHub:
         s = self._server_of(name)
         if s is None:
             return McpReply(no_tool(name), refused=True)
+        if s.state == "running" and s.confined and roots:
+            with anyio.move_on_after(timeout) as scope:
+                s = await self._for_roots(s, tuple(roots))
+            if scope.cancelled_caught:
+                return McpReply(timed_out(s.name, timeout))
         if s.state != "running":
             return McpReply(not_running(s.name, s.reason or "it was stopped"), refused=True)
         tool = self._tools.get(name)
@@ -201,6 +232,24 @@ class McpHub:
         except Exception as exc:  # the SDK's or the server's bug must not end the step
             return McpReply(f"error: {name} failed: {type(exc).__name__}: {exc}")
 
+    async def _for_roots(self, base: ServerRun, roots: tuple[str, ...]) -> ServerRun:
+        """The confined server's process for `roots`, started now when there is none (the
+        base one when they grant nothing); returns once it runs or failed."""
+        policy = base.settings.sandbox
+        assert policy is not None
+        key = (base.name, policy.with_roots(roots).writable)
+        if not key[1]:
+            return base
+        s = self._by_roots.get(key)
+        if s is None:
+            s = self._by_roots[key] = ServerRun(base.name, base.config, base.settings, roots)
+            s.ready = anyio.Event()
+            assert self._serving is not None and self._stop is not None
+            self._serving.start_soon(s.run, self._stop)
+        assert s.ready is not None
+        await s.ready.wait()
+        return s
+
     # --- start and stop -------------------------------------------------------------
 
     async def __aenter__(self) -> McpHub:
@@ -233,6 +282,7 @@ class McpHub:
             raise RuntimeError("an McpHub serves once")
         stop = self._stop = anyio.Event()
         async with anyio.create_task_group() as tg:
+            self._serving = tg
             for s in self._servers.values():
                 s.ready = anyio.Event()
                 tg.start_soon(s.run, stop)

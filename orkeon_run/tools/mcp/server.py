@@ -4,11 +4,19 @@ running when it is not (`hub.py` has the contract).
 `ServerRun.run` is the task that owns the SDK's client of the server from start to stop,
 so the client's cancel scopes are entered and left in one task. Its state is `starting`,
 then `running` or `failed`, then `exited` (it ended mid-run) or `stopped` (at the end).
+
+A confined stdio server (`confined`: the run has a sandbox policy and the server is not
+`"sandbox": "off"`) runs in the sandbox of the roles it serves: writable under `roots`
+(workspace-relative, None: none) and its private /tmp, the network as its `network` says
+(docs/tools.md, "How servers run"). Every confined server is told those roots when it
+asks (MCP `roots/list`, as `file://` URIs); an unconfined one is offered no roots, as
+before.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import errno
 import math
 import os
@@ -17,7 +25,7 @@ from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 import anyio
 
@@ -26,6 +34,9 @@ from ...config.mcp import McpServer, expand
 from ...policy.mcpnames import normalize
 from . import sdk_problem
 from .results import seconds_text
+
+if TYPE_CHECKING:
+    from ..sandbox import SandboxPolicy
 
 Emit = Callable[..., object]
 LIST_PAGES = 100  # a server whose tool list never ends cannot hang the start
@@ -43,13 +54,22 @@ class Settings:
     log_dir: Path | None
     start_timeout: float
     grace: float
+    # The step's sandbox for its roles (no roots); None: servers run unconfined.
+    sandbox: SandboxPolicy | None = None
 
 
 class ServerRun:
-    def __init__(self, name: str, config: McpServer, settings: Settings) -> None:
+    def __init__(
+        self,
+        name: str,
+        config: McpServer,
+        settings: Settings,
+        roots: tuple[str, ...] | None = None,
+    ) -> None:
         self.name = name
         self.config = config
         self.settings = settings
+        self.roots = roots
         self.state = "starting"
         self.reason: str | None = None
         self.client: Any = None  # the SDK's Client, while running
@@ -64,6 +84,33 @@ class ServerRun:
     @property
     def pid(self) -> int | None:
         return None if self.process is None else self.process.pid
+
+    @property
+    def confined(self) -> bool:
+        """Whether this stdio server runs in the roles' sandbox."""
+        return (
+            self.config.transport == "stdio"
+            and self.config.sandbox != "off"
+            and self.settings.sandbox is not None
+        )
+
+    def policy(self) -> SandboxPolicy | None:
+        """The sandbox this server runs in (its roots, its network), None when unconfined."""
+        base = self.settings.sandbox
+        if not self.confined or base is None:
+            return None
+        net = self.config.network
+        # An allow-list is not wired to the run's proxy here yet: fail closed (no network).
+        on = net if isinstance(net, bool) else False
+        return dataclasses.replace(base.with_roots(self.roots), network=on, egress=None)
+
+    def root_uris(self) -> list[tuple[str, str]]:
+        """(file:// URI, name) of each root this server is told (a confined one's)."""
+        policy = self.policy()
+        if policy is None:
+            return []
+        ws = policy.workspace
+        return [(p.as_uri(), os.path.relpath(p, ws)) for p in policy.writable]
 
     async def run(self, stop: anyio.Event) -> None:
         """Start, list the tools, set `ready` (also when the start failed), keep running
@@ -127,16 +174,19 @@ class ServerRun:
         if config.url is None:
             from .stdio import ServerProcess  # the MCP SDK: imported when a server starts
 
+            argv = self._argv(config.argv, {**self.settings.environ, **config.env})
             self._log = self._open_log()
             self.process = ServerProcess(
-                config.argv,
+                argv,
                 env={**self.settings.environ, **config.env},
                 cwd=self.settings.cwd,
                 stderr=self._log,
                 grace=self.settings.grace,
                 on_exit=partial(self._exited),
             )
-            async with Client(self.process.connect(), client_info=info) as client:
+            roots = self._list_roots if self.confined else None
+            transport = self.process.connect()
+            async with Client(transport, client_info=info, list_roots_callback=roots) as client:
                 yield client
             return
         from mcp.client.streamable_http import streamable_http_client
@@ -148,6 +198,30 @@ class ServerRun:
             transport = streamable_http_client(config.url, http_client=http)
             async with Client(transport, client_info=info) as client:
                 yield client
+
+    def _argv(self, argv: list[str], env: Mapping[str, str]) -> list[str]:
+        """The command line that starts the server: in its sandbox when confined."""
+        policy = self.policy()
+        if policy is None:
+            return argv
+        from ..sandbox import probe, server_command
+
+        avail = probe(policy.bwrap)
+        if not avail.ok or avail.bwrap is None:
+            raise _NotStarted(f"the shell sandbox is not available here: {avail.reason}")
+        command, why = server_command(
+            policy, argv, cwd=self.settings.cwd, env=env, bwrap=avail.bwrap
+        )
+        if why is not None:
+            raise _NotStarted(why)
+        return command
+
+    async def _list_roots(self, context: Any) -> Any:
+        from mcp_types import ListRootsResult, Root
+        from pydantic import FileUrl
+
+        roots = [Root(uri=FileUrl(u), name=n) for u, n in self.root_uris()]
+        return ListRootsResult(roots=roots)
 
     async def _start_reason(self, exc: BaseException) -> str:
         exc = _leaf(exc)
@@ -189,6 +263,9 @@ class ServerRun:
         if event["seconds"] is not None:
             event["seconds"] = round(event["seconds"], 6)
         transport = self.config.transport
+        if transport == "stdio":
+            event["sandbox"] = "on" if self.confined else "off"
+            event["roots"] = list(self.roots) if self.roots is not None else None
         emit(
             "mcp.server", server=self.name, transport=transport, state=state, pid=self.pid, **event
         )

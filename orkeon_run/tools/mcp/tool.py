@@ -67,7 +67,7 @@ async def run_mcp(call: CheckedCall, env: ToolEnv, timeout: float) -> Any:
     answered, or the hub's text for a call that got no answer (`results.py`)."""
     if env.mcp is None:
         return f"error: {call.name}: no MCP server runs in this step"
-    reply = await env.mcp.call(call.name, call.input, timeout, idle=env.idle)
+    reply = await env.mcp.call(call.name, call.input, timeout, idle=env.idle, roots=env.roots)
     return reply.result
 
 

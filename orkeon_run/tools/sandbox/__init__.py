@@ -30,7 +30,13 @@ from ... import logs, proc
 from ...environ import traced
 from . import forwarder
 from .bwrap import command, make_temp, remove_temp, unseen
-from .policy import CREDENTIAL_STORES, SandboxPolicy, find_git_dirs
+from .policy import (
+    CREDENTIAL_STORES,
+    SandboxPolicy,
+    find_git_dirs,
+    named_files,
+    python_environment,
+)
 from .probe import Availability, diagnose, prefetch, probe
 
 __all__ = [
@@ -40,10 +46,14 @@ __all__ = [
     "arun",
     "diagnose",
     "find_git_dirs",
+    "named_files",
     "prefetch",
     "probe",
+    "python_environment",
     "release",
+    "release_workspace",
     "run",
+    "server_command",
     "warn_unconfined_once",
 ]
 
@@ -55,6 +65,13 @@ def release(policy: SandboxPolicy) -> None:
     from . import session
 
     session.release(policy)
+
+
+def release_workspace(workspace: Path) -> None:
+    """End the kept-up sandboxes of a workspace whose run ended (session.py)."""
+    from . import session
+
+    session.release_workspace(workspace)
 
 
 def warn_unconfined_once(allow_list: bool = False) -> None:
@@ -137,6 +154,19 @@ def _egress(policy: SandboxPolicy, argv: Sequence[str]) -> Iterator[str | None]:
         except OSError as exc:
             raise _NoProxy(f"the network allow-list's proxy could not start: {exc}") from None
         yield path
+
+
+def server_command(
+    policy: SandboxPolicy, argv: Sequence[str], *, cwd: Path, env: Mapping[str, str], bwrap: Path
+) -> tuple[list[str], str | None]:
+    """The command line of a long-lived program confined by `policy` (a stdio MCP server,
+    docs/tools.md): bubblewrap around `argv`, its /tmp in memory (gone with the sandbox);
+    `([], why)` when the program cannot start, in proc's words. The caller starts it (in a
+    process group of its own) and stops it; `--die-with-parent` ends it with orkeon."""
+    why = _unrunnable(policy, argv, cwd, env)
+    if why is not None:
+        return [], why
+    return command(policy, argv, cwd=cwd, tmp=None, bwrap=bwrap), None
 
 
 def run(

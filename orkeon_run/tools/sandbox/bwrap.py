@@ -12,7 +12,12 @@ The file system is the machine's, read-only, with in order of depth:
   when the policy names a `temp_root`;
 - the policy's writable paths bound read-write, their protected paths (`.git`, `.orkeon`)
   bound read-only again inside them, its hidden paths covered by an empty read-only
-  folder (or /dev/null for a file).
+  folder (or /dev/null for a file), its visible paths (files or folders) bound
+  read-only again where a hidden folder or /tmp covers them.
+
+A hidden folder is made read-only last, after every mount inside it: bubblewrap makes
+the mount points of what is shown inside (a job's workspace in its hidden output
+folder), and cannot once the folder is read-only.
 
 A writable path is bound only if it still resolves to itself when the command starts
 (a symlink swapped in since the policy was made grants nothing) and, when it does not
@@ -126,7 +131,7 @@ def mounts(policy: SandboxPolicy, tmp: Path | None) -> list[str]:
     ops: list[tuple[str, int]] = [(d, _HIDE) for d in _system_hidden()]
     ops.append(("/tmp", _TMP))
     ops.append((os.fspath(policy.workspace), _VIEW))
-    ops += [(os.fspath(v), _VIEW) for v in policy.visible if os.path.isdir(v)]
+    ops += [(os.fspath(v), _VIEW) for v in policy.visible if os.path.exists(v)]
     if policy.network:
         folder = _resolv_folder()
         if folder is not None:
@@ -138,6 +143,7 @@ def mounts(policy: SandboxPolicy, tmp: Path | None) -> list[str]:
 
     applied: list[tuple[str, int]] = [("/", _VIEW)]
     args: list[str] = []
+    sealed: list[str] = []  # hidden folders, made read-only after the mounts inside them
     for path, kind in ops:
         under = max(
             (a for a in applied if _within(a[0], path)), key=lambda a: (_depth(a[0]), a[1])
@@ -151,7 +157,8 @@ def mounts(policy: SandboxPolicy, tmp: Path | None) -> list[str]:
             args += ["--ro-bind", path, path]
         elif kind == _HIDE and not hidden_above:
             if os.path.isdir(path):
-                args += ["--tmpfs", path, "--remount-ro", path]
+                args += ["--tmpfs", path]
+                sealed += ["--remount-ro", path]
             else:
                 args += ["--ro-bind", "/dev/null", path]
         elif kind == _TMP:
@@ -159,7 +166,7 @@ def mounts(policy: SandboxPolicy, tmp: Path | None) -> list[str]:
         else:
             continue
         applied.append((path, kind))
-    return args
+    return args + sealed
 
 
 def command(

@@ -11,7 +11,14 @@ so the mounts name real folders; `bwrap.py` checks them again when each command 
 - `hidden`: not readable at all: the run directory, orkeon's configuration folder and,
   for a role, the usual credential stores of the home folder;
 - `visible`: shown read-only although they lie where the sandbox shows nothing (the
-  host's /tmp or /run): the repository around a workspace, for the audit's own git.
+  host's /tmp or /run): the Python environment orkeon runs from (`python_environment`),
+  the files and programs the operator's own commands name (`named_files`: the audit's
+  argv, hook and MCP server commands), the repository around a workspace for the
+  audit's own git. A visible path inside a hidden one stays hidden.
+
+Every builder takes `hidden` and `visible` beyond its own: what the run adds (a `jobs`
+output folder, the seals; the operator's files), so each sandbox of the run, the kept-up
+one included, gets the same mounts from the same data.
 """
 
 from __future__ import annotations
@@ -79,6 +86,8 @@ class SandboxPolicy:
         hide_credentials: bool = True,
         bwrap: Path | None = None,
         temp_root: Path | None = None,
+        hidden: Sequence[Path] = (),
+        visible: Sequence[Path] = (),
         pinned: Sequence[str] = (),
         egress: EgressProxy | None = None,
     ) -> SandboxPolicy:
@@ -89,15 +98,17 @@ class SandboxPolicy:
         so a command cannot plant one. `pinned`: the run's pinned files, read-only too."""
         ws = Path(os.path.realpath(workspace))
         _make_orkeon(ws)
-        hidden = [*_orkeon_hidden(run_dir, config_dir)]
+        hide = [*_orkeon_hidden(run_dir, config_dir), *hidden]
         if hide_credentials:
             home = Path(os.path.realpath(Path.home()))
-            hidden += [home / p for p in CREDENTIAL_STORES]
+            hide += [home / p for p in CREDENTIAL_STORES]
+        shut = _resolved(hide)
         return cls(
             workspace=ws,
             writable=writable_roots(ws, roots),
             read_only=protected(ws, pinned),
-            hidden=_resolved(hidden),
+            hidden=shut,
+            visible=_shown(visible, shut),
             network=network,
             bwrap=bwrap,
             temp_root=temp_root,
@@ -114,6 +125,8 @@ class SandboxPolicy:
         network: bool = False,
         bwrap: Path | None = None,
         temp_root: Path | None = None,
+        hidden: Sequence[Path] = (),
+        visible: Sequence[Path] = (),
         pinned: Sequence[str] = (),
         egress: EgressProxy | None = None,
     ) -> SandboxPolicy:
@@ -126,11 +139,13 @@ class SandboxPolicy:
 
         ws = Path(os.path.realpath(workspace))
         _make_orkeon(ws)
+        shut = _resolved([*_orkeon_hidden(run_dir, config_dir), *hidden])
         return cls(
             workspace=ws,
             writable=(ws,),
             read_only=protected(ws, pinned),
-            hidden=_resolved(_orkeon_hidden(run_dir, config_dir)),
+            hidden=shut,
+            visible=_shown(visible, shut),
             network=network,
             bwrap=bwrap,
             temp_root=temp_root if temp_root is not None else Path(tempfile.gettempdir()),
@@ -146,6 +161,7 @@ class SandboxPolicy:
         run_dir: Path | None,
         config_dir: Path | None = None,
         bwrap: Path | None = None,
+        hidden: Sequence[Path] = (),
     ) -> SandboxPolicy:
         """The audit's own git: nothing writable (its index stays as it is: the audit runs
         git with optional locks off), no network, the run directory, the configuration
@@ -153,11 +169,12 @@ class SandboxPolicy:
         that lie outside the workspace (its top, its git folders). Makes nothing on disk."""
         ws = Path(os.path.realpath(workspace))
         home = Path(os.path.realpath(Path.home()))
-        hidden = [*_orkeon_hidden(run_dir, config_dir), *(home / p for p in CREDENTIAL_STORES)]
+        hide = [*_orkeon_hidden(run_dir, config_dir), *hidden]
+        shut = _resolved([*hide, *(home / p for p in CREDENTIAL_STORES)])
         return cls(
             workspace=ws,
-            hidden=_resolved(hidden),
-            visible=_resolved(visible),
+            hidden=shut,
+            visible=_shown(visible, shut),
             bwrap=bwrap,
         )
 
@@ -262,6 +279,65 @@ def _gitdir_target(git: Path) -> str | None:
 def _orkeon_hidden(run_dir: Path | None, config_dir: Path | None) -> list[Path]:
     cfg = config_dir if config_dir is not None else environ.config_dir()
     return [p for p in (run_dir, cfg) if p is not None]
+
+
+def _shown(paths: Iterable[Path], hidden: Sequence[Path]) -> tuple[Path, ...]:
+    """`paths` resolved, the Python environment added, less those at or inside a hidden
+    path (a visible path never opens a hidden one)."""
+    shut = [os.fspath(h) for h in hidden]
+    found = _resolved([*python_environment(), *paths])
+    return tuple(p for p in found if not any(_inside(h, os.fspath(p)) for h in shut))
+
+
+def _inside(base: str, path: str) -> bool:
+    return path == base or path.startswith(base.rstrip("/") + "/")
+
+
+# Never shown as a whole by `visible`: what the sandbox hides on purpose (a Python
+# environment or a command word naming one of these, or their parent, shows nothing).
+_NEVER_SHOWN = ("/tmp", "/run", "/var/run", "/var/tmp", "/dev/shm")
+
+
+def python_environment() -> tuple[Path, ...]:
+    """The Python environment orkeon runs from, wherever it lies: its prefixes, its
+    interpreter and every folder on its import path (an editable install's checkout
+    among them); `''` (the current folder) and any folder that is, or holds, the host's
+    /tmp or /run left out. Resolved, existing."""
+    import sys
+
+    cands = [sys.prefix, sys.exec_prefix, sys.base_prefix, os.path.dirname(sys.executable)]
+    cands += [os.path.dirname(os.path.realpath(sys.executable))]
+    cands += [p for p in sys.path if p and os.path.isabs(p)]
+    return _usable(cands)
+
+
+def named_files(commands: Iterable[Sequence[str]], search_path: str | None) -> tuple[Path, ...]:
+    """The files and programs the operator's own commands name (argv lists): the program
+    found on `search_path` (a PATH value) and every absolute word that is an existing file
+    or folder; resolved, and with the program's target where it is a link. Words relative
+    to the workspace need nothing: the workspace is shown wherever it lies."""
+    import shutil
+
+    found: list[str] = []
+    for argv in commands:
+        for i, word in enumerate(argv):
+            if i == 0 and "/" not in word:
+                hit = shutil.which(word, path=search_path)
+                if hit is not None:
+                    found += [hit, os.path.realpath(hit)]
+            elif os.path.isabs(word):
+                found.append(word)
+    return _usable(found)
+
+
+def _usable(paths: Iterable[str]) -> tuple[Path, ...]:
+    out: dict[Path, None] = {}
+    for p in paths:
+        real = os.path.realpath(p)
+        if not os.path.exists(real) or any(_inside(real, n) for n in _NEVER_SHOWN):
+            continue  # a path holding /tmp (`/`, say) would show the whole of it
+        out[Path(real)] = None
+    return tuple(out)
 
 
 def _resolved(paths: Iterable[Path]) -> tuple[Path, ...]:

@@ -317,6 +317,17 @@ def release(policy: SandboxPolicy) -> None:
         found.close()
 
 
+def release_workspace(workspace: Path) -> None:
+    """End every kept-up sandbox of `workspace` (its run has ended: the audit's git keeps
+    one for the run), so none outlives the run in a process that runs many
+    (`orkeon jobs run`)."""
+    with _lock:
+        found = [p for p in _sessions if Path(p.workspace) == Path(workspace)]
+        sessions = [_sessions.pop(p) for p in found]
+    for session in sessions:
+        session.close()
+
+
 @atexit.register
 def close_all() -> None:
     """End every kept-up sandbox (they would die with orkeon anyway)."""

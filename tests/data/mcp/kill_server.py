@@ -1,17 +1,18 @@
 #!/usr/bin/env python3
-"""A PostToolUse hook for the MCP tests: kill an MCP server of the run from outside.
+"""A PostToolUse hook for the MCP tests: have an MCP server of the run killed from outside.
 
-kill_server.py EVENTS SERVER
+kill_server.py EVENTS SERVER REQUEST
 
-Finds SERVER's pid in the run's `mcp.server` started event (EVENTS is its events.jsonl),
-sends it SIGKILL, then waits until the run recorded that the server ended (its `mcp.server`
-exited event), so the call after this one meets a server the run knows is gone. Exits 1
-when either event does not come within 60 s.
+A hook runs where orkeon's processes, its servers among them, are not visible (a PID
+namespace of its own: docs/security.md, "Your hooks"), so it cannot signal the server
+itself: it writes REQUEST, where the test (which can) waits for it and sends SIGKILL to
+the pid of SERVER's `mcp.server` started event. The hook then waits until the run recorded
+that the server ended (its `mcp.server` exited event, in EVENTS, the run's events.jsonl),
+so the call after this one meets a server the run knows is gone. Exits 1 when either event
+does not come within 60 s.
 """
 
 import json
-import os
-import signal
 import sys
 import time
 
@@ -37,7 +38,9 @@ def wait(path, server, state):
     sys.exit(1)
 
 
-events, server = sys.argv[1], sys.argv[2]
+events, server, request = sys.argv[1], sys.argv[2], sys.argv[3]
 sys.stdin.read()
-os.kill(wait(events, server, "started")["pid"], signal.SIGKILL)
+wait(events, server, "started")
+with open(request, "w", encoding="utf-8") as f:
+    f.write(server)
 wait(events, server, "exited")

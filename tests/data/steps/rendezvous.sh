@@ -6,7 +6,9 @@
 dir=$1 n=$2 seconds=$3 tool=$4
 [ "$tool" = file_write ] || exit 0
 mkdir -p "$dir"
-: >"$dir/$$"
+# A mark of its own: not "$dir/$$", since every hook runs in a PID namespace of its own
+# (docs/security.md, "Your hooks"), where two hooks' shells may have the same pid.
+mktemp "$dir/mark.XXXXXX" >/dev/null
 end=$(( $(date +%s) + seconds ))
 while [ "$(ls "$dir" | wc -l)" -lt "$n" ]; do
   if [ "$(date +%s)" -ge "$end" ]; then

@@ -82,6 +82,19 @@ TOOLS = [
         input_schema={"type": "object", "properties": {"name": {"type": "string"}}},
     ),
     types.Tool(
+        name="write",
+        description="Write `text` to the file `path`; the error when the OS refuses.",
+        input_schema={
+            "type": "object",
+            "properties": {"path": {"type": "string"}, "text": {"type": "string"}},
+        },
+    ),
+    types.Tool(
+        name="roots",
+        description="The roots the client gives when asked (roots/list), as a JSON list.",
+        input_schema={"type": "object"},
+    ),
+    types.Tool(
         name="weird.name with spaces",
         description="A tool name Claude Code would normalize.",
         input_schema={"type": "object"},
@@ -107,7 +120,9 @@ async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
     return types.ListToolsResult(tools=TOOLS)
 
 
-async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+async def call_tool(
+    ctx: Any, params: types.CallToolRequestParams
+) -> types.CallToolResult | types.InputRequiredResult:
     args = params.arguments or {}
     name = params.name
     if name == "echo":
@@ -147,6 +162,21 @@ async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.Call
         return text(str(child.pid))
     if name == "env":
         return text(repr(os.environ.get(str(args.get("name")))))
+    if name == "write":
+        try:
+            with open(str(args["path"]), "w", encoding="utf-8") as f:
+                f.write(str(args.get("text", "")))
+        except OSError as exc:
+            return text(f"{type(exc).__name__}: {exc.strerror}", error=True)
+        return text("wrote")
+    if name == "roots":  # the protocol of 2026-07-28 asks in an input-required result
+        import json
+
+        answered = (params.input_responses or {}).get("roots")
+        if answered is None:
+            return types.InputRequiredResult(input_requests={"roots": types.ListRootsRequest()})
+        assert isinstance(answered, types.ListRootsResult), answered
+        return text(json.dumps([{"uri": str(r.uri), "name": r.name} for r in answered.roots]))
     if name == "weird.name with spaces":
         return text("weird")
     raise ValueError(f"no tool {name}")

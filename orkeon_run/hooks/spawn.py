@@ -1,0 +1,81 @@
+"""Where every hook's process starts (native hooks, settings-shape command hooks, and the
+sourcing of the files SessionStart hooks wrote): `proc_loop.arun` under the veil that hides
+orkeon's processes (tools/sandbox/veil.py; docs/security.md, "Your hooks"). The one place
+to tune what a hook's start costs.
+
+    res = await spawn.arun(argv, cwd=workspace, timeout=limit, env=env)
+
+Same contract as `proc_loop.arun`, error texts included: a program that cannot start is
+found before bubblewrap runs (inside, bubblewrap would only exit 1 with its own words),
+and a script without a `#!` line is "not an executable" as proc says, not run by /bin/sh
+as bubblewrap's execvp would. Where no veil can be made here, the hook runs as it is.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from .. import proc, proc_loop
+
+_bwrap: Path | None = None
+_probed = False
+
+
+async def arun(argv: list[str], *, cwd: Path, env: Mapping[str, str] | None, **kw: Any) -> Any:
+    """`proc_loop.arun(argv, cwd=cwd, env=env, **kw)` where /proc/<orkeon> is not visible."""
+    bwrap = await _veil()
+    if bwrap is None:
+        return await proc_loop.arun(argv, cwd=cwd, env=env, **kw)
+    from ..tools.sandbox.veil import veil_args
+
+    why = cannot_start(argv, cwd, env if env is not None else os.environ)
+    if why is not None:
+        return proc.ProcResult(None, "", "", 0, 0, 0.0, False, why)
+    return await proc_loop.arun(veil_args(bwrap, argv), cwd=cwd, env=env, **kw)
+
+
+async def _veil() -> Path | None:
+    """The veil's bubblewrap, probed once (in a worker thread: it starts one)."""
+    global _bwrap, _probed
+    if not _probed:
+        from anyio import to_thread
+
+        from ..tools.sandbox.veil import veil_status
+
+        _bwrap = (await to_thread.run_sync(veil_status))[0]
+        _probed = True
+    return _bwrap
+
+
+def cannot_start(argv: list[str], cwd: Path, env: Mapping[str, str]) -> str | None:
+    """Why `argv` would not start in `cwd`, in proc's words; None when it would."""
+    if not os.path.isdir(cwd):
+        return f"cannot use the working directory {cwd}: No such file or directory"
+    prog = argv[0] if argv else ""
+    if not prog:
+        return "no such program: "
+    if "/" in prog:
+        candidates = [os.path.join(cwd, prog)]
+    else:
+        folders = env.get("PATH", os.defpath).split(os.pathsep)
+        candidates = [os.path.join(cwd, d or ".", prog) for d in folders]
+    found = [c for c in candidates if os.path.isfile(c)]
+    if not found:
+        return f"no such program: {prog}"
+    runnable = [c for c in found if os.access(c, os.X_OK)]
+    if not runnable:
+        return f"permission denied: {prog}"
+    try:
+        with open(runnable[0], "rb") as f:
+            head = f.read(4)
+    except OSError:
+        return f"permission denied: {prog}"
+    if not (head.startswith(b"#!") or head == b"\x7fELF"):
+        return f"not an executable (a script needs a #! line): {prog}"
+    return None
+
+
+__all__ = ["arun", "cannot_start"]
