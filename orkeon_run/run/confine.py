@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, ParamSpec, TypeVar
 
 from .. import logs
+from ..catalog import TOOLS
 from ..environ import config_dir
 from ..tools.sandbox import SandboxPolicy, probe, warn_unconfined_once
 from ..tools.sandbox import prefetch as start
@@ -92,7 +93,9 @@ class Confinement:
         if self.state != "unavailable":
             return None
         text = self.refusal()
-        return lambda name: text if name == "shell" else None
+        # The tools that run a command line run it in the sandbox (the catalog's fact).
+        sandboxed = {n for n, t in TOOLS.items() if t.command_field is not None}
+        return lambda name: text if name in sandboxed else None
 
     def announce(self) -> None:
         """Say on stderr, when a run starts, that its commands run unconfined (once a
