@@ -129,7 +129,7 @@ def test_flags_win_on_resume_and_the_run_keeps_what_it_used(ws, capsys, monkeypa
     orkeon(capsys, *argv, "--max-seconds", "90")
     starts = [e["budget"] for e in events(rd) if e["type"] == "run.start"]
     assert starts[-1] == {"seconds": 90.0, "turns": 6, "tokens": None, "usd": 2.0,
-                          "idle_seconds": 600.0}  # fmt: skip
+                          "idle_seconds": 600.0, "stop_blocks": 8}  # fmt: skip
 
 
 def test_a_model_flag_keeps_the_inputs_connection_settings_not_its_facts(ws, capsys, monkeypatch):

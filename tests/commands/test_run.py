@@ -75,12 +75,13 @@ def test_output_json_is_the_result_document_and_nothing_else(tmp_path):
     run_dir = ws / ".orkeon" / "runs" / result["run_id"]
     assert json.loads((run_dir / "result.json").read_text()) == result
     assert (ws / ".orkeon" / "spec.md").read_text() == "# Spec\n"
-    # Logs go to stderr, as JSON lines when stderr is not a terminal; so does progress,
-    # plain (the default there), a line per notable event.
+    # Off a terminal stderr is the plain progress view's, a line per notable event; the
+    # log records are JSON lines in the run directory (docs/output.md, "stdout and stderr").
     lines = proc.stderr.splitlines()
-    logged = [json.loads(line) for line in lines if line.startswith("{")]
+    assert not any(line.startswith("{") for line in lines)
+    logged = [json.loads(line) for line in (run_dir / "logs.jsonl").read_text().splitlines()]
     assert [e["event"] for e in logged] == ["step started", "step ended"]
-    progress = [line for line in lines if not line.startswith("{")]
+    progress = lines
     assert progress[0] == f"dev-spec: started run {result['run_id']} (budget: 1800.0 s)"
     assert "writer: #1 file_write .orkeon/spec.md: ran (" in progress[4]
     assert progress[-1].startswith("dev-spec: succeeded (exit 0) in ")
@@ -153,6 +154,7 @@ def test_inputs_from_stdin_and_an_explicit_run_dir(tmp_path):
         "events.jsonl",
         "inputs.json",
         "lock",
+        "logs.jsonl",
         "result.json",
         "state.json",
         "transcripts",
@@ -284,7 +286,10 @@ def test_a_crash_inside_a_step_still_leaves_a_result_naming_its_cause(
     assert result["error"] == {"kind": "internal", "message": "KeyError: 'no such thing'"}
     run_dir = ws / ".orkeon" / "runs" / result["run_id"]
     assert json.loads((run_dir / "result.json").read_text()) == result
-    crash = [json.loads(x) for x in err.splitlines() if "step crashed" in x]
+    # One plain line on stderr; the record with its traceback in the run's logs.jsonl.
+    assert any(x.startswith("orkeon: error: step crashed") for x in err.splitlines())
+    logged = (run_dir / "logs.jsonl").read_text().splitlines()
+    crash = [json.loads(x) for x in logged if "step crashed" in x]
     assert "KeyError: 'no such thing'" in crash[0]["exception"]
 
 

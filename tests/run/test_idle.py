@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from kit import ORKEON
 from kit.fakes import openai_api
-from kit.mcp import FAKE, running, with_hub
+from kit.mcp import FAKE, namespaced, running, with_hub
 from kit.steps import calls, environ, events, make_workspace, run_step, shell, write
 
 from orkeon_run import proc
@@ -23,6 +23,7 @@ from orkeon_run.config.run_settings import resolve
 from orkeon_run.errors import Idle
 from orkeon_run.run.progress.plain_lines import PlainLines
 from orkeon_run.run.progress.tracker import Tracker
+from orkeon_run.tools.sandbox.veil import veil_status
 
 IDLE = 0.5
 PLAN = {
@@ -116,7 +117,11 @@ def test_a_pre_tool_hook_that_hangs_silently_ends_its_role(tmp_path: Path) -> No
     assert api["idle"]["command"] == f"./hang.sh {pidfile}"
     assert result["budget"]["exhausted"] == "idle" and result["exit_code"] == 3
     assert not (tmp_path / "ws" / "src" / "a.py").exists()  # the call never ran
-    assert not running(int(pidfile.read_text()))
+    # The hook wrote its child's pid as its PID namespace numbers it (hooks run behind a
+    # veil, docs/security.md): the host's pids of that child, in the workspace.
+    pid = int(pidfile.read_text())
+    pids = namespaced(pid, tmp_path / "ws") if veil_status()[0] is not None else [pid]
+    assert not any(running(p) for p in pids)
 
 
 def test_a_provider_that_stalls_mid_stream_ends_its_role(

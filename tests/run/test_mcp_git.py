@@ -81,11 +81,14 @@ def test_a_branch_an_allowed_mcp_tool_made_fails_the_audit_naming_the_ref(
     ws: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """docs/security.md, "The audit": the operator's gate may allow a git-shaped tool; a
-    batch that then made a branch fails its audit naming the ref, whatever made it."""
+    batch that then made a branch fails its audit naming the ref, whatever made it. The
+    server runs unconfined here (`"sandbox": "off"`): confined, its git could not write
+    `.git/` at all (tests/run/test_mcp_sandbox.py)."""
     repo = str(ws)
     attempts = [call("mcp__git__git_create_branch", repo_path=repo, branch_name="side")]
     gate = {"allow": ["file_read", "file_write", "mcp__git__git_create_branch"]}
-    doc = batch(attempts, mcp_servers={"git": git_server(ws), "fake": FAKE}, gate=gate)
+    server = {**git_server(ws), "sandbox": "off"}
+    doc = batch(attempts, mcp_servers={"git": server, "fake": FAKE}, gate=gate)
     code, result, _ = run_json(capsys, "dev-batches", ws, doc=doc)
     (made,) = calls(run_dir(ws, result), "b1/a")
     assert made["outcome"] == "ran", made

@@ -85,7 +85,7 @@ def test_run_start_carries_the_budget_and_model_turn_the_models_text(tmp_path: P
     rd = run_dir_of(ws, result)
     (start,) = events(rd, "run.start")
     assert start["budget"] == {"seconds": 90.0, "turns": None, "tokens": None, "usd": 2.5,
-                               "idle_seconds": 600.0}  # fmt: skip
+                               "idle_seconds": 600.0, "stop_blocks": 8}  # fmt: skip
     turns = events(rd, "model.turn")
     assert turns[0]["text"] == long[:200]
     assert turns[1]["text"] == "no spec"
