@@ -134,3 +134,21 @@ def append_line(fd: int, data: bytes) -> None:
 
 def read_json(path: Path) -> Any:
     return json.loads(path.read_text(encoding="utf-8"))
+
+
+def read_objects(path: Path) -> list[dict[str, Any]]:
+    """The lines of a JSON Lines file that are objects; a line that is not (a torn last
+    line) is skipped, and a file that cannot be read is no lines."""
+    try:
+        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return []
+    out = []
+    for line in lines:
+        try:
+            doc = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(doc, dict):
+            out.append(doc)
+    return out

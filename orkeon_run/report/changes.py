@@ -9,12 +9,12 @@ escape it.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from .. import gitpatch
+from ..jsonio import read_objects
 
 BLOBS = "changes/blobs"
 UNKNOWN = "unknown"
@@ -91,7 +91,7 @@ def load_changes(run_dir: Path, step_dirs: list[str]) -> list[BatchChanges]:
     order they ran."""
     out: list[BatchChanges] = []
     for folder in [run_dir, *(run_dir / d for d in step_dirs)]:
-        for doc in _lines(folder / "changes.jsonl"):
+        for doc in read_objects(folder / "changes.jsonl"):
             if doc.get("type") != "batch":
                 continue
             files = [
@@ -159,7 +159,7 @@ def turn_texts(run_dir: Path, step_dirs: list[str]) -> list[TurnText]:
             continue
         for path in sorted(root.rglob("*.jsonl")):
             turn = 0
-            for doc in _lines(path):
+            for doc in read_objects(path):
                 if doc.get("direction") != "received":
                     continue
                 turn += 1
@@ -170,22 +170,6 @@ def turn_texts(run_dir: Path, step_dirs: list[str]) -> list[TurnText]:
                     )
                     cut = len(text) > TURN_TEXT_CAP
                     out.append(TurnText(name, turn, text[:TURN_TEXT_CAP], cut))
-    return out
-
-
-def _lines(path: Path) -> list[dict[str, Any]]:
-    try:
-        raw = path.read_text(encoding="utf-8", errors="replace").splitlines()
-    except OSError:
-        return []
-    out = []
-    for line in raw:
-        try:
-            doc = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(doc, dict):
-            out.append(doc)
     return out
 
 

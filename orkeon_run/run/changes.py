@@ -36,6 +36,7 @@ import anyio
 
 from .. import gitpatch
 from ..environ import Redactor
+from ..jsonio import read_objects
 from . import audit
 
 if TYPE_CHECKING:
@@ -97,19 +98,7 @@ class Store:
 
 def read_log(run_dir: Path) -> list[dict[str, Any]]:
     """The lines of RUN_DIR/changes.jsonl that are objects (a torn last line is skipped)."""
-    try:
-        lines = (run_dir / LOG).read_text(encoding="utf-8", errors="replace").splitlines()
-    except OSError:
-        return []
-    out = []
-    for line in lines:
-        try:
-            doc = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(doc, dict):
-            out.append(doc)
-    return out
+    return read_objects(run_dir / LOG)
 
 
 def _known(lines: Sequence[dict[str, Any]]) -> dict[str, str | None]:
