@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import sys
 
 import anyio
@@ -12,6 +13,7 @@ import anyio
 from ..config.inputs import load_document
 from ..config.run_settings import flag_values
 from ..errors import InputError
+from ..escape import write_line
 from ..run.opening import open_run
 from ..run.progress import choose
 from ..run.runner import execute
@@ -84,4 +86,7 @@ def main(
         from ..report.github import publish  # the reports load under GitHub Actions only
 
         publish(opened.run_dir, result, os.environ, sys.stderr)
+    if result.get("status") == "interrupted":  # what finished is kept: say how to go on
+        again = shlex.join(["orkeon", "run", step, "--resume", str(opened.run_dir)])
+        write_line(sys.stderr, f"orkeon: interrupted; to go on: {again}")
     return int(result["exit_code"])

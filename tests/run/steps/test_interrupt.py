@@ -4,6 +4,7 @@ result.json, a state.json that records only what finished, and a resume that fin
 from __future__ import annotations
 
 import json
+import shlex
 import signal
 import subprocess
 import time
@@ -55,6 +56,9 @@ def run_then_signal(
     assert result == json.loads((rd / "result.json").read_text())
     assert (result["status"], result["exit_code"]) == ("interrupted", 130)
     assert result["error"] == {"kind": "interrupted", "message": "interrupted by a signal"}
+    # Ctrl-C prints the command that goes on where the run stopped.
+    resume = shlex.join(["orkeon", "run", "dev-batches", "--resume", str(rd)])
+    assert f"orkeon: interrupted; to go on: {resume}" in err.splitlines(), err
     return result
 
 
