@@ -57,12 +57,9 @@ def cannot_start(argv: list[str], cwd: Path, env: Mapping[str, str]) -> str | No
     prog = argv[0] if argv else ""
     if not prog:
         return "no such program: "
-    if "/" in prog:
-        candidates = [os.path.join(cwd, prog)]
-    else:
-        folders = env.get("PATH", os.defpath).split(os.pathsep)
-        candidates = [os.path.join(cwd, d or ".", prog) for d in folders]
-    found = [c for c in candidates if os.path.isfile(c)]
+    from ..tools.sandbox import program_files  # the sandbox's own check uses it too
+
+    found = program_files(prog, cwd, env)
     if not found:
         return f"no such program: {prog}"
     runnable = [c for c in found if os.access(c, os.X_OK)]

@@ -49,6 +49,7 @@ __all__ = [
     "named_files",
     "prefetch",
     "probe",
+    "program_files",
     "python_environment",
     "release",
     "release_workspace",
@@ -92,6 +93,19 @@ def _not_run(why: str) -> proc.ProcResult:
     return proc.ProcResult(None, "", "", 0, 0, 0.0, False, why)
 
 
+def program_files(prog: str, cwd: Path | str, env: Mapping[str, str]) -> list[str]:
+    """The files `prog` would name when started in `cwd` with `env`: itself when it holds a
+    `/` (relative to `cwd`), else each folder of PATH's, in order; only those that are
+    files. For the checks made before a wrapper (a sandbox, the hooks' veil, hooks/spawn.py) would hide
+    why a program cannot start."""
+    if "/" in prog:
+        candidates = [os.path.join(cwd, prog)]
+    else:
+        folders = env.get("PATH", os.defpath).split(os.pathsep)
+        candidates = [os.path.join(cwd, d or ".", prog) for d in folders]
+    return [c for c in candidates if os.path.isfile(c)]
+
+
 def _unrunnable(
     policy: SandboxPolicy, argv: Sequence[str], cwd: Path, env: Mapping[str, str]
 ) -> str | None:
@@ -101,12 +115,7 @@ def _unrunnable(
     if not argv or not argv[0]:
         return "the command is empty"
     prog = argv[0]
-    if "/" in prog:
-        candidates = [os.path.join(cwd, prog)]
-    else:
-        dirs = env.get("PATH", os.defpath).split(os.pathsep)
-        candidates = [os.path.join(cwd, d or ".", prog) for d in dirs]
-    found = [c for c in candidates if os.path.isfile(c)]
+    found = program_files(prog, cwd, env)
     if not found:
         return f"no such program: {prog}"
     seen = [c for c in found if not (unseen(policy, c) or unseen(policy, os.path.realpath(c)))]
