@@ -1,6 +1,6 @@
 """What the veil over orkeon's processes costs a hook (issue 21, item 7; docs/security.md,
 "Your hooks"): one native hook's run through `native.run_hook` (its process started by
-hooks/spawn.py under the veil) against the same argv started bare by `proc.arun` (how a
+hooks/spawn.py under the veil) against the same argv started bare by `proc_loop.arun` (how a
 hook started before), alternating in each round so a passing load weighs on both alike.
 Two hooks: `true` (the least a hook costs) and a Python script (a typical hook).
 """
@@ -14,7 +14,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from orkeon_run import proc
+from orkeon_run import proc_loop
 from orkeon_run.hooks.native import NativeHook, argv_for, run_hook
 from orkeon_run.policy.programs import ShellRules
 from orkeon_run.tools.sandbox.veil import veil_status
@@ -34,7 +34,7 @@ async def measure(ws: Path, command: str) -> tuple[float, float]:
         assert run.line is None, run.line
 
     async def bare() -> None:
-        res = await proc.arun(argv, cwd=ws, timeout=60)
+        res = await proc_loop.arun(argv, cwd=ws, timeout=60)
         assert res.exit_code == 0, res
 
     samples: dict[str, list[float]] = {"veiled": [], "bare": []}
