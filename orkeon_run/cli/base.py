@@ -43,6 +43,14 @@ WorkspaceOpt = Annotated[
         "--workspace", metavar="DIR", help="Folder the crew works in (default: inputs, then .)."
     ),
 ]
+BareOpt = Annotated[
+    bool,
+    typer.Option(
+        "--bare",
+        help="Read no configuration the inputs do not name: no user folder, no workspace "
+        "settings, .mcp.json, crews or trust records (or ORKEON_BARE=1).",
+    ),
+]
 
 
 def exit_with(command: Callable[..., int], *args: Any, **kwargs: Any) -> NoReturn:

@@ -37,6 +37,7 @@ def main(
     workspace: str | None = None,
     output: str | None = None,
     knobs: dict[str, str | None] | None = None,
+    bare: bool = False,
 ) -> int:
     if inputs is None:
         raise InputError("--inputs: required for --dry-run")
@@ -48,6 +49,7 @@ def main(
         flags=flag_values(**(knobs or {})),
         knobs=True,
         hook_files="warn",
+        bare=bare,
     )
     plan = what_would_run(config)
     if output == "json":
@@ -82,7 +84,8 @@ def _step(config: RunConfig, name: str) -> dict[str, Any]:
     if name == config.step:
         crew = config.crew
     else:  # a pipeline's later step: its crew as the run would load it
-        crew = load_crew(name, config.workspace) if step_module(name) else None
+        crews = config.sources.crews if config.sources else config.workspace
+        crew = load_crew(name, crews) if step_module(name) else None
     roles = [{"role": r.name, "tools": list(r.tools)} for r in crew.roles] if crew else []
     out: dict[str, Any] = {"name": name, "roles": roles}
     if name == "dev-batches":

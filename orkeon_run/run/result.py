@@ -164,6 +164,12 @@ class Result(_Doc):
         "unconfined); unavailable (no sandbox could be made here: shell calls were refused)"
     )
     network: NetworkBlock
+    bare: bool = Field(
+        default=False,
+        description="a hermetic run (--bare, ORKEON_BARE=1): no configuration was read but "
+        "what the inputs name (no user folder, no workspace settings, .mcp.json, crews, "
+        "trust records; docs/inputs.md)",
+    )
     mcp_sandbox: dict[str, Literal["on", "off", "unavailable"]] | None = Field(
         default=None,
         description="runs with stdio MCP servers only: each one's confinement: on (in the "
@@ -264,12 +270,13 @@ def result_document(
     pinned_changed: Sequence[str] | None = None,
     network: Mapping[str, int] | None = None,
     mcp_sandbox: dict[str, str] | None = None,
+    bare: bool = False,
 ) -> dict[str, Any]:
     """The result document of a step that ended with `outcome`; `sandbox` is the run's
     shell sandbox state; `pinned_changed` the pinned files that changed (None: not
     looked at, as when the run could not start); `network` its allow-lists' counts
     (`StepRun.network`), to which a pipeline's steps' are added; `mcp_sandbox` its stdio
-    MCP servers' confinement (None: it has none)."""
+    MCP servers' confinement (None: it has none); `bare`: a hermetic run (`--bare`)."""
 
     kind = outcome.error_kind
     error = None
@@ -287,6 +294,7 @@ def result_document(
         "audits": list(outcome.audits),
         "error": error,
         "sandbox": sandbox,
+        "bare": bare,
     }
     refused = int((network or {}).get("refused", 0))
     if mcp_sandbox is not None:

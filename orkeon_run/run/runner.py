@@ -105,7 +105,8 @@ async def _execute(
         # The run directory could not be written: nothing ran; say why, on stdout too.
         try:
             outcome = StepOutcome(status="error", error=str(opened.failure))
-            result = result_document(opened.run_id, step, outcome, ledger, config.confinement.state)
+            state = config.confinement.state
+            result = result_document(opened.run_id, step, outcome, ledger, state, bare=config.bare)
             events.emit_final("result", **result)
             return result
         finally:
@@ -234,15 +235,17 @@ async def _finish(sr: StepRun, outcome: StepOutcome) -> dict[str, Any]:
     """Write the result (result.json, the `result` event) and return it. A result.json the
     disk refuses makes the run's status "error" with that cause; the document is returned
     (and printed) all the same."""
-    pins, net, boxed = sr.unpinned, sr.network, sr.mcp_sandbox
-    result = result_document(sr.run_id, sr.step, outcome, sr.ledger, sr.sandbox, pins, net, boxed)
+    pins, net, boxed, bare = sr.unpinned, sr.network, sr.mcp_sandbox, sr.config.bare
+    result = result_document(
+        sr.run_id, sr.step, outcome, sr.ledger, sr.sandbox, pins, net, boxed, bare
+    )
     try:
         sr.write_record("result.json", result)
     except RecordsError as exc:
         if result["status"] != "error":
             failed = StepOutcome(status="error", roles=outcome.roles, error=str(exc))
             result = result_document(
-                sr.run_id, sr.step, failed, sr.ledger, sr.sandbox, pins, net, boxed
+                sr.run_id, sr.step, failed, sr.ledger, sr.sandbox, pins, net, boxed, bare
             )
         logs.get().error("the run cannot write its records", error=str(exc))
     if sr.events.redactor is not None:

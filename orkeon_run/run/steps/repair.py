@@ -27,7 +27,10 @@ ROLES = ("repairer",)
 
 
 def check(
-    inputs: Inputs, workspace: Path, pinned: tuple[Plan, str] | None = None
+    inputs: Inputs,
+    workspace: Path,
+    pinned: tuple[Plan, str] | None = None,
+    sources: object = None,
 ) -> tuple[Plan, str]:
     """The plan the repair runs: `pinned` (the failed run's, or a resumed repair's own),
     else the one the inputs give."""
