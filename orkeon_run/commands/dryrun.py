@@ -51,6 +51,8 @@ def main(
         hook_files="warn",
         bare=bare,
     )
+    if config.sources is not None:
+        config.sources.release()  # a bare run's plugin data folder: no hook runs here
     plan = what_would_run(config)
     if output == "json":
         sys.stdout.write(json.dumps(plan, ensure_ascii=False) + "\n")

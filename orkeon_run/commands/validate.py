@@ -21,7 +21,7 @@ from typing import Any
 from ..config.inputs import load_document
 from ..config.sources import listing
 from ..escape import write_line
-from ..run.prepare import prepare, stdin_tty
+from ..run.prepare import RunConfig, prepare, stdin_tty
 from .mcp import validate_lines
 
 
@@ -42,6 +42,14 @@ def main(
         hook_files="error",  # a hook that cannot run would refuse every call
         bare=bare,
     )
+    try:
+        return _report(config, tty, output)
+    finally:
+        if config.sources is not None:
+            config.sources.release()  # a bare check's plugin data folder
+
+
+def _report(config: RunConfig, tty: bool, output: str) -> int:
     for line in config.warnings:
         write_line(sys.stderr, f"warning: {line}")
     from ..config.pins import hook_commands, in_workspace_programs

@@ -23,7 +23,7 @@ import shutil
 import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
-from functools import cache
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -84,10 +84,24 @@ class Sources:
     def plugin_data(self) -> Path:
         """The folder plugins' data folders go in (hooks/claude/plugins.py): the user
         folder's `plugins/data/`, lasting across runs; a bare run's is new and empty, made
-        for this process and removed when it exits (nothing left from an earlier run)."""
+        for this run and removed when it ends (`release`): nothing left from an earlier
+        run changes it, and it leaves nothing behind."""
         if self.config_dir is not None:
             return self.config_dir / "plugins" / "data"
-        return _fresh_data_dir()
+        return self._fresh_data
+
+    @cached_property
+    def _fresh_data(self) -> Path:
+        folder = Path(tempfile.mkdtemp(prefix="orkeon-bare-plugins-"))
+        # The console script leaves without atexit (__main__.entry); this covers a caller
+        # that embeds `main()` and forgets `release`.
+        atexit.register(shutil.rmtree, folder, ignore_errors=True)
+        return folder
+
+    def release(self) -> None:
+        """Remove what this run made for itself (a bare run's plugin data folder)."""
+        if "_fresh_data" in self.__dict__:
+            shutil.rmtree(self.__dict__.pop("_fresh_data"), ignore_errors=True)
 
     def workspace_trusted(self, environ: Mapping[str, str], stdin_is_tty: bool | None) -> bool:
         """Whether the workspace's `.orkeon/settings.json` is read (exists, trusted)."""
@@ -180,13 +194,6 @@ def listing(
     add("workspace crews", crews_dir(workspace), crews_trusted(workspace, **kw))
     add("workspace review checks", src.checks, checks_trusted(workspace, **kw))
     return out
-
-
-@cache
-def _fresh_data_dir() -> Path:
-    folder = Path(tempfile.mkdtemp(prefix="orkeon-bare-plugins-"))
-    atexit.register(shutil.rmtree, folder, ignore_errors=True)
-    return folder
 
 
 __all__ = ["BARE_ENV", "Sources", "bare_requested", "listing", "run_sources"]

@@ -80,6 +80,8 @@ async def execute(
             logs.end_file(started)
         # The audit's git keeps a sandbox up for the run: none outlives it.
         sandbox.release_workspace(opened.config.workspace)
+        if opened.config.sources is not None:  # a bare run's own plugin data folder
+            opened.config.sources.release()
 
 
 async def _execute(

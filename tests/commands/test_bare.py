@@ -1,0 +1,221 @@
+"""Hermetic runs through the command line (docs/inputs.md, "Hermetic runs: --bare"): "A
+bare run reads nothing the `--inputs` do not name". A workspace and a user configuration
+folder full of configuration that each visibly changes a normal run (a user hook and a
+project hook that write marks, a user setting that sets the time limit, a project crew that
+changes a prompt, MCP servers from the user file and `.mcp.json`, the trust records that
+let the project's files in); with `--bare` or `ORKEON_BARE=1` none takes effect, broken
+copies of them are not even read, and the inputs' own hooks and plugins still run."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kit import ROOT
+from kit.steps import environ, make_workspace
+
+CREW_MARK = "CREW-OVERRIDE-PROMPT"
+WRITE_SPEC = {
+    "tool_calls": [
+        {"tool": "file_write", "input": {"file_path": ".orkeon/spec.md", "content": "# Spec\n"}}
+    ]
+}
+
+
+def orkeon(
+    tmp: Path, *args: str, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "orkeon_run", *args],
+        capture_output=True,
+        text=True,
+        env={**environ(tmp), **(env or {})},
+        cwd=tmp,
+        stdin=subprocess.DEVNULL,  # not a terminal: ORKEON_TRUST_PROJECT_HOOKS is honoured
+        timeout=120,
+    )
+
+
+def hook(mark: Path) -> dict[str, Any]:
+    """A settings-shape PreToolUse hook that writes `mark`: the plugin's data folder, or
+    nothing outside a plugin."""
+    command = f'printf %s "$CLAUDE_PLUGIN_DATA" > {shlex.quote(str(mark))}'
+    return {"PreToolUse": [{"matcher": "*", "hooks": [{"type": "command", "command": command}]}]}
+
+
+def setup(tmp: Path) -> tuple[Path, Path, Path, dict[str, Any]]:
+    """The workspace, the config folder, the marks folder and the inputs (with their own
+    hook and a plugin outside the workspace, each writing a mark)."""
+    marks = tmp / "marks"
+    marks.mkdir()
+    ws = make_workspace(tmp, {"README.md": "# demo\n"})
+    cfg = tmp / "config"
+    cfg.mkdir()
+    (cfg / "settings.json").write_text(json.dumps({
+        "hooks": hook(marks / "user-hook"),
+        "mcpServers": {"usersrv": {"command": "/nonexistent/user-server"}},
+        "Orkeon": {"Run": {"MaxSeconds": 777}},
+    }))  # fmt: skip
+    (ws / ".orkeon").mkdir()
+    (ws / ".orkeon" / "settings.json").write_text(json.dumps({"hooks": hook(marks / "ws-hook")}))
+    (ws / ".mcp.json").write_text(
+        json.dumps({"mcpServers": {"wssrv": {"command": "/nonexistent/ws-server"}}})
+    )
+    crews = ws / ".orkeon" / "crews"
+    crews.mkdir()
+    shutil.copy(ROOT / "crews" / "dev-spec.toml", crews / "dev-spec.toml")
+    (crews / "prompts").mkdir()
+    (crews / "prompts" / "analyst.md").write_text(f"{CREW_MARK}: read the workspace.\n")
+    plugin = tmp / "plugin"
+    (plugin / "hooks").mkdir(parents=True)
+    (plugin / "hooks" / "hooks.json").write_text(json.dumps({"hooks": hook(marks / "plugin-hook")}))
+    doc = {
+        "request": "add a greeting",
+        "model": {
+            "provider": "scripted",
+            "script": {"analyst": [{"text": "ok"}], "writer": [WRITE_SPEC]},
+        },
+        "hooks": hook(marks / "inputs-hook"),
+        "plugins": [str(plugin)],
+    }
+    trusted = orkeon(tmp, "hooks", "trust", "--workspace", str(ws))
+    assert trusted.returncode == 0, trusted.stderr
+    return ws, cfg, marks, doc
+
+
+def dev_spec(tmp: Path, ws: Path, doc: dict[str, Any], *args: str, **kw: Any) -> Any:
+    return orkeon(
+        tmp, "run", "dev-spec", "--workspace", str(ws), "--output", "json",
+        "--progress", "none", "--inputs", json.dumps(doc), *args, **kw,
+    )  # fmt: skip
+
+
+def analyst_sent(ws: Path, result: dict[str, Any]) -> str:
+    return (
+        ws / ".orkeon" / "runs" / result["run_id"] / "transcripts" / "analyst.jsonl"
+    ).read_text()
+
+
+def test_the_configuration_around_a_normal_run_takes_effect(tmp_path: Path) -> None:
+    """The fixture's configuration is live: without --bare each piece changes the run."""
+    ws, _, marks, doc = setup(tmp_path)
+    done = dev_spec(tmp_path, ws, doc)
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert result["bare"] is False
+    assert result["budget"]["limit_seconds"] == 777  # the user's Orkeon:Run:MaxSeconds
+    assert CREW_MARK in analyst_sent(ws, result)  # the trusted project crew
+    assert {p.name for p in marks.iterdir()} == {
+        "user-hook",
+        "ws-hook",
+        "inputs-hook",
+        "plugin-hook",
+    }
+    data = Path((marks / "plugin-hook").read_text())
+    assert data.parent == tmp_path / "config" / "plugins" / "data"  # lasts across runs
+    checked = orkeon(tmp_path, "validate", "--inputs", json.dumps(doc), "--workspace", str(ws))
+    assert checked.returncode == 2  # the user's and the project's servers cannot start
+    assert "usersrv" in checked.stderr and "wssrv" in checked.stderr
+
+
+@pytest.mark.parametrize("how", ["flag", "env"])
+def test_a_bare_run_takes_only_what_the_inputs_name(tmp_path: Path, how: str) -> None:
+    """docs/inputs.md: "`--bare` (or `ORKEON_BARE=1`) reads nothing the `--inputs` do not
+    name ... the inputs' own hooks, `settings` files, `mcp_servers` and `plugins` (by path)
+    still count"; docs/output.md: the result's `bare` is true."""
+    ws, _, marks, doc = setup(tmp_path)
+    args, env = (["--bare"], None) if how == "flag" else ([], {"ORKEON_BARE": "1"})
+    done = dev_spec(tmp_path, ws, doc, *args, env=env)
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert result["bare"] is True
+    assert result["budget"]["limit_seconds"] == 1800  # the built-in crew's, no user setting
+    assert CREW_MARK not in analyst_sent(ws, result)
+    assert {p.name for p in marks.iterdir()} == {"inputs-hook", "plugin-hook"}
+    data = Path((marks / "plugin-hook").read_text())  # a new folder, gone after the run
+    assert tmp_path / "config" not in data.parents and not data.exists()
+    state = json.loads((ws / ".orkeon" / "runs" / result["run_id"] / "state.json").read_text())
+    assert state["bare"] is True  # a --resume of it stays bare (docs/output.md, state.json)
+    dry = dev_spec(tmp_path, ws, doc, "--dry-run", *args, env=env)
+    assert dry.returncode == 0, dry.stderr
+    assert "usersrv" not in dry.stdout and "wssrv" not in dry.stdout
+
+
+BROKEN = {
+    "user settings": ("config/settings.json", "{not json"),
+    "workspace settings": ("ws/.orkeon/settings.json", "{not json"),
+    "workspace .mcp.json": ("ws/.mcp.json", "{not json"),
+    "workspace crew": ("ws/.orkeon/crews/dev-spec.toml", "step = [not toml"),
+}
+
+
+@pytest.mark.parametrize("which", list(BROKEN))
+def test_a_bare_run_does_not_even_read_the_files(tmp_path: Path, which: str) -> None:
+    """docs/inputs.md: a bare run does not read those files: a broken one, which stops a
+    normal run (exit 2, naming it), does not matter to it. The trust records are broken
+    too: the variable trusts the project's files instead, so a normal run reads them."""
+    _, _, marks, doc = setup(tmp_path)
+    ws = tmp_path / "ws"
+    rel, text = BROKEN[which]
+    (tmp_path / rel).write_text(text)
+    (tmp_path / "config" / "trusted.json").write_text("{not json")
+    trust_env = {"ORKEON_TRUST_PROJECT_HOOKS": "1"}
+    normal = dev_spec(tmp_path, ws, doc, env=trust_env)
+    assert normal.returncode == 2
+    assert f"{tmp_path / rel}: not " in normal.stderr, normal.stderr
+    bare = dev_spec(tmp_path, ws, doc, "--bare", env=trust_env)
+    assert bare.returncode == 0, bare.stderr
+    assert json.loads(bare.stdout)["bare"] is True
+    assert {p.name for p in marks.iterdir()} == {"inputs-hook", "plugin-hook"}
+
+
+def test_validate_bare_lists_what_a_normal_run_would_read(tmp_path: Path) -> None:
+    """docs/inputs.md: "`orkeon validate --bare` lists what a normal run would have read:
+    each file, whether it exists and whether it is trusted", in text and in JSON."""
+    ws, cfg, _, doc = setup(tmp_path)
+    (ws / ".mcp.json").write_text(json.dumps({"mcpServers": {"other": {"command": "x"}}}))
+    base = ["validate", "--bare", "--inputs", json.dumps(doc), "--workspace", str(ws)]
+    text = orkeon(tmp_path, *base)
+    assert text.returncode == 0, text.stderr  # no server of the user's or the project's
+    lines = text.stdout.splitlines()
+    assert f"  user settings: {cfg / 'settings.json'} (exists)" in lines
+    assert f"  trust records: {cfg / 'trusted.json'} (exists)" in lines
+    assert f"  workspace settings: {ws / '.orkeon' / 'settings.json'} (exists, trusted)" in lines
+    assert f"  workspace .mcp.json: {ws / '.mcp.json'} (exists, not trusted)" in lines  # changed
+    assert f"  workspace crews: {ws / '.orkeon' / 'crews'} (exists, trusted)" in lines
+    assert f"  workspace review checks: {ws / '.orkeon' / 'checks'} (missing)" in lines
+    assert lines[-1] == "inputs are valid"
+
+    as_json = orkeon(tmp_path, *base, "--output", "json", env={"ORKEON_BARE": "true"})
+    assert as_json.returncode == 0, as_json.stderr
+    doc_out = json.loads(as_json.stdout)
+    assert doc_out["valid"] is True and doc_out["bare"] is True
+    by_kind = {e["kind"]: e for e in doc_out["not_read"]}
+    assert by_kind["workspace .mcp.json"] == {
+        "kind": "workspace .mcp.json", "path": str(ws / ".mcp.json"), "exists": True,
+        "trusted": False,
+    }  # fmt: skip
+    assert by_kind["user settings"]["trusted"] is None  # a user file needs no trust
+    assert by_kind["workspace review checks"]["exists"] is False
+
+
+@pytest.mark.parametrize("value", ["yes", "2", "on"])
+def test_orkeon_bare_must_be_a_boolean(tmp_path: Path, value: str) -> None:
+    """docs/inputs.md: ORKEON_BARE takes 1, true, 0 or false; another value is exit 2
+    naming it, nothing run."""
+    ws, _, marks, doc = setup(tmp_path)
+    done = dev_spec(tmp_path, ws, doc, env={"ORKEON_BARE": value})
+    assert done.returncode == 2
+    assert (
+        done.stderr.strip()
+        .splitlines()[-1]
+        .endswith(f"environment variable ORKEON_BARE: must be 0, 1, true or false, not {value!r}")
+    )
+    assert "Traceback" not in done.stderr
+    assert list(marks.iterdir()) == [] and not (ws / ".orkeon" / "runs").exists()
