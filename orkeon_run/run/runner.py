@@ -45,12 +45,14 @@ async def run(
     stop: anyio.Event | None = None,
     share: Mapping[str, float] | None = None,
     hidden: Sequence[Path] = (),
+    bare: bool = False,
 ) -> dict[str, Any]:
     """Run one step in the running event loop (`anyio.run(partial(run, ...))` for one
     command; many runs share one loop in `orkeon jobs run`, docs/scale.md); return the
     result document. The preparation runs in the loop's thread and blocks it briefly.
     `watch_signals`, `stop` and `share` are `execute`'s. `hidden`: more folders every
-    sandbox of the run hides (a job's whole output folder)."""
+    sandbox of the run hides (a job's whole output folder). `bare`: read no configuration
+    the inputs do not name (config/sources.py)."""
     opened = open_run(
         step,
         doc,
@@ -59,6 +61,7 @@ async def run(
         resume_dir=resume_dir,
         stream=stream,
         environ=environ,
+        bare=bare,
     )
     opened.config = replace(opened.config, confinement=opened.config.confinement.hiding(hidden))
     return await execute(opened, watch_signals=watch_signals, stop=stop, share=share)

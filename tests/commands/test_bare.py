@@ -219,3 +219,22 @@ def test_orkeon_bare_must_be_a_boolean(tmp_path: Path, value: str) -> None:
     )
     assert "Traceback" not in done.stderr
     assert list(marks.iterdir()) == [] and not (ws / ".orkeon" / "runs").exists()
+
+
+def test_jobs_run_bare_makes_every_job_bare(tmp_path: Path) -> None:
+    """docs/inputs.md: `orkeon jobs run` and `jobs validate` take `--bare` too: each job is
+    a bare run (a broken user file, which stops a normal check, is not read)."""
+    ws, cfg, marks, doc = setup(tmp_path)
+    jobs = tmp_path / "jobs.jsonl"
+    job = {"id": "one", "step": "dev-spec", "workspace": str(ws), "inputs": doc}
+    jobs.write_text(json.dumps(job) + "\n")
+    (cfg / "settings.json").write_text("{not json")
+    normal = orkeon(tmp_path, "jobs", "validate", str(jobs))
+    assert normal.returncode == 2 and f"{cfg / 'settings.json'}: not JSON" in normal.stderr
+    checked = orkeon(tmp_path, "jobs", "validate", str(jobs), "--bare")
+    assert checked.returncode == 0, checked.stderr
+    out = tmp_path / "out"
+    done = orkeon(tmp_path, "jobs", "run", str(jobs), "--out", str(out), "--bare")
+    assert done.returncode == 0, done.stderr
+    assert json.loads((out / "one" / "result.json").read_text())["bare"] is True
+    assert {p.name for p in marks.iterdir()} == {"inputs-hook", "plugin-hook"}
