@@ -67,6 +67,7 @@ def what_would_run(config: RunConfig) -> dict[str, Any]:
     return {
         "step": config.step,
         "workspace": str(config.workspace),
+        "bare": config.bare,
         "steps": [_step(config, name) for name in steps],
         "hooks": _hooks(config),
         "mcp_servers": _servers(config),
@@ -195,6 +196,8 @@ def _estimate(config: RunConfig) -> dict[str, Any]:
 
 def text(plan: Mapping[str, Any]) -> str:
     lines = [f"dry run of {plan['step']} in {plan['workspace']}: nothing runs, nothing is written"]
+    if plan.get("bare"):
+        lines.append("bare: only the configuration the inputs name")
     for step in plan["steps"]:
         lines.append(f"step {step['name']}" + (f" ({step['note']})" if step.get("note") else ""))
         for r in step["roles"]:

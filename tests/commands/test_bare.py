@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 from kit import ROOT
+from kit.cli import pipeline_doc
 from kit.steps import environ, make_workspace
 
 CREW_MARK = "CREW-OVERRIDE-PROMPT"
@@ -119,6 +120,10 @@ def test_the_configuration_around_a_normal_run_takes_effect(tmp_path: Path) -> N
     }
     data = Path((marks / "plugin-hook").read_text())
     assert data.parent == tmp_path / "config" / "plugins" / "data"  # lasts across runs
+    dry = dev_spec(tmp_path, ws, doc, "--dry-run")
+    plan = json.loads(dry.stdout)
+    commands = " ".join(h["command"] for h in plan["hooks"])
+    assert plan["bare"] is False and "user-hook" in commands and "ws-hook" in commands
     checked = orkeon(tmp_path, "validate", "--inputs", json.dumps(doc), "--workspace", str(ws))
     assert checked.returncode == 2  # the user's and the project's servers cannot start
     assert "usersrv" in checked.stderr and "wssrv" in checked.stderr
@@ -144,7 +149,10 @@ def test_a_bare_run_takes_only_what_the_inputs_name(tmp_path: Path, how: str) ->
     assert state["bare"] is True  # a --resume of it stays bare (docs/output.md, state.json)
     dry = dev_spec(tmp_path, ws, doc, "--dry-run", *args, env=env)
     assert dry.returncode == 0, dry.stderr
-    assert "usersrv" not in dry.stdout and "wssrv" not in dry.stdout
+    plan = json.loads(dry.stdout)
+    commands = " ".join(h["command"] for h in plan["hooks"])
+    assert plan["bare"] is True and "inputs-hook" in commands and "plugin-hook" in commands
+    assert "user-hook" not in commands and "ws-hook" not in commands
 
 
 BROKEN = {
@@ -203,6 +211,16 @@ def test_validate_bare_lists_what_a_normal_run_would_read(tmp_path: Path) -> Non
     }  # fmt: skip
     assert by_kind["user settings"]["trusted"] is None  # a user file needs no trust
     assert by_kind["workspace review checks"]["exists"] is False
+    normal = orkeon(tmp_path, "validate", "--inputs", json.dumps(doc), "--output", "json",
+                    "--workspace", str(ws))  # fmt: skip
+    assert (
+        normal.returncode == 2
+    )  # the user's server cannot start (the changed .mcp.json: untrusted)
+    (tmp_path / "config" / "settings.json").write_text("{}")
+    normal = orkeon(tmp_path, "validate", "--inputs", json.dumps(doc), "--output", "json",
+                    "--workspace", str(ws))  # fmt: skip
+    assert normal.returncode == 0, normal.stderr
+    assert json.loads(normal.stdout) == {"valid": True, "bare": False, "lines": []}
 
 
 @pytest.mark.parametrize("value", ["yes", "2", "on"])
@@ -238,3 +256,51 @@ def test_jobs_run_bare_makes_every_job_bare(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert json.loads((out / "one" / "result.json").read_text())["bare"] is True
     assert {p.name for p in marks.iterdir()} == {"inputs-hook", "plugin-hook"}
+
+
+def test_a_resumed_bare_run_stays_bare(tmp_path: Path) -> None:
+    """docs/output.md (state.json): "a bare run: `bare: true`; its `--resume` is bare too,
+    `--bare` given again or not". The first attempt's turn runs out before the writer
+    starts; the resume, without --bare, runs the writer with the inputs' hooks only."""
+    ws, _, marks, doc = setup(tmp_path)
+    first = dev_spec(tmp_path, ws, {**doc, "budget": {"turns": 1}}, "--bare")
+    assert first.returncode == 3, first.stderr
+    assert list(marks.iterdir()) == []  # the writer did not start
+    rd = ws / ".orkeon" / "runs" / json.loads(first.stdout)["run_id"]
+    again = orkeon(
+        tmp_path, "run", "dev-spec", "--resume", str(rd), "--max-turns", "10", "--output", "json"
+    )
+    assert again.returncode == 0, again.stderr
+    assert json.loads(again.stdout)["bare"] is True
+    assert {p.name for p in marks.iterdir()} == {"inputs-hook", "plugin-hook"}
+
+
+def test_a_bare_pipeline_runs_every_step_bare(tmp_path: Path) -> None:
+    """docs/inputs.md: `--bare` on `orkeon run pipeline` holds for each step it runs (each
+    prepared on its own, steps/chain.py): no step reads the user's or the project's hooks."""
+    ws, _, marks, doc = setup(tmp_path)
+    piped = pipeline_doc(hooks=doc["hooks"], plugins=doc["plugins"])
+    done = orkeon(
+        tmp_path, "run", "pipeline", "--workspace", str(ws), "--output", "json",
+        "--progress", "none", "--bare", "--inputs", json.dumps(piped),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert result["bare"] is True and all(s["bare"] is True for s in result["steps"])
+    assert {p.name for p in marks.iterdir()} == {"inputs-hook", "plugin-hook"}
+
+
+def test_a_bare_review_reads_no_check_files(tmp_path: Path) -> None:
+    """docs/inputs.md: the workspace's review checks in `.orkeon/checks/` are not read by a
+    bare run: a broken one stops a normal check of a review (exit 2), not a bare one."""
+    ws, _, _, doc = setup(tmp_path)
+    (ws / ".orkeon" / "checks").mkdir()
+    (ws / ".orkeon" / "checks" / "broken.md").write_text("no front matter\n")
+    review = {"uncommitted": True, "checks": [{"name": "style", "instructions": "be brief"}]}
+    given = json.dumps({"model": doc["model"], "review": review})
+    base = ["validate", "--step", "review", "--workspace", str(ws), "--inputs", given]
+    trust_env = {"ORKEON_TRUST_PROJECT_HOOKS": "1"}
+    normal = orkeon(tmp_path, *base, env=trust_env)
+    assert normal.returncode == 2 and "broken.md: no front matter" in normal.stderr
+    bare = orkeon(tmp_path, *base, "--bare", env=trust_env)
+    assert bare.returncode == 0, bare.stderr
