@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import http.server
 import statistics
-import threading
 import tempfile
+import threading
 import time
 from pathlib import Path
 

@@ -59,8 +59,9 @@ def check(
             f"{confinement.reason}; a run would refuse its tools"
         )
         held = {
-            n: ServerCheck(n, False, f"mcp server {n} ({s.describe()}): {why}", reason=why,
-                           started=False)  # fmt: skip
+            n: ServerCheck(
+                n, False, f"mcp server {n} ({s.describe()}): {why}", reason=why, started=False
+            )
             for n, s in servers.items()
             if s.transport == "stdio" and s.sandbox != "off"
         }

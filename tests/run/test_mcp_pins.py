@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kit.cli import clean_environment, run_dir, run_json
 from kit import FAKES
+from kit.cli import clean_environment, run_dir, run_json
 from kit.mcp import use_crew
 from kit.sandbox import LINUX_ONLY, require_sandbox
 from kit.steps import call, calls, events, make_workspace, scripted

@@ -82,9 +82,7 @@ def command_line(
     avail = probe(policy.bwrap)
     if not avail.ok or avail.bwrap is None:
         raise NotStarted(f"the shell sandbox is not available here: {avail.reason}")
-    command, why = server_command(
-        policy, argv, cwd=cwd, env=env, bwrap=avail.bwrap, egress=socket
-    )
+    command, why = server_command(policy, argv, cwd=cwd, env=env, bwrap=avail.bwrap, egress=socket)
     if why is not None:
         raise NotStarted(why)
     return command

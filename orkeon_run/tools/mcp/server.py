@@ -208,9 +208,7 @@ class ServerRun:
                 )
                 roots = self._list_roots if self.confined else None
                 transport = self.process.connect()
-                async with Client(
-                    transport, client_info=info, list_roots_callback=roots
-                ) as client:
+                async with Client(transport, client_info=info, list_roots_callback=roots) as client:
                     yield client
             return
         from mcp.client.streamable_http import streamable_http_client
