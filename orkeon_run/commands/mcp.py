@@ -11,7 +11,7 @@ each step's crew gets, starting the servers the crews name to learn their tools.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -126,15 +126,21 @@ def validate_lines(config: RunConfig) -> tuple[list[str], list[str]]:
     warnings = [c.line for c in checks if not c.started] + warnings
     listed = _listed(checks)
     if config.crew is not None:
-        warnings += unmatched_warnings(config.crew, listed)
+        held = {normalize(c.server) for c in checks if not c.started}
+        warnings += unmatched_warnings(config.crew, listed, held)
     return [c.line for c in checks if c.started], warnings
 
 
-def unmatched_warnings(crew: Crew, listed: Sequence[Listed]) -> list[str]:
+def unmatched_warnings(
+    crew: Crew, listed: Sequence[Listed], held: Collection[str] = ()
+) -> list[str]:
+    """A crew entry that selects no tool its server lists; `held`: the (normalized) servers
+    not started here, whose entries cannot be judged."""
     return [
         f"{crew.source}: role {role.name}: {entry} selects no tool the server lists"
         for role in crew.roles
         for entry in unmatched(role.tools, listed)
+        if (split_pattern(entry) or ("",))[0] not in held
     ]
 
 

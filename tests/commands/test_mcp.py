@@ -177,6 +177,17 @@ def test_validate_starts_each_server_confined_as_a_run_would(
     assert (off_tmp / "free.txt").is_file() and (ws / "free.md").is_file()
 
 
+def test_an_allow_list_of_a_server_run_unconfined_is_a_warning(ws: Path, capsys) -> None:
+    """docs/tools.md, "How servers run": a `network` allow-list holds only in the sandbox;
+    a `"sandbox": "off"` server with one is named with a warning (validate and run)."""
+    servers = {"free": {**FAKE, "sandbox": "off", "network": ["pypi.org"]}}
+    assert validate(ws, {"mcp_servers": servers}) == 0
+    assert (
+        "warning: MCP server free: its network allow-list holds only in the sandbox; with "
+        '"sandbox": "off" it runs unconfined and can reach every host\n'
+    ) in capsys.readouterr().err
+
+
 def test_hooks_list_shows_each_roles_mcp_tools(ws: Path, capsys) -> None:
     use_crew(
         ws,
