@@ -314,3 +314,9 @@ def test_a_stdio_servers_allow_list_goes_through_the_proxy_and_refusals_name_the
     assert result["network"] == {"refused": 1}
     lines = [x for x in done.stderr.splitlines() if "network: refused" in x]
     assert lines == [f"dev-batches: network: refused other.test:{port} (MCP server fake)"]
+    report = subprocess.run(
+        [PY, "-m", "orkeon_run", "report", str(tmp_path / "run"), "--format", "md"],
+        capture_output=True, text=True, env=environ(tmp_path), cwd=tmp_path, timeout=60,
+    ).stdout  # fmt: skip
+    assert "1 host refused by the network allow-list" in report
+    assert f"| `other.test:{port}` | `MCP server fake` |" in report
