@@ -258,6 +258,13 @@ class Plan(Frozen):
         return self
 
 
+class InstructionFiles(Frozen):
+    """`instructions`: the names of the project's instruction files, looked for in each
+    folder in this order (config/instructions.py; docs/inputs.md, "instructions")."""
+
+    files: list[RelPath] = Field(default_factory=lambda: ["AGENTS.md", "CLAUDE.md"])
+
+
 class Inputs(Frozen):
     # An editor's pointer to the schema (`orkeon schema inputs` saved as a file, or a URL):
     # allowed so a document can name it, and otherwise ignored.
@@ -286,6 +293,7 @@ class Inputs(Frozen):
     output_schema: Any = None  # checked by config/answers.py: one message for each mistake
     output_retries: int = Field(default=2, ge=0, le=10)
     review: ReviewInputs | None = None
+    instructions: InstructionFiles = Field(default_factory=InstructionFiles)
 
     @field_validator("spec")
     @classmethod
