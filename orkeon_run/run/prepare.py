@@ -21,8 +21,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
-from ..config.instructions import NO_INSTRUCTIONS, Instructions, load_instructions
 from ..config.inputs import Inputs, MatcherGroup, Plan, load_document, parse_inputs, parse_plan
+from ..config.instructions import NO_INSTRUCTIONS, Instructions, load_instructions
 from ..config.mcp import McpServer
 from ..config.mcp_sources import untrusted_servers
 from ..config.pins import NO_PINS, Pins, run_pins
