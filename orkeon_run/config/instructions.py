@@ -78,15 +78,18 @@ class Instructions:
         return {f.rel: f.digest for f in self.files if f.digest}
 
     def since(self, saved: object) -> Instructions:
-        """These files against the digests `saved` at an earlier start: a trusted file
-        whose content is not what it was then is not given (CHANGED_IN_RUN)."""
+        """These files against the digests `saved` at an earlier start (that start looked
+        in every folder these were found in): a trusted file whose content is not what it
+        was then, or that was not there then, is not given (CHANGED_IN_RUN)."""
         if not isinstance(saved, dict):
             return self
         out = []
         for f in self.files:
             was = saved.get(f.rel)
-            if f.given and isinstance(was, str) and was != f.digest:
-                f = replace(f, status=CHANGED_IN_RUN, text="")
+            if f.given and was != f.digest:
+                # The earlier digest is kept: a step of a pipeline compares with it too.
+                was = was if isinstance(was, str) else ""
+                f = replace(f, status=CHANGED_IN_RUN, text="", digest=was)
             out.append(f)
         return Instructions(tuple(out))
 
@@ -167,13 +170,16 @@ def load_instructions(
     names: Sequence[str],
     roots: Iterable[str] = (),
     *,
+    everywhere: bool = False,
     bare: bool = False,
     config_dir: Path | None = None,
     environ: Mapping[str, str] | None = None,
     stdin_is_tty: bool | None = None,
 ) -> Instructions:
     """The instruction files of the workspace root and of the folders down to `roots` (a
-    run's plan's), each read once, with its trust. `bare` (`--bare`): none is read."""
+    run's plan's), each read once, with its trust; `everywhere`: of every folder (a
+    pipeline, whose plan is written later, reads them all at its start). `bare`
+    (`--bare`): none is read."""
     if bare:
         return NO_INSTRUCTIONS
     ws = Path(os.path.realpath(workspace))
@@ -181,7 +187,7 @@ def load_instructions(
     everything = env_trusts(env, stdin_is_tty)
     store = read_store((config_dir or default_config_dir(env)) / TRUST_FILE)
     files: list[InstructionFile] = []
-    for folder in role_folders(roots):
+    for folder in all_folders(ws) if everywhere else role_folders(roots):
         chosen = ""
         for rel in found_in(ws, folder, names):
             if chosen:
@@ -201,15 +207,23 @@ def load_instructions(
     return Instructions(tuple(files))
 
 
+def all_folders(ws: Path) -> list[str]:
+    """Every folder of the workspace but git's and orkeon's, root first, as relative paths
+    ("" the root), symlinks to folders not followed."""
+    out = []
+    for here, dirs, _ in os.walk(ws):
+        dirs[:] = sorted(d for d in dirs if d not in SKIPPED_FOLDERS)
+        folder = os.path.relpath(here, ws)
+        out.append("" if folder == "." else Path(folder).as_posix())
+    return out
+
+
 def workspace_instruction_files(workspace: Path, names: Sequence[str]) -> list[tuple[str, str]]:
     """Every folder's instruction file in the workspace (git's and orkeon's folders left
     out), as (relative path, digest): what `orkeon hooks trust` records."""
     ws = Path(os.path.realpath(workspace))
     out = []
-    for here, dirs, _ in os.walk(ws):
-        dirs[:] = sorted(d for d in dirs if d not in SKIPPED_FOLDERS)
-        folder = os.path.relpath(here, ws)
-        folder = "" if folder == "." else Path(folder).as_posix()
+    for folder in all_folders(ws):
         for rel in found_in(ws, folder, names):
             digest, _text, why = _read(ws, rel)
             if not why:

@@ -177,7 +177,12 @@ def prepare(
     roots = [root for b in planned.batches for r in b.roles for root in r.roots] if planned else []
     # --bare (docs/inputs.md) reads none: the lead wires its flag into `bare=` here.
     instructions = load_instructions(
-        ws, inputs.instructions.files, roots, environ=env, stdin_is_tty=stdin_is_tty
+        ws,
+        inputs.instructions.files,
+        roots,
+        everywhere=hasattr(module, "default_budget"),  # a pipeline: its plan comes later
+        environ=env,
+        stdin_is_tty=stdin_is_tty,
     )
     assert gate is not None and shell_rules is not None  # no problem: every check returned
     return RunConfig(

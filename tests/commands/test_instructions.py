@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 from kit import ROOT
-from kit.cli import clean_environment, orkeon, run_dir, run_json
+from kit.cli import clean_environment, orkeon, pipeline_doc, run_dir, run_json
 from kit.fakes import openai_api
 from kit.steps import make_workspace, read_jsonl, write
 
@@ -274,3 +274,27 @@ def test_a_resumed_run_does_not_give_a_file_changed_since_its_first_start(
     assert all(block("AGENTS.md", ROOT_RULES) in p for p in docs_first)
     assert not any(evil in p for p in systems)
     assert not any("project_instructions" in p for p in docs_resumed)
+
+
+def test_a_pipeline_reads_every_folders_file_at_its_start_and_its_steps_give_them(
+    ws: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """ "A pipeline, whose plan is written later, reads them all at its start": the plan
+    dev-plan writes gives b1/api the roots src/, and b1/api gets src/AGENTS.md; the
+    analyst, with no roots, the root's file only."""
+    trust(capsys, ws)
+    code, result, err = run_json(capsys, "pipeline", ws, doc=pipeline_doc())
+    assert code == 0, (result, err)
+    rd = run_dir(ws, result)
+    state = json.loads((rd / "state.json").read_text())
+    assert set(state["instructions"]) == {"AGENTS.md", "src/AGENTS.md"}
+
+    def prompt(step: str, role: str) -> str:
+        lines = read_jsonl(rd / "steps" / step / "transcripts" / f"{role}.jsonl")
+        return str(next(m["content"] for m in lines if m.get("role") == "system"))
+
+    root = "\n" + INSTRUCTIONS_LEAD + "\n\n" + block("AGENTS.md", ROOT_RULES) + "\n"
+    assert prompt("dev-spec", "analyst").endswith(root)
+    assert prompt("dev-batches", "b2/docs").endswith(root)
+    both = "\n\n".join([block("AGENTS.md", ROOT_RULES), block("src/AGENTS.md", SRC_RULES)])
+    assert prompt("dev-batches", "b1/api").endswith("\n" + both + "\n")

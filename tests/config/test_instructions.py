@@ -147,3 +147,31 @@ def test_a_resumed_run_does_not_give_a_file_changed_since_its_first_start(
         ("AGENTS.md", CHANGED_IN_RUN), ("src/AGENTS.md", TRUSTED),
     ]  # fmt: skip
     assert [f.rel for f in resumed.for_role(["src/"])] == ["src/AGENTS.md"]
+
+
+def test_a_file_not_there_at_the_first_start_is_not_given_either(tmp_path: Path) -> None:
+    """ "Not there then" counts as changed: with every file trusted by the environment, an
+    AGENTS.md a role created in a root's folder before the run stopped is not given on
+    --resume; the earlier digest is kept for a pipeline's steps to compare with."""
+    ws = files(tmp_path / "ws", {"AGENTS.md": "root\n"})
+    env = {TRUST_ENV: "1"}
+    saved = load(ws, tmp_path / "cfg", ("src/",), environ=env).saved
+    assert list(saved) == ["AGENTS.md"]
+    files(ws, {"src/AGENTS.md": "planted\n", "AGENTS.md": "rewritten\n"})
+    resumed = load(ws, tmp_path / "cfg", ("src/",), environ=env).since(saved)
+    assert [(f.rel, f.status) for f in resumed.files] == [
+        ("AGENTS.md", CHANGED_IN_RUN), ("src/AGENTS.md", CHANGED_IN_RUN),
+    ]  # fmt: skip
+    assert resumed.for_role(["src/"]) == []
+    assert resumed.saved == saved  # what the first start read, not what is there now
+
+
+def test_everywhere_reads_every_folder_but_gits_and_orkeons(tmp_path: Path) -> None:
+    """A pipeline's start: every folder's file, `.git/` and `.orkeon/` left out."""
+    tree = {"AGENTS.md": "r\n", "a/b/CLAUDE.md": "ab\n", ".git/AGENTS.md": "g\n",
+            ".orkeon/runs/x/AGENTS.md": "o\n", ".claude/AGENTS.md": "c\n"}  # fmt: skip
+    ws = files(tmp_path / "ws", tree)
+    found = load(ws, tmp_path / "cfg", everywhere=True)
+    assert [f.rel for f in found.files] == [
+        "AGENTS.md", ".claude/AGENTS.md", "a/b/CLAUDE.md",
+    ]  # fmt: skip
