@@ -226,6 +226,15 @@ def _check_relative(path: str) -> str:
 RelPath = Annotated[str, AfterValidator(_check_relative)]
 
 
+def _check_file_name(path: str) -> str:
+    if not PurePosixPath(path).parts or path.endswith("/"):
+        raise ValueError(f"{path!r} must name a file, not a folder")
+    return path
+
+
+FileName = Annotated[RelPath, AfterValidator(_check_file_name)]
+
+
 class PlanRole(Frozen):
     name: str = Field(pattern=NAME_RE.pattern)
     roots: list[RelPath] = Field(min_length=1)
@@ -262,7 +271,7 @@ class InstructionFiles(Frozen):
     """`instructions`: the names of the project's instruction files, looked for in each
     folder in this order (config/instructions.py; docs/inputs.md, "instructions")."""
 
-    files: list[RelPath] = Field(default_factory=lambda: ["AGENTS.md", "CLAUDE.md"])
+    files: list[FileName] = Field(default_factory=lambda: ["AGENTS.md", "CLAUDE.md"])
 
 
 class Inputs(Frozen):

@@ -203,16 +203,18 @@ def test_validate_says_for_each_file_found_what_a_run_does_with_it(
     [
         (["../x.md"], "instructions.files[0]: '../x.md' must be a relative path"),
         (["AGENTS.md", "/etc/passwd"], "instructions.files[1]: '/etc/passwd' must be a"),
+        (["AGENTS.md", "."], "instructions.files[1]: '.' must name a file, not a folder"),
         ([7], "instructions.files[0]: Input should be a valid string"),
         ("AGENTS.md", "instructions.files: Input should be a valid array"),
     ],
-    ids=["escapes", "absolute", "not-a-string", "not-a-list"],
+    ids=["escapes", "absolute", "a-folder", "not-a-string", "not-a-list"],
 )
 def test_a_bad_name_is_exit_2_naming_the_field_and_nothing_runs(
     ws: Path, capsys: pytest.CaptureFixture[str], files: Any, field: str
 ) -> None:
     """docs/inputs.md, "instructions": a name that is not a relative path inside the
-    workspace, or not a string: exit 2, one line naming the field, nothing run."""
+    workspace, names a folder, or is not a string: exit 2, one line naming the field,
+    nothing run."""
     doc = batches_doc(instructions={"files": files})
     code, out, err = orkeon(capsys, "run", "dev-batches", "--workspace", str(ws),
                             "--inputs", json.dumps(doc))  # fmt: skip
