@@ -250,10 +250,12 @@ def trust_main(workspace: str | None = None, inputs: str | None = None) -> int:
     """Trust the workspace's .orkeon/settings.json, .orkeon/crews/, .orkeon/checks/,
     .mcp.json, plugin folders (config/trust.py's `workspace_plugins`) and instruction files
     (config/instructions.py: each folder's, by the names `inputs`' `instructions.files`
-    gives, default AGENTS.md and CLAUDE.md) as they are now."""
+    gives, default AGENTS.md and CLAUDE.md; its `workspace` when `workspace` is None) as
+    they are now."""
     names: Sequence[str] = DEFAULT_FILES
     if inputs is not None:
-        names = parse_inputs(load_document(inputs)).instructions.files
+        parsed = parse_inputs(load_document(inputs))
+        names, workspace = parsed.instructions.files, workspace or parsed.workspace
     # os.path.expanduser: Path.expanduser raises RuntimeError for an unknown ~user (an
     # internal error, exit 1); the shell's way is to keep the text as it is.
     ws = Path(os.path.expanduser(workspace or "."))

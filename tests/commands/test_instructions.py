@@ -163,7 +163,10 @@ def test_configured_names_are_the_ones_looked_for_in_their_order(
     (ws / "RULES.md").write_text("Tabs, never spaces.\n")
     (ws / "CLAUDE.md").write_text("From CLAUDE.md.\n")
     names = {"instructions": {"files": ["RULES.md", "CLAUDE.md"]}}
-    out = trust(capsys, ws, "--inputs", json.dumps(names))
+    # The names, and the workspace, from the inputs (the current folder is not `ws`).
+    trusting = json.dumps({**names, "workspace": str(ws)})
+    code, out, err = orkeon(capsys, "hooks", "trust", "--inputs", trusting)
+    assert code == 0, err
     assert f"trusted {ws / 'RULES.md'}" in out and "AGENTS.md" not in out
     code, result, err = run_json(capsys, "dev-batches", ws, doc=batches_doc(**names))
     assert code == 0, (result, err)
