@@ -7,9 +7,11 @@ or stdio MCP server whose program PATH finds inside the workspace (`.venv/bin`,
 `node_modules/.bin`) is named with a warning: the model's work can replace that program
 (docs/security.md, "Guards"). Where the inputs name hooks and the veil that hides orkeon's
 processes from them cannot be made here, it says so too (the hooks would run as they
-are). A bare check (`--bare`, ORKEON_BARE=1: config/sources.py) lists what a normal run
-would also have read (each file, whether it exists and is trusted); `--output json` prints
-one object instead of the lines (docs/inputs.md, "Hermetic runs")."""
+are). Each instruction file found (config/instructions.py) gets a line on stdout: trusted
+and given, untrusted or changed since trusted and not given, or not read and why. A bare
+check (`--bare`, ORKEON_BARE=1: config/sources.py) lists what a normal run would also have
+read (each file, whether it exists and is trusted); `--output json` prints one object
+instead of the lines (docs/inputs.md, "Hermetic runs")."""
 
 from __future__ import annotations
 
@@ -19,6 +21,7 @@ import sys
 from typing import Any
 
 from ..config.inputs import load_document
+from ..config.instructions import describe
 from ..config.sources import listing
 from ..escape import write_line
 from ..run.prepare import RunConfig, prepare, stdin_tty
@@ -90,9 +93,13 @@ def _report(config: RunConfig, tty: bool, output: str) -> int:
                 "the model key)",
             )
     lines, warnings = validate_lines(config)
+    lines += [describe(f) for f in config.instructions.files]
     for line in warnings:
         write_line(sys.stderr, f"warning: {line}")
-    unread = listing(config.workspace, os.environ, tty) if config.bare else None
+    unread = None
+    if config.bare:
+        names = config.inputs.instructions.files
+        unread = listing(config.workspace, os.environ, tty, instruction_files=names)
     if output == "json":
         doc: dict[str, Any] = {"valid": True, "bare": config.bare, "lines": lines}
         if unread is not None:

@@ -4,16 +4,17 @@ configuration comes from" and "Hermetic runs: --bare"), decided once per run.
 A normal run reads, besides what the inputs name: the user configuration folder
 (`$ORKEON_CONFIG_DIR`, default `~/.config/orkeon/`: its `settings.json`, and the trust
 records in its `trusted.json`), and from the workspace, each only once trusted: the
-`.orkeon/settings.json`, the `.mcp.json`, the crews in `.orkeon/crews/` and the review
-checks in `.orkeon/checks/`. A bare run (`--bare`, `ORKEON_BARE=1`) reads none of them:
+`.orkeon/settings.json`, the `.mcp.json`, the crews in `.orkeon/crews/`, the review
+checks in `.orkeon/checks/` and the project instruction files (`AGENTS.md`, `CLAUDE.md`:
+config/instructions.py). A bare run (`--bare`, `ORKEON_BARE=1`) reads none of them:
 only what its inputs name (their hooks, `settings` files, `mcp_servers`, `plugins`), and
 orkeon's own built-in crews. Environment variables are the caller's, not files left on a
 machine: they count in both.
 
 `Sources` is that decision: built once when the run is prepared (run/prepare.py) and taken
 by every reader (config/run_settings.py, shell_settings.py, mcp_sources.py, crews.py,
-hooks/claude/sources.py and plugins.py, run/steps/review_checks.py), which reads a place
-only when its field is not None. A reader given no `Sources` uses a normal run's.
+instructions.py, hooks/claude/sources.py and plugins.py, run/steps/review_checks.py), which
+reads a place only when its field is not None (or, for the instruction files, true). A reader given no `Sources` uses a normal run's.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from __future__ import annotations
 import atexit
 import shutil
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -29,6 +30,7 @@ from typing import Any
 
 from ..environ import config_dir as default_config_dir
 from ..errors import InputError
+from .instructions import DEFAULT_FILES, load_instructions
 from .trust import (
     TRUST_FILE,
     checks_dir,
@@ -53,8 +55,8 @@ class Sources:
 
     `config_dir`: the user configuration folder (settings.json, trusted.json); the other
     fields are the workspace's files, read only once trusted (config/trust.py).
-    `instructions`: whether the project's instruction files (AGENTS.md, CLAUDE.md; issue
-    26 item 4) are read at all: the one switch their reader takes (`bare` = read none)."""
+    `instructions`: whether the project's instruction files (AGENTS.md, CLAUDE.md:
+    config/instructions.py) are read at all: their loader's `bare` is its negation."""
 
     workspace: Path
     bare: bool
@@ -162,11 +164,13 @@ def listing(
     stdin_is_tty: bool | None,
     *,
     config_dir: Path | None = None,
+    instruction_files: Sequence[str] = DEFAULT_FILES,
 ) -> list[dict[str, Any]]:
     """What a normal run in `workspace` would read beyond its inputs (`orkeon validate
     --bare`): each place, its path, whether it exists and, for the workspace's, whether
-    it is trusted (None: a user file, which needs no trust). Project instruction files
-    (issue 26 item 4) add their entries here."""
+    it is trusted (None: a user file, which needs no trust); then each project instruction
+    file (config/instructions.py, by `instruction_files`' names) of every folder, trusted
+    when it would be given."""
     src = run_sources(workspace, environ, config_dir=config_dir)
     out: list[dict[str, Any]] = []
 
@@ -193,6 +197,9 @@ def listing(
     kw: dict[str, Any] = {"config_dir": folder, "environ": environ, "stdin_is_tty": stdin_is_tty}
     add("workspace crews", crews_dir(workspace), crews_trusted(workspace, **kw))
     add("workspace review checks", src.checks, checks_trusted(workspace, **kw))
+    found = load_instructions(workspace, instruction_files, everywhere=True, **kw)
+    for f in found.files:
+        add("instruction file", workspace / f.rel, f.given)
     return out
 
 

@@ -2,8 +2,8 @@
 bare run reads nothing the `--inputs` do not name". A workspace and a user configuration
 folder full of configuration that each visibly changes a normal run (a user hook and a
 project hook that write marks, a user setting that sets the time limit, a project crew that
-changes a prompt, MCP servers from the user file and `.mcp.json`, the trust records that
-let the project's files in); with `--bare` or `ORKEON_BARE=1` none takes effect, broken
+changes a prompt, an `AGENTS.md`, MCP servers from the user file and `.mcp.json`, the
+trust records that let the project's files in); with `--bare` or `ORKEON_BARE=1` none takes effect, broken
 copies of them are not even read, and the inputs' own hooks and plugins still run."""
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from kit.cli import pipeline_doc
 from kit.steps import environ, make_workspace
 
 CREW_MARK = "CREW-OVERRIDE-PROMPT"
+AGENTS_MARK = "AGENTS-FILE-INSTRUCTIONS"
 WRITE_SPEC = {
     "tool_calls": [
         {"tool": "file_write", "input": {"file_path": ".orkeon/spec.md", "content": "# Spec\n"}}
@@ -73,6 +74,7 @@ def setup(tmp: Path) -> tuple[Path, Path, Path, dict[str, Any]]:
     shutil.copy(ROOT / "crews" / "dev-spec.toml", crews / "dev-spec.toml")
     (crews / "prompts").mkdir()
     (crews / "prompts" / "analyst.md").write_text(f"{CREW_MARK}: read the workspace.\n")
+    (ws / "AGENTS.md").write_text(f"{AGENTS_MARK}: keep it short.\n")
     plugin = tmp / "plugin"
     (plugin / "hooks").mkdir(parents=True)
     (plugin / "hooks" / "hooks.json").write_text(json.dumps({"hooks": hook(marks / "plugin-hook")}))
@@ -112,6 +114,7 @@ def test_the_configuration_around_a_normal_run_takes_effect(tmp_path: Path) -> N
     assert result["bare"] is False
     assert result["budget"]["limit_seconds"] == 777  # the user's Orkeon:Run:MaxSeconds
     assert CREW_MARK in analyst_sent(ws, result)  # the trusted project crew
+    assert AGENTS_MARK in analyst_sent(ws, result)  # the trusted instruction file
     assert {p.name for p in marks.iterdir()} == {
         "user-hook",
         "ws-hook",
@@ -142,6 +145,7 @@ def test_a_bare_run_takes_only_what_the_inputs_name(tmp_path: Path, how: str) ->
     assert result["bare"] is True
     assert result["budget"]["limit_seconds"] == 1800  # the built-in crew's, no user setting
     assert CREW_MARK not in analyst_sent(ws, result)
+    assert AGENTS_MARK not in analyst_sent(ws, result)
     assert {p.name for p in marks.iterdir()} == {"inputs-hook", "plugin-hook"}
     data = Path((marks / "plugin-hook").read_text())  # a new folder, gone after the run
     assert tmp_path / "config" not in data.parents and not data.exists()
@@ -198,6 +202,7 @@ def test_validate_bare_lists_what_a_normal_run_would_read(tmp_path: Path) -> Non
     assert f"  workspace .mcp.json: {ws / '.mcp.json'} (exists, not trusted)" in lines  # changed
     assert f"  workspace crews: {ws / '.orkeon' / 'crews'} (exists, trusted)" in lines
     assert f"  workspace review checks: {ws / '.orkeon' / 'checks'} (missing)" in lines
+    assert f"  instruction file: {ws / 'AGENTS.md'} (exists, trusted)" in lines
     assert lines[-1] == "inputs are valid"
 
     as_json = orkeon(tmp_path, *base, "--output", "json", env={"ORKEON_BARE": "true"})
@@ -220,7 +225,9 @@ def test_validate_bare_lists_what_a_normal_run_would_read(tmp_path: Path) -> Non
     normal = orkeon(tmp_path, "validate", "--inputs", json.dumps(doc), "--output", "json",
                     "--workspace", str(ws))  # fmt: skip
     assert normal.returncode == 0, normal.stderr
-    assert json.loads(normal.stdout) == {"valid": True, "bare": False, "lines": []}
+    given = "instructions: AGENTS.md: trusted, given to every role"
+    assert json.loads(normal.stdout) == {"valid": True, "bare": False, "lines": [given]}
+    assert doc_out["lines"] == []  # the bare check read no instruction file
 
 
 @pytest.mark.parametrize("value", ["yes", "2", "on"])
