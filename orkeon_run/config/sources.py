@@ -22,7 +22,7 @@ from __future__ import annotations
 import atexit
 import shutil
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -195,12 +195,23 @@ def listing(
     mcp = src.mcp_json
     add("workspace .mcp.json", mcp, mcp is not None and mcp.is_file() and doc_trusted(mcp))
     kw: dict[str, Any] = {"config_dir": folder, "environ": environ, "stdin_is_tty": stdin_is_tty}
-    add("workspace crews", crews_dir(workspace), crews_trusted(workspace, **kw))
-    add("workspace review checks", src.checks, checks_trusted(workspace, **kw))
+    add("workspace crews", crews_dir(workspace), _unless_unreadable(crews_trusted, workspace, kw))
+    add("workspace review checks", src.checks, _unless_unreadable(checks_trusted, workspace, kw))
     found = load_instructions(workspace, instruction_files, everywhere=True, **kw)
     for f in found.files:
         add("instruction file", workspace / f.rel, f.given)
     return out
+
+
+def _unless_unreadable(
+    trusted: Callable[..., bool], workspace: Path, kw: Mapping[str, Any]
+) -> bool:
+    """A folder's trust, which hashes every file in it: a file it cannot read is no trust
+    (a normal run would stop on it), never a traceback."""
+    try:
+        return trusted(workspace, **kw)
+    except OSError:
+        return False
 
 
 __all__ = ["BARE_ENV", "Sources", "bare_requested", "listing", "run_sources"]
