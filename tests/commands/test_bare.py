@@ -157,6 +157,10 @@ def test_a_bare_run_takes_only_what_the_inputs_name(tmp_path: Path, how: str) ->
     commands = " ".join(h["command"] for h in plan["hooks"])
     assert plan["bare"] is True and "inputs-hook" in commands and "plugin-hook" in commands
     assert "user-hook" not in commands and "ws-hook" not in commands
+    listed = orkeon(tmp_path, "hooks", "list", "--inputs", json.dumps(doc), "--workspace",
+                    str(ws), env={"ORKEON_BARE": "1"})  # fmt: skip
+    assert listed.returncode == 0, listed.stderr
+    assert "inputs-hook" in listed.stdout and "user-hook" not in listed.stdout
 
 
 BROKEN = {
