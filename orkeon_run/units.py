@@ -31,3 +31,27 @@ def count(n: int, noun: str, plural: str | None = None) -> str:
     """`1 role`, `2 roles`, `1,200 tokens` (`plural` when adding an s is wrong)."""
     word = noun if n == 1 else (plural or noun + "s")
     return f"{n:,} {word}"
+
+
+NOUNS = {"turns": ("turn", "turns"), "tokens": ("token", "tokens")}
+
+
+def amount(which: str, value: float | None) -> str:
+    """A budget's quantity (`seconds`, `turns`, `tokens`, `usd`): `12.5 s`, `40 turns`,
+    `1,200 tokens`, `$0.41`; `unknown` for none."""
+    if value is None:
+        return "unknown"
+    if which == "seconds":
+        return duration(value)
+    if which == "usd":
+        return money(value)
+    noun, plural = NOUNS.get(which, (which, which))
+    return count(int(value), noun, plural)
+
+
+def spent_of(which: str, used: float | None, limit: float | None) -> str:
+    """What a budget has spent of its limit: `15.0 s of 5 min 00 s`, `4 of 8 turns`,
+    `$2.50 of $5.00`."""
+    if which in ("turns", "tokens") and used is not None:
+        return f"{int(used):,} of {amount(which, limit)}"
+    return f"{amount(which, used)} of {amount(which, limit)}"

@@ -25,7 +25,8 @@ from ..errors import RecordsError
 from ..ledger import Ledger
 from ..models import build_provider
 from ..tools import sandbox
-from ..vocabulary import StepStatus
+from ..units import spent_of
+from ..vocabulary import BUDGET_WORDS, StepStatus
 from .context import StepOutcome, StepRun, step_hooks
 from .opening import OpenRun, open_run
 from .result import result_document
@@ -101,6 +102,8 @@ async def _execute(
     assert step is not None
     events = opened.events
     ledger = Ledger(config.budget.capped(share))
+    if opened.earlier is not None:
+        ledger.seed(opened.earlier)
     if opened.failure is not None:
         # The run directory could not be written: nothing ran; say why, on stdout too.
         try:
@@ -137,6 +140,7 @@ async def _execute(
                 run_dir=str(sr.run_dir),
                 resume=sr.resume,
                 budget=ledger.limits.to_json(),
+                **_earlier(ledger),
             )
             log.info("step started", step=step, run_id=sr.run_id, run_dir=str(sr.run_dir))
             outcome = await _outcome(sr, watch_signals, stop, opened.environ)
@@ -252,6 +256,23 @@ async def _finish(sr: StepRun, outcome: StepOutcome) -> dict[str, Any]:
         "step ended", step=sr.step, status=result["status"], exit_code=result["exit_code"]
     )
     return result
+
+
+def _earlier(ledger: Ledger) -> dict[str, Any]:
+    """`run.start`'s `earlier` and `attempt` on a resumed run (what the earlier attempts
+    spent: the budget spans attempts); a warning when they spent a limit already, so the
+    exit 3 that follows is no surprise."""
+    earlier = ledger.earlier_spent()
+    if earlier is None:
+        return {}
+    which = ledger.spent()
+    if which is not None:
+        logs.warn(
+            f"--resume: the earlier attempts spent the {BUDGET_WORDS[which]} budget "
+            f"({spent_of(which, earlier[which], getattr(ledger.limits, which))}); "
+            "the budget spans attempts: give a higher limit to go on"
+        )
+    return {"earlier": earlier, "attempt": ledger.attempts}
 
 
 def _partial(sr: StepRun, status: StepStatus, error: str) -> StepOutcome:
