@@ -4,6 +4,9 @@ report, the logs' messages (docs/output.md, "How numbers are written")."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 
 def duration(seconds: float | None) -> str:
     """`0.13 s`, `12.5 s`, `2 min 05 s`, `1 h 02 min`; `—` for none."""
@@ -55,3 +58,21 @@ def spent_of(which: str, used: float | None, limit: float | None) -> str:
     if which in ("turns", "tokens") and used is not None:
         return f"{int(used):,} of {amount(which, limit)}"
     return f"{amount(which, used)} of {amount(which, limit)}"
+
+
+def budget_tail(b: Mapping[str, Any]) -> str:
+    """What a result's `budget` adds to its line after a `--resume` or past a limit:
+    ` over 2 attempts (this one: 3 turns, $0.0040)`, `; past the limit by 1 turn, $0.2100`;
+    "" for neither."""
+    tail = ""
+    attempts, last = b.get("attempts") or 1, b.get("attempt")
+    if attempts > 1 and isinstance(last, dict):
+        tail += (
+            f" over {count(attempts, 'attempt')} (this one: {count(last['turns'], 'turn')}, "
+            f"{money(last.get('usd'))})"
+        )
+    over = b.get("overshoot")
+    if isinstance(over, dict):
+        parts = [amount(k, over[k]) for k in ("turns", "tokens", "usd") if over.get(k)]
+        tail += f"; past the limit by {', '.join(parts)}"
+    return tail

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ... import escape, logs
-from ...units import amount, count, duration, money
+from ...units import amount, budget_tail, count, duration, money
 from ...vocabulary import error_message
 
 # Durations, counts and amounts as everything orkeon writes for people writes them.
@@ -68,17 +68,7 @@ def budget_line(b: dict[str, Any]) -> str:
         f"{count(int(b.get('tokens_in') or 0) + int(b.get('tokens_out') or 0), 'token')}, "
         f"{money(b.get('usd'))}"
     )
-    attempts, last = b.get("attempts") or 1, b.get("attempt")
-    if attempts > 1 and isinstance(last, dict):
-        line += (
-            f" over {count(attempts, 'attempt')} (this one: {count(last['turns'], 'turn')}, "
-            f"{money(last.get('usd'))})"
-        )
-    over = b.get("overshoot")
-    if isinstance(over, dict):
-        parts = [amount(k, over[k]) for k in ("turns", "tokens", "usd") if over.get(k)]
-        line += f"; past the limit by {', '.join(parts)}"
-    return line
+    return line + budget_tail(b)
 
 
 def warning_line(e: dict[str, Any], paint: Callable[[str, str], str]) -> str:
