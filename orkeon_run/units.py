@@ -76,3 +76,12 @@ def budget_tail(b: Mapping[str, Any]) -> str:
         parts = [amount(k, over[k]) for k in ("turns", "tokens", "usd") if over.get(k)]
         tail += f"; past the limit by {', '.join(parts)}"
     return tail
+
+
+BUDGET_KEYS = ("seconds", "turns", "tokens", "usd")
+
+
+def limits_text(limits: Mapping[str, Any]) -> str:
+    """A budget's limits that are set, in one line: `5 min 00 s, 8 turns, $5.00` ("" for
+    none): the plain progress's first line and the `step started` log record say this."""
+    return ", ".join(amount(k, limits[k]) for k in BUDGET_KEYS if limits.get(k))

@@ -59,7 +59,8 @@ def _headline(v: RunView) -> str:
     if v.attempts > 1:
         facts.append(f"{v.attempts} attempts")
     facts.append(f"{count(calls)} calls, {count(refused)} refused")
-    facts.append(f"{count(int(b.get('turns') or 0))} turns")
+    facts.append(units.spent_of("turns", int(b.get("turns") or 0), v.limits["turns"])
+                 if v.limits.get("turns") else units.count(int(b.get("turns") or 0), "turn"))  # fmt: skip
     tokens = int(b.get("tokens_in") or 0) + int(b.get("tokens_out") or 0) or int(
         b.get("tokens") or 0
     )

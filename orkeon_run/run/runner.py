@@ -25,7 +25,7 @@ from ..errors import RecordsError
 from ..ledger import Ledger
 from ..models import build_provider
 from ..tools import sandbox
-from ..units import spent_of
+from ..units import limits_text, spent_of
 from ..vocabulary import BUDGET_WORDS, StepStatus
 from .context import StepOutcome, StepRun, step_hooks
 from .opening import OpenRun, open_run
@@ -142,7 +142,10 @@ async def _execute(
                 budget=ledger.limits.to_json(),
                 **_earlier(ledger),
             )
-            log.info("step started", step=step, run_id=sr.run_id, run_dir=str(sr.run_dir))
+            limits = limits_text(ledger.limits.model_dump())
+            log.info(
+                "step started", step=step, run_id=sr.run_id, run_dir=str(sr.run_dir), budget=limits
+            )
             outcome = await _outcome(sr, watch_signals, stop, opened.environ)
         except anyio.get_cancelled_exc_class():
             with anyio.CancelScope(shield=True):

@@ -8,9 +8,9 @@ from collections.abc import Callable
 from typing import Any
 
 from ...pipeline import call_target
+from ...units import limits_text
 from ...vocabulary import error_message
 from .text import (
-    amount,
     clean,
     count,
     duration,
@@ -73,8 +73,8 @@ class PlainLines:
 
     def _run_start(self, e: dict[str, Any]) -> list[str]:
         t = self.tracker
-        limits = [amount(k, v) for k, v in t.limits.items()]
-        budget = f" (budget: {', '.join(limits)})" if limits else ""
+        limits = limits_text(t.limits)
+        budget = f" (budget: {limits})" if limits else ""
         again = "resumed" if e.get("resume") else "started"
         return [f"{t.step}: {again} run {clean(t.run_id)}{budget}"]
 
