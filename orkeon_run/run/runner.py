@@ -101,9 +101,10 @@ async def _execute(
     step = config.step
     assert step is not None
     events = opened.events
-    ledger = Ledger(config.budget.capped(share))
-    if opened.earlier is not None:
-        ledger.seed(opened.earlier)
+    earlier = opened.earlier
+    ledger = Ledger(config.budget.capped(_beyond(share, earlier)))
+    if earlier is not None:
+        ledger.seed(earlier)
     if opened.failure is not None:
         # The run directory could not be written: nothing ran; say why, on stdout too.
         try:
@@ -259,6 +260,21 @@ async def _finish(sr: StepRun, outcome: StepOutcome) -> dict[str, Any]:
         "step ended", step=sr.step, status=result["status"], exit_code=result["exit_code"]
     )
     return result
+
+
+def _beyond(
+    share: Mapping[str, float] | None, earlier: Mapping[str, Any] | None
+) -> Mapping[str, float] | None:
+    """A job's share of the batch's cap (jobs/cap.py) is for this attempt; the ledger of a
+    resumed job counts its earlier attempts too, so its limits get them on top."""
+    if not share or earlier is None:
+        return share
+    spent = {
+        "usd": float(earlier.get("usd") or 0.0),
+        "tokens": float((earlier.get("tokens_in") or 0) + (earlier.get("tokens_out") or 0)),
+        "seconds": float(earlier.get("used_seconds") or 0.0),
+    }
+    return {k: v + spent.get(k, 0.0) for k, v in share.items()}
 
 
 def _earlier(ledger: Ledger) -> dict[str, Any]:
