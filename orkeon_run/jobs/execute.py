@@ -126,7 +126,9 @@ async def run_shard(
         summary["cap"] = cap.summary()
         cap.write(out, shard)
     counts = ", ".join(f"{n} {k}" for k, n in summary["jobs"].items() if n and k != "total")
-    _say(f"jobs: shard {shard}: {len(rows)} jobs{', ' if counts else ''}{counts} (exit {code})")
+    _say(
+        f"jobs: shard {shard}: {count(len(rows), 'job')}{', ' if counts else ''}{counts} (exit {code})"
+    )
     return code, summary
 
 

@@ -109,7 +109,7 @@ def markdown(rep: dict[str, Any]) -> str:
     if len(rows) <= ROWS_MAX:
         out += [*header, *(_md_row(r) for r in rows)]
     else:
-        out.append(f"{len(rows)} jobs: every row is in `orkeon jobs merge --format json`.")
+        out.append(f"{count(len(rows), 'job')}: every row is in `orkeon jobs merge --format json`.")
     return "\n".join(out) + "\n"
 
 

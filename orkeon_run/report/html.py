@@ -86,11 +86,11 @@ def _header(v: RunView) -> str:
     turns = int(b.get("turns") or 0)
     facts = [
         f"run <code>{esc(v.run_id)}</code>",
-        f"{v.attempts} attempt{'s' if v.attempts != 1 else ''}",
-        f"{count(len(v.calls))} calls, {count(len(v.refused_calls))} refused",
+        units.count(v.attempts, "attempt"),
+        f"{units.count(len(v.calls), 'call')}, {count(len(v.refused_calls))} refused",
         esc(units.spent_of("turns", turns, v.limits["turns"]) if v.limits.get("turns")
             else units.count(turns, "turn")),
-        f"{count(tokens)} tokens",
+        units.count(tokens, "token"),
         esc(money(b.get("usd") if "usd" in b else 0.0)),
         esc(seconds(float(b.get("used_seconds") or 0.0))) + " charged"
         + (f" of {esc(seconds(limit))}" if (limit := v.limits.get("seconds")) else ""),
@@ -114,7 +114,7 @@ def _toolbar(v: RunView) -> str:
         f'<select id="role" aria-label="role"><option value="">every role</option>{options}</select>'
         '<button type="button" id="expand">Expand all</button>'
         '<button type="button" id="collapse">Collapse all</button>'
-        f'<span id="shown" class="muted">{len(v.calls)} calls</span></nav>'
+        f'<span id="shown" class="muted">{units.count(len(v.calls), "call")}</span></nav>'
     )
 
 
