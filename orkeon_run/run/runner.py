@@ -27,8 +27,8 @@ from ..models import build_provider
 from ..tools import sandbox
 from ..vocabulary import StepStatus
 from .context import StepOutcome, StepRun, step_hooks
+from .document import result_document
 from .opening import OpenRun, open_run
-from .result import result_document
 from .steps import step_module
 
 

@@ -71,6 +71,8 @@ def test_a_scripted_run_imports_few_modules(tmp_path: Path) -> None:
     rc, modules = loaded(tmp_path, *argv, json.dumps(doc))
     assert rc == 0
     within("scripted run", modules, "run dev-batches --inputs @inputs.json")
+    # The result's and events' pydantic models are `orkeon schema`'s; a run writes dicts.
+    assert "orkeon_run.run.result" not in modules
 
 
 def test_validate_imports_no_event_loop(tmp_path: Path) -> None:
