@@ -28,8 +28,8 @@ from ..tools import sandbox
 from ..units import limits_text, spent_of
 from ..vocabulary import BUDGET_WORDS, StepStatus
 from .context import StepOutcome, StepRun, step_hooks
+from .document import result_document
 from .opening import OpenRun, open_run
-from .result import result_document
 from .steps import step_module
 
 
