@@ -286,6 +286,9 @@ class Inputs(Frozen):
     output_schema: Any = None  # checked by config/answers.py: one message for each mistake
     output_retries: int = Field(default=2, ge=0, le=10)
     review: ReviewInputs | None = None
+    # dev-batches, tasks-repair, pipeline: write the run's change as a patch file here
+    # (relative: the workspace's; checked by run/patch_out.py; docs/inputs.md, "patch").
+    patch: str | None = None
 
     @field_validator("spec")
     @classmethod

@@ -26,6 +26,7 @@ from ..ledger import Ledger
 from ..models import build_provider
 from ..tools import sandbox
 from ..vocabulary import StepStatus
+from . import patch_out
 from .context import StepOutcome, StepRun, step_hooks
 from .opening import OpenRun, open_run
 from .result import result_document
@@ -192,6 +193,7 @@ async def _outcome(
                 # The MCP servers start before the first role and stop after the last,
                 # also when a signal cancels the run (run/mcp.py). A run without servers
                 # does not load the MCP modules at all (tests/commands/test_imports.py).
+                patch_out.begin(sr)
                 if not sr.config.mcp_needed:
                     outcome = await module.run(sr)
                 else:
@@ -199,6 +201,7 @@ async def _outcome(
 
                     async with run_servers(sr, environ):
                         outcome = await module.run(sr)
+                outcome = await patch_out.finish(sr, outcome)
                 tg.cancel_scope.cancel()
 
             if watch_signals:
