@@ -161,10 +161,14 @@ def run(
 
 @app.command()
 def apply(
-    file: Annotated[str, typer.Argument(metavar="FILE", help="A patch `orkeon run --patch` wrote.")],
+    file: Annotated[
+        str, typer.Argument(metavar="FILE", help="A patch `orkeon run --patch` wrote.")
+    ],
     workspace: Annotated[
         str | None,
-        typer.Option("--workspace", metavar="DIR", help="The git work tree to apply it in (default .)."),
+        typer.Option(
+            "--workspace", metavar="DIR", help="The git work tree to apply it in (default .)."
+        ),
     ] = None,
 ) -> None:
     """Check a patch (its digests, its base, its paths: no guard, none outside its manifest)

@@ -27,9 +27,9 @@ import tempfile
 from pathlib import Path
 
 from ..errors import InputError
-from ..proc import ProcResult
 from ..escape import write_line
 from ..policy.guards import patch_guard
+from ..proc import ProcResult
 from ..run.audit.git import git_repo
 from ..run.audit.gitcmd import AuditGit, Git
 from ..run.audit.paths import AuditError
@@ -74,7 +74,8 @@ def main(file: str, workspace: str | None = None) -> int:
             write_line(sys.stderr, f"orkeon apply: git apply failed: {_why(done)}")
             return 1
     write_line(
-        sys.stdout, f"orkeon apply: applied {len(pf.paths)} files from {file} on {pf.manifest['base']}"
+        sys.stdout,
+        f"orkeon apply: applied {len(pf.paths)} files from {file} on {pf.manifest['base']}",
     )
     return 0
 

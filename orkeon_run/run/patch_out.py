@@ -17,6 +17,7 @@ run's change as a file a separate, privileged job applies with `orkeon apply`
 
 from __future__ import annotations
 
+import contextlib
 import os
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -95,10 +96,8 @@ def begin(sr: StepRun) -> None:
         return
     if not isinstance(sr.state.get(STATE_KEY), str):
         sr.save_state(**{STATE_KEY: t.base})
-    try:
+    with contextlib.suppress(FileNotFoundError):
         t.path.unlink()
-    except FileNotFoundError:
-        pass
 
 
 async def finish(sr: StepRun, outcome: StepOutcome) -> StepOutcome:
@@ -126,10 +125,8 @@ def _failed(sr: StepRun, outcome: StepOutcome, why: str) -> StepOutcome:
 def _write(sr: StepRun, t: PatchTarget, base: str) -> dict[str, Any] | list[patch_scan.Hit]:
     git = sr.audit_git().bind(sr.workspace)
     ignore = [*ignore_list(sr.workspace, sr.run_dir)]
-    try:
+    with contextlib.suppress(ValueError):
         ignore.append(t.path.relative_to(sr.workspace).as_posix())
-    except ValueError:
-        pass
     pinned = sr.config.pins.paths
     changes = patch_build.changed_files(git, t.prefix, base, ignore, pinned)
     hits = patch_scan.scan(changes, sr.events.redactor, pinned)

@@ -66,7 +66,11 @@ def _redactor_hit(change: gitpatch.FileChange, redactor: Redactor) -> Hit | None
 def added_lines(change: gitpatch.FileChange) -> list[tuple[int, str]]:
     """The lines of a text file's new content that its old content lacks, with their line
     numbers (from 1); [] for a binary or deleted file."""
-    if change.after is None or gitpatch.is_binary(change.before) or gitpatch.is_binary(change.after):
+    if (
+        change.after is None
+        or gitpatch.is_binary(change.before)
+        or gitpatch.is_binary(change.after)
+    ):
         return []
     old = (change.before or b"").decode("utf-8", "surrogateescape").splitlines()
     new = change.after.decode("utf-8", "surrogateescape").splitlines()
@@ -96,13 +100,19 @@ def detector_hits(changes: Sequence[gitpatch.FileChange]) -> list[Hit]:
             folder.mkdir()
             name = folder / (os.path.basename(path) or "file")
             name.write_text(
-                "".join(text + "\n" for _, text in lines), encoding="utf-8", errors="surrogateescape"
+                "".join(text + "\n" for _, text in lines),
+                encoding="utf-8",
+                errors="surrogateescape",
             )
             found = SecretsCollection(root=str(folder))
             found.scan_file(name.name)
             seen: set[tuple[str, int]] = set()
             for _, secret in found:
-                line = lines[secret.line_number - 1][0] if 0 < secret.line_number <= len(lines) else None
+                line = (
+                    lines[secret.line_number - 1][0]
+                    if 0 < secret.line_number <= len(lines)
+                    else None
+                )
                 key = (secret.type, line or 0)
                 if key not in seen:
                     seen.add(key)

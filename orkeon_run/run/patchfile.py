@@ -70,7 +70,9 @@ def parse(data: bytes) -> PatchFile:
     if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
         raise PatchFormatError("the manifest is not an orkeon-patch manifest")
     if manifest.get("version") != VERSION:
-        raise PatchFormatError(f"manifest.version: {manifest.get('version')!r} (this orkeon reads 1)")
+        raise PatchFormatError(
+            f"manifest.version: {manifest.get('version')!r} (this orkeon reads 1)"
+        )
     for key in ("base", "patch_sha256"):
         if not isinstance(manifest.get(key), str) or not manifest[key]:
             raise PatchFormatError(f"manifest.{key}: missing")

@@ -147,7 +147,7 @@ class CheckRecord(_Doc):
 
 
 class PatchBlock(_Doc):
-    path: str = Field(description="the patch file, absolute (docs/output.md, \"The patch\")")
+    path: str = Field(description='the patch file, absolute (docs/output.md, "The patch")')
     base: str = Field(description="the commit the patch is made against")
     files: int = Field(description="the files it changes")
     sha256: str = Field(description="the SHA-256 of its patch part (the manifest's patch_sha256)")
