@@ -177,3 +177,26 @@ def test_a_pipeline_writes_one_patch_of_all_its_batches(
     ]
     assert result["patch"]["files"] == 2
     assert all("patch" not in s for s in result["steps"])  # its steps wrote none
+
+
+def test_a_repair_writes_the_patch_of_the_repaired_change(
+    ws: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """tasks-repair: the patch is made against the commit the repair started from, its
+    files attributed to the repaired role."""
+    test = ["grep", "-q", "42", "src/a.py"]
+    doc = inputs([write("src/a.py", "a = 41\n")])
+    first = tmp_path / "first"
+    code, _, _ = run_json(capsys, "dev-batches", ws, "--run-dir", str(first),
+                          doc={**doc, "audit": {"test": test}})  # fmt: skip
+    assert code == 1
+    fix = scripted({"b1/api": [{"tool_calls": [write("src/a.py", "a = 42\n")]}, {"text": "ok"}]})
+    out = tmp_path / "repair.patch"
+    code, result, err = run_json(
+        capsys, "tasks-repair", ws, "--patch", str(out),
+        doc={**fix, "repair": {"run": str(first), "role": "b1/api"}},
+    )  # fmt: skip
+    assert code == 0, (result, err)
+    (f,) = patchfile.parse(out.read_bytes()).manifest["files"]
+    assert (f["path"], f["batch"], f["roles"]) == ("src/a.py", "b1", ["b1/api"])
+    assert f["sha256"] == patchfile.sha256(b"a = 42\n")
