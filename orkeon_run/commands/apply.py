@@ -60,7 +60,7 @@ def main(file: str, workspace: str | None = None) -> int:
     if repo is None:
         raise InputError(f"--workspace: not a git work tree: {ws}")
     try:
-        refused = refusals(git, pf, repo.head)
+        refused = refusals(git, pf, repo.head, repo.prefix)
     except AuditError as exc:
         refused = [str(exc)]
     if refused:
@@ -69,20 +69,20 @@ def main(file: str, workspace: str | None = None) -> int:
         write_line(sys.stderr, f"orkeon apply: nothing was applied from {file}")
         return 1
     if pf.paths:
-        done = git("apply", "--index", "--binary", stdin=pf.patch)
+        done = git("apply", "--index", "--binary", *_below(repo.prefix), stdin=pf.patch)
         if done.exit_code != 0:
             write_line(sys.stderr, f"orkeon apply: git apply failed: {_why(done)}")
             return 1
-    write_line(
-        sys.stdout,
-        f"orkeon apply: applied {len(pf.paths)} files from {file} on {pf.manifest['base']}",
-    )
+    n = len(pf.paths)
+    files = f"{n} file{'' if n == 1 else 's'}"
+    write_line(sys.stdout, f"orkeon apply: applied {files} from {file} on {pf.manifest['base']}")
     return 0
 
 
-def refusals(git: Git, pf: PatchFile, head: str | None) -> list[str]:
+def refusals(git: Git, pf: PatchFile, head: str | None, prefix: str = "") -> list[str]:
     """Every reason not to apply `pf` here (checks 1-5 of the module's docstring); [] when
-    it may be applied."""
+    it may be applied. `prefix`: the workspace's folder in its repository (git applies a
+    patch's paths below it, and names them from the repository's top)."""
     m = pf.manifest
     if sha256(pf.patch) != m["patch_sha256"]:
         return ["the patch's SHA-256 is not the manifest's: it was changed after it was written"]
@@ -95,7 +95,7 @@ def refusals(git: Git, pf: PatchFile, head: str | None) -> list[str]:
         return []
     out: list[str] = []
     listed = set(pf.paths)
-    in_patch = _patch_paths(git, pf.patch)
+    in_patch = _patch_paths(git, pf.patch, prefix)
     if in_patch is None:
         return ["git cannot read the patch"]
     for path in sorted(in_patch - listed):
@@ -108,18 +108,19 @@ def refusals(git: Git, pf: PatchFile, head: str | None) -> list[str]:
             out.append(f"{path}: a guard ({guard}): a patch may not change it")
     if out:
         return out
-    out = _contents(git, pf)
+    out = _contents(git, pf, prefix)
     if out:
         return out
-    check = git("apply", "--check", "--index", "--binary", stdin=pf.patch)
+    check = git("apply", "--check", "--index", "--binary", *_below(prefix), stdin=pf.patch)
     if check.exit_code != 0:
         return [f"the patch does not apply here: {_why(check)}"]
     return []
 
 
-def _patch_paths(git: Git, patch: bytes) -> set[str] | None:
-    """The paths git's own reading of `patch` changes (a rename's both sides)."""
-    r = git("apply", "--numstat", "-z", stdin=patch)
+def _patch_paths(git: Git, patch: bytes, prefix: str = "") -> set[str] | None:
+    """The paths git's own reading of `patch` changes (a rename's both sides), relative to
+    the workspace (a path outside it keeps its name from the repository's top)."""
+    r = git("apply", "--numstat", "-z", *_below(prefix), stdin=patch)
     if r.exit_code != 0 or r.stdout_dropped:
         return None
     fields = r.stdout.split("\0")
@@ -137,10 +138,16 @@ def _patch_paths(git: Git, patch: bytes) -> set[str] | None:
         else:  # a rename or copy: "A\tD\t", then the old and the new path
             found.update(p for p in fields[i + 1 : i + 3] if p)
             i += 3
-    return found
+    return {p.removeprefix(prefix) if prefix and p.startswith(prefix) else p for p in found}
 
 
-def _contents(git: Git, pf: PatchFile) -> list[str]:
+def _below(prefix: str) -> list[str]:
+    """A patch's paths are the workspace's: in a folder of its repository, git is told
+    so (it reads them from the repository's top, and skips those outside the folder)."""
+    return [f"--directory={prefix}"] if prefix else []
+
+
+def _contents(git: Git, pf: PatchFile, prefix: str = "") -> list[str]:
     """The patch applied to a scratch index made from HEAD: each listed file's content
     there against the manifest's digests."""
     with tempfile.TemporaryDirectory(prefix="orkeon-apply-") as tmp:
@@ -148,7 +155,7 @@ def _contents(git: Git, pf: PatchFile) -> list[str]:
         made = git("read-tree", "HEAD", index=index)
         if made.exit_code != 0:
             raise AuditError(f"git read-tree failed: {_why(made)}")
-        tried = git("apply", "--cached", "--binary", stdin=pf.patch, index=index)
+        tried = git("apply", "--cached", "--binary", *_below(prefix), stdin=pf.patch, index=index)
         if tried.exit_code != 0:
             return [f"the patch does not apply to its base: {_why(tried)}"]
         staged = git("ls-files", "-s", "-z", "--", *pf.paths, index=index)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import difflib
 import os
 import tempfile
+import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +23,10 @@ from pathlib import Path
 from .. import gitpatch
 from ..environ import Redactor
 from ..policy.guards import patch_guard
+
+# detect-secrets keeps its settings in the process (`default_settings` sets and restores
+# them), and `orkeon jobs run` writes several runs' patches in one process: one at a time.
+_SCANNING = threading.Lock()
 
 
 @dataclass(frozen=True)
@@ -94,7 +99,11 @@ def detector_hits(changes: Sequence[gitpatch.FileChange]) -> list[Hit]:
     from detect_secrets.settings import default_settings
 
     hits: list[Hit] = []
-    with tempfile.TemporaryDirectory(prefix="orkeon-scan-") as tmp, default_settings():
+    with (
+        _SCANNING,
+        tempfile.TemporaryDirectory(prefix="orkeon-scan-") as tmp,
+        default_settings(),
+    ):
         for i, (path, lines) in enumerate(todo):
             folder = Path(tmp, str(i))
             folder.mkdir()

@@ -176,3 +176,26 @@ def test_bad_input_is_exit_2_naming_it(
     code, _, err = apply(capsys, patch, nogit)
     assert code == 2 and err.startswith("orkeon: --workspace: ")
     assert err.count("\n") == 1
+
+
+def test_a_workspace_in_a_folder_of_its_repository_round_trips(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The manifest's paths are the workspace's; `orkeon apply --workspace` of the same
+    folder in another clone puts them there."""
+    clean_environment(tmp_path, monkeypatch)
+    repo = make_workspace(tmp_path, {"top.txt": "top\n", "app/src/a.py": "a = 1\n"})
+    script = {"b1/api": [{"tool_calls": [write("src/a.py", "a = 2\n")]}, {"text": "done"}]}
+    plan = {"batches": [{"name": "b1", "roles": [{"name": "api", "roots": ["src/"], "task": "t"}]}]}
+    out = tmp_path / "app.patch"
+    code, _, err = run_json(
+        capsys, "dev-batches", repo / "app", "--patch", str(out), doc=scripted(script, plan=plan)
+    )
+    assert code == 0, err
+    assert patchfile.parse(out.read_bytes()).paths == ["src/a.py"]
+    clone = tmp_path / "clone"
+    git(tmp_path, "clone", "-q", str(repo), str(clone))
+    code, out_text, err = apply(capsys, out, clone / "app")
+    assert code == 0, err
+    assert out_text.startswith("orkeon apply: applied 1 file from ")
+    assert git(clone, "status", "--porcelain").splitlines() == ["M  app/src/a.py"]
