@@ -205,7 +205,11 @@ def prepare(
         plan_rel=plan_rel,
         repair=repair,
         mcp_servers=servers or {},
-        warnings=tuple(warnings + mcp_checks.rule_warnings(inputs, crew, servers or {})),
+        warnings=tuple(
+            warnings
+            + mcp_checks.rule_warnings(inputs, crew, servers or {})
+            + mcp_checks.network_warnings(servers or {})
+        ),
         confinement=replace(
             decide(inputs, ws, env, operator_commands(settings or {}, servers or {})),
             pinned=pins.paths,

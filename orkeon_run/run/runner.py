@@ -28,8 +28,8 @@ from ..tools import sandbox
 from ..vocabulary import StepStatus
 from . import patch_out
 from .context import StepOutcome, StepRun, step_hooks
+from .document import result_document
 from .opening import OpenRun, open_run
-from .result import result_document
 from .steps import step_module
 
 
