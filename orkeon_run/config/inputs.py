@@ -113,7 +113,9 @@ class OpenAIModel(_ModelCommon):
     provider: Literal["openai"]
     model: str
     base_url: str | None = None
-    api_key_env: EnvName = "OPENAI_API_KEY"
+    # null: no key, no Authorization header: a local server (Ollama, vLLM, llama.cpp on
+    # 127.0.0.1) that asks for none (docs/models.md).
+    api_key_env: EnvName | None = "OPENAI_API_KEY"
 
 
 class AnthropicModel(_ModelCommon):

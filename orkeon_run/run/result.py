@@ -34,7 +34,27 @@ class _Doc(BaseModel):
     model_config = ConfigDict(extra="forbid", defer_build=True)
 
 
+class AttemptBlock(_Doc):
+    """What the last attempt of the run (the latest `--resume`) spent on its own."""
+
+    used_seconds: float
+    turns: int
+    tokens_in: int
+    tokens_out: int
+    usd: float | None = Field(description="null when a model's price is unknown")
+
+
+class Overshoot(_Doc):
+    """How far answers in flight when a limit was reached took the run past it."""
+
+    turns: int
+    tokens: int
+    usd: float
+
+
 class BudgetBlock(_Doc):
+    """What the whole run spent, every attempt of it (docs/output.md, "budget")."""
+
     limit_seconds: float | None
     used_seconds: float
     model_seconds: float
@@ -47,6 +67,16 @@ class BudgetBlock(_Doc):
     cache_write_tokens: int = Field(description="the part of tokens_in written to a prompt cache")
     usd: float | None = Field(description="null when a model's price is unknown")
     exhausted: BudgetName | None
+    attempts: int = Field(
+        default=1, ge=1, description="the run's attempts: 1, and one more per --resume"
+    )
+    attempt: AttemptBlock | None = Field(
+        default=None, description="what the last attempt spent on its own"
+    )
+    overshoot: Overshoot | None = Field(
+        default=None,
+        description="past the turn, token or cost limit by answers in flight (null: not past)",
+    )
 
 
 class AllRefused(_Doc):
