@@ -97,7 +97,7 @@ class _Spawner:
             done.set()
 
 
-_spawner = _Spawner()
+spawner = _Spawner()  # veil.py's kept-up veil starts from it too
 
 
 class _Command:
@@ -168,7 +168,7 @@ class Session:
             pass_fds=(theirs.fileno(),), start_new_session=True,
         )  # fmt: skip
         try:
-            self.popen: subprocess.Popen[bytes] = _spawner.call(start)
+            self.popen: subprocess.Popen[bytes] = spawner.call(start)
         except OSError as exc:
             ours.close()
             raise SessionError(f"bubblewrap could not start: {exc}") from None
