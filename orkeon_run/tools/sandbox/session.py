@@ -49,6 +49,10 @@ START_TIMEOUT = 20.0  # a loaded CI machine; the server is ready in tens of mill
 _REAP_TIMEOUT = 30.0  # the server reaps a command's namespace in microseconds
 
 
+# What a start the server could not take gives proc_loop (then: a sandbox of its own).
+_NOT_TAKEN = proc.ProcResult(None, "", "", 0, 0, 0.0, False, "not taken")
+
+
 class SessionError(Exception):
     """The kept-up sandbox could not be made, or has gone."""
 
@@ -211,10 +215,54 @@ class Session:
         """`proc.run` of `argv` in this sandbox; None when the server cannot take it (a
         request too large for one message, a server gone): run it in one of its own."""
         started = time.monotonic()
+        pipes = proc.Pipes(stdin)
+        child = self.start(argv, cwd=cwd, env=env, pipes=pipes)
+        if child is None:
+            return None
+        res = proc.collect(
+            child, pipes, started=started, timeout=timeout, cap=cap, kill_grace=kill_grace,
+            cancel_check=cancel_check, errors=errors, idle=idle,
+        )  # fmt: skip
+        return self._said(child, res)
+
+    async def arun(
+        self,
+        argv: Sequence[str],
+        *,
+        cwd: Path,
+        timeout: float,
+        env: Mapping[str, str],
+        cap: int = 1 << 20,
+        kill_grace: float = 2.0,
+        idle: float | None = None,
+    ) -> proc.ProcResult | None:
+        """`run` watched by the event loop (`proc_loop.arun`: no worker thread), stdin
+        /dev/null, output decoded with "replace"; None as `run`."""
+        from ... import proc_loop
+
+        made: list[_Command] = []
+
+        def start(argv: list[str], *, pipes: proc.Pipes, **_how: Any) -> Any:
+            child = self.start(argv, cwd=cwd, env=env, pipes=pipes)
+            if child is None:
+                return _NOT_TAKEN
+            made.append(child)
+            return child
+
+        res = await proc_loop.arun(
+            list(argv), cwd=cwd, timeout=timeout, cap=cap, kill_grace=kill_grace, idle=idle,
+            start=start,
+        )  # fmt: skip
+        return self._said(made[0], res) if made else None
+
+    def start(
+        self, argv: Sequence[str], *, cwd: Path, env: Mapping[str, str], pipes: proc.Pipes
+    ) -> _Command | None:
+        """Hand `argv` to the server on `pipes` (their child ends closed once sent); None
+        when it cannot take it."""
         # What bubblewrap sets for a command of its own (bwrap.command), set here.
         env = {**env, "TMPDIR": "/tmp", "TMP": "/tmp", "TEMP": "/tmp", "PWD": os.fspath(cwd)}
         request = json.dumps({"argv": list(argv), "cwd": os.fspath(cwd), "env": env})
-        pipes = proc.Pipes(stdin)
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         try:
             socket.send_fds(self.sock, [request.encode()], [theirs.fileno(), *pipes.child_fds()])
@@ -225,11 +273,11 @@ class Session:
         finally:
             theirs.close()
         pipes.started()
-        child = _Command(ours)
-        res = proc.collect(
-            child, pipes, started=started, timeout=timeout, cap=cap, kill_grace=kill_grace,
-            cancel_check=cancel_check, errors=errors, idle=idle,
-        )  # fmt: skip
+        return _Command(ours)
+
+    def _said(self, child: _Command, res: proc.ProcResult) -> proc.ProcResult | None:
+        """`res`, or what the server said instead: it could not start the command (None
+        when the kernel refused the init its namespaces: a sandbox of its own then)."""
         if child.error is not None:
             if child.error.startswith(INIT_FAILED):  # the command never started
                 _refuse(self, child.error)
@@ -285,6 +333,15 @@ def kept_up(policy: SandboxPolicy, bwrap: Path) -> Session | None:
         with _lock:
             _sessions[policy] = made
         return made
+
+
+def ready(policy: SandboxPolicy) -> Session | None:
+    """`policy`'s kept-up sandbox if it is up and current now (never starts one)."""
+    if not ENABLED or _refused:
+        return None
+    with _lock:
+        found = _sessions.get(policy)
+    return found if found is not None and found.current() else None
 
 
 def refused() -> str | None:
