@@ -110,3 +110,10 @@ def test_what_a_hook_leaves_behind_ends(tmp_path: Path, veil_mode: str) -> None:
         assert got == b"up\n"
     finally:
         os.close(reader)
+
+
+def test_a_hook_holds_no_descriptor_but_its_own(tmp_path: Path, veil_mode: str) -> None:
+    """proc.py: a hook gets stdin, stdout and stderr, nothing of orkeon's or the veil's."""
+    res = run(["sh", "-c", "ls /proc/self/fd"], tmp_path)
+    held = sorted(int(fd) for fd in res.stdout.split())  # type: ignore[attr-defined]
+    assert held[:3] == [0, 1, 2] and len(held) <= 4, held  # 3: the directory ls reads

@@ -39,6 +39,7 @@ from pathlib import Path
 from ... import proc
 from ...environ import traced
 from .bwrap import bundled_bwrap
+from .spawner import spawner
 
 PROBE_TIMEOUT = 20.0  # a loaded CI machine; a working veil answers in milliseconds
 _VEIL = ("--unshare-pid", "--bind", "/", "/",
@@ -123,8 +124,6 @@ class KeptVeil:
     """One veil kept up: `start` a hook in it (same contract as `proc.spawn`)."""
 
     def __init__(self, bwrap: Path) -> None:
-        from .session import spawner  # the thread that outlives every sandbox's start
-
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         server = [os.path.realpath(sys.executable), "-I", "-S", "-c", _server_source(),
                   str(theirs.fileno())]  # fmt: skip
