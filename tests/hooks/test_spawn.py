@@ -9,6 +9,9 @@ from __future__ import annotations
 import asyncio
 import os
 import select
+import signal
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -117,3 +120,32 @@ def test_a_hook_holds_no_descriptor_but_its_own(tmp_path: Path, veil_mode: str) 
     res = run(["sh", "-c", "ls /proc/self/fd"], tmp_path)
     held = sorted(int(fd) for fd in res.stdout.split())  # type: ignore[attr-defined]
     assert held[:3] == [0, 1, 2] and len(held) <= 4, held  # 3: the directory ls reads
+
+
+def test_a_running_hook_dies_with_orkeon(tmp_path: Path) -> None:
+    """docs/security.md, "Hooks": the veil kept up ends with orkeon, SIGKILL included, and
+    every hook in it. A process runs a hook that holds a FIFO open and is killed: the FIFO
+    reads its end once the hook has gone."""
+    fifo = tmp_path / "held"
+    os.mkfifo(fifo)
+    reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+    hook = ["sh", "-c", f"exec 3>{fifo}; echo up >&3; exec sleep 600 >&3"]
+    code = (
+        "import asyncio, sys; from pathlib import Path; from orkeon_run.hooks import spawn\n"
+        f"asyncio.run(spawn.arun({hook!r}, cwd=Path({str(tmp_path)!r}), env={ENV!r}, "
+        "timeout=3600))\n"
+    )
+    orkeon = subprocess.Popen([sys.executable, "-c", code])
+    try:
+        assert select.select([reader], [], [], 60.0)[0], "the hook did not start"
+        assert os.read(reader, 64) == b"up\n"
+        os.kill(orkeon.pid, signal.SIGKILL)
+        orkeon.wait()
+        # The end once the hook has gone (30 s: a loaded machine; it goes in milliseconds).
+        assert select.select([reader], [], [], 30.0)[0], "the hook outlived orkeon"
+        assert os.read(reader, 64) == b""
+    finally:
+        os.close(reader)
+        if orkeon.poll() is None:
+            orkeon.kill()
+            orkeon.wait()
