@@ -55,6 +55,10 @@ class OpenRun:
     # The run directory no role may write: this one, or for a pipeline's step (in
     # PIPELINE_DIR/steps/NAME/) the pipeline's, which holds it.
     guarded: Path | None = None
+    # A resumed run's earlier attempts' spending (the last result's `budget`), which its
+    # ledger starts from: the budget spans attempts. None for a new run, and for a
+    # pipeline's step (the pipeline's own ledger counts the earlier attempts).
+    earlier: dict[str, Any] | None = None
 
 
 def open_run(
@@ -125,6 +129,7 @@ def open_run(
         records=records,
         lock=lock,
         guarded=rd.parent.parent if nested else rd,
+        earlier=resumed.earlier if resumed is not None and not nested else None,
     )
 
 
@@ -169,6 +174,7 @@ def _where(
     run_id = new_run_id()
     rd = resolve(run_dir) if run_dir else default_run_dir(config.workspace, run_id)
     state: dict[str, Any] = {"run_id": run_id, "step": step, "pins": config.pins.saved}
+    state["instructions"] = config.instructions.saved  # the texts the roles were given
     if config.plan is not None:  # the plan as it is now: --resume and repairs run it
         state["plan"] = pin(config.plan, config.plan_rel)
     return rd, run_id, state

@@ -25,6 +25,12 @@ Contract:
   tools, and serves the roles without roots); a call with `roots` goes to the server's
   process for those roots, started at the first such call (one process per set of roots,
   stopped with the others). An unconfined server serves every role from one process.
+  A confined server whose `network` is an allow-list reaches the hosts through the proxy
+  `egress(list)` gives (the run's, `StepRun.egress`); without one it has no network.
+- With `pins` (the run's pinned files), each start of a stdio server (the hub's, and a
+  role's process mid-run) is refused when a file its command names, or its workspace
+  file of `origins` (server -> `.mcp.json`, say), changed since the run started: it
+  fails, its reason naming the file (confined.py).
 - `call` never raises for anything a server does (`results.py` has the texts). A server
   that ends while the run goes on is marked so once, with an `mcp.server` event.
 - Leaving the hub (or `stop()`) stops every server, a stdio one with its whole process
@@ -40,7 +46,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -56,7 +62,9 @@ from .results import Result, call_error, no_tool, not_running, stopped_during, t
 from .server import Emit, ServerRun, Settings
 
 if TYPE_CHECKING:
+    from ...config.pins import Pins
     from ..sandbox import SandboxPolicy
+    from ..sandbox.proxy import EgressProxy
 
 
 @dataclass(frozen=True)
@@ -99,6 +107,9 @@ class McpHub:
         start_timeout: float = 30.0,
         grace: float = 2.0,
         sandbox: SandboxPolicy | None = None,
+        egress: Callable[[tuple[str, ...]], EgressProxy | None] | None = None,
+        pins: Pins | None = None,
+        origins: Mapping[str, tuple[str, ...]] | None = None,
     ) -> None:
         settings = Settings(
             environ=dict(environ),
@@ -109,6 +120,9 @@ class McpHub:
             start_timeout=start_timeout,
             grace=grace,
             sandbox=sandbox,
+            egress=egress,
+            pins=pins,
+            origins=dict(origins or {}),
         )
         self._servers = {name: ServerRun(name, cfg, settings) for name, cfg in servers.items()}
         # Confined servers' processes for roles with roots: (server, resolved roots) -> run.
