@@ -305,6 +305,9 @@ class Inputs(Frozen):
     output_retries: int = Field(default=2, ge=0, le=10)
     review: ReviewInputs | None = None
     instructions: InstructionFiles = Field(default_factory=InstructionFiles)
+    # dev-batches, tasks-repair, pipeline: write the run's change as a patch file here
+    # (relative: the workspace's; checked by run/patch_out.py; docs/inputs.md, "patch").
+    patch: str | None = None
 
     @field_validator("spec")
     @classmethod

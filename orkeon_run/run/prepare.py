@@ -45,6 +45,7 @@ from .steps import StepModule, step_module
 
 if TYPE_CHECKING:
     from ..config.crews import Crew
+    from .patch_out import PatchTarget
 
 T = TypeVar("T")
 
@@ -79,6 +80,8 @@ class RunConfig:
     pins: Pins = NO_PINS
     # The project's instruction files, read once here (config/instructions.py).
     instructions: Instructions = NO_INSTRUCTIONS
+    # `--patch FILE`: where the run's change goes, and the commit it is made against.
+    patch: PatchTarget | None = None
     # Where configuration beyond the inputs was looked for (config/sources.py): a bare
     # run's holds none of those places. Set by `prepare`, from its workspace.
     sources: Sources | None = None
@@ -184,6 +187,7 @@ def prepare(
         checked = found.collect(lambda: module.check(inputs, ws, pinned, sources))
         if isinstance(checked, tuple):
             plan, plan_rel = checked
+    patch = found.collect(lambda: patch_target(inputs, step, ws))
     budget = stop_block_cap(budget_limits(inputs, default_budget), env)
     warnings.extend(budget.per_role_warnings())
     if budget.usd is not None:  # a cost budget needs the model's price
@@ -241,6 +245,7 @@ def prepare(
         ),
         pins=pins,
         instructions=instructions,
+        patch=patch,
         sources=sources,
     )
 
@@ -341,6 +346,16 @@ def _gate(inputs: Inputs) -> Gate:
     if problems:
         raise InputError(problems)
     return Gate.from_inputs(inputs.gate)
+
+
+def patch_target(inputs: Inputs, step: str | None, ws: Path) -> PatchTarget | None:
+    """`patch`, checked (run/patch_out.py); None when the inputs give none."""
+    if inputs.patch is None:
+        return None
+    # Loaded only when the inputs ask for a patch: the patch's git and scanner modules.
+    from .patch_out import target
+
+    return target(inputs, step, ws)
 
 
 def _crew(step: str, ws: Path | None, roles: tuple[str, ...]) -> Crew:

@@ -169,6 +169,13 @@ class CheckRecord(_Doc):
     findings: list[Finding]
 
 
+class PatchBlock(_Doc):
+    path: str = Field(description='the patch file, absolute (docs/output.md, "The patch")')
+    base: str = Field(description="the commit the patch is made against")
+    files: int = Field(description="the files it changes")
+    sha256: str = Field(description="the SHA-256 of its patch part (the manifest's patch_sha256)")
+
+
 class Result(_Doc):
     """The result document: result.json, `--output json`, the last stream-json line."""
 
@@ -208,6 +215,9 @@ class Result(_Doc):
     )
     checks: list[CheckRecord] | None = Field(
         default=None, description="review only: each check's verdict, in order"
+    )
+    patch: PatchBlock | None = Field(
+        default=None, description="--patch only: the patch file written (none on failure)"
     )
     pinned_changed: list[str] | None = Field(
         default=None,
