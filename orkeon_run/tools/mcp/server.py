@@ -229,8 +229,7 @@ class ServerRun:
     async def _on_stop(self, stop: anyio.Event) -> None:
         await stop.wait()
         self._wake.set()
-        # Bounds an http server's goodbye (or a new session under way); a stdio stop is
-        # bounded on its own.
+        # Bounds an http session's goodbye (or its making); a stdio stop has its own bound.
         end = anyio.current_time() + 3 * self.settings.grace
         self._scope.deadline = min(self._scope.deadline, end)
 
