@@ -25,15 +25,21 @@ Contract:
   tools, and serves the roles without roots); a call with `roots` goes to the server's
   process for those roots, started at the first such call (one process per set of roots,
   stopped with the others). An unconfined server serves every role from one process.
-- `call` never raises for anything a server does (`results.py` has the texts). A server
-  that ends while the run goes on is marked so once, with an `mcp.server` event.
+- `call` never raises for anything a server does (`results.py` has the texts). A stdio
+  server that ends while the run goes on is marked so once, with an `mcp.server` event.
+- An http server whose session broke (connection refused, 404 for its session id) is
+  `dropped`; a call that finds it so, before anything ran there, has a new session made
+  (server.py, `reconnect`; calls at once share one) and is sent once more on it (send.py:
+  a call that reached the server is never sent again); a second failure refuses the call
+  with `[refused: MCP server S is unreachable (one new session was tried): REASON]`.
 - Leaving the hub (or `stop()`) stops every server, a stdio one with its whole process
   group, also when the run is cancelled (SIGINT/SIGTERM cancel the run's task group).
 
 Events (`emit(type, **fields)`, e.g. `EventLog.emit`), one `mcp.server` per change:
 `{server, transport, state, pid, tools, reason, seconds}`, state `started` (tools: how
 many; seconds: the start-up time), `failed` (reason), `exited` (reason: it ended mid-run)
-or `stopped` (a running server stopped at the end; seconds: how long it ran).
+or `stopped` (a running server stopped at the end; seconds: how long it ran); for http,
+`dropped` (reason), `reconnected` (seconds) and `unreachable` (reason, seconds).
 """
 
 from __future__ import annotations

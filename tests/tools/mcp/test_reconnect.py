@@ -25,7 +25,7 @@ def test_a_session_the_server_forgot_is_made_again_and_the_call_sent_once_more(
     tmp_path: Path,
 ) -> None:
     """docs/tools.md: 'the server answered 404 for the session (it expired, or the server
-    restarted) ... a new session is made, once for this call, and the call sent once
+    restarted ...). A new session is made, once for this call, and the call sent once
     more on it'."""
     server = HttpServer("--legacy")
     with server as url:
@@ -72,8 +72,9 @@ def test_a_server_that_stays_down_refuses_each_call_after_one_try_and_comes_back
     tmp_path: Path,
 ) -> None:
     """docs/tools.md: 'it could not be reached, and one new session did not help:
-    `[refused: MCP server web is unreachable (one new session was tried): REASON]`'; each
-    later call tries once more, so a server started again on its address serves again."""
+    `[refused: MCP server tracker is unreachable (one new session was tried): REASON]`
+    ... The next call tries once more, so a server started again at its address serves
+    the calls after that'."""
     server = HttpServer()
     with server as url:
 
@@ -106,8 +107,9 @@ def test_a_server_that_stays_down_refuses_each_call_after_one_try_and_comes_back
 
 def test_a_call_that_reached_the_server_is_not_sent_again(tmp_path: Path) -> None:
     """docs/tools.md: 'a call that reached the server is never sent again: the tool may
-    have done its work (it need not be idempotent)'. The tool `die` notes each call in a
-    file, then the server exits before it answers."""
+    have done its work (it need not be idempotent ...) ... the next call makes the new
+    session'. The tool `die` notes each call in a file, then the server exits before it
+    answers."""
     server = HttpServer()
     mark = tmp_path / "calls"
     with server as url:
