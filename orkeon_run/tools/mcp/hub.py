@@ -82,8 +82,9 @@ class McpTool:
 
 @dataclass(frozen=True)
 class McpReply:
-    """What one call came to, `result` being what the model reads. `refused`: nothing was
-    sent to a server: it is not running (`[refused: MCP server S is not running: …]`), or
+    """What one call came to, `result` being what the model reads. `refused`: nothing ran
+    on a server: it is not running (`[refused: MCP server S is not running: …]`), or it is
+    unreachable after one new session (`[refused: MCP server S is unreachable …]`), or
     the call names no tool it lists, or its input is not an object (`error: …`, the texts
     the pipeline gives any call it cannot run). Otherwise the call ran and `result` is the
     server's result or an `error: …` text."""
