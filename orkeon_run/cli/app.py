@@ -190,12 +190,22 @@ def hooks_check(
 
 
 @hooks_app.command("trust")
-def hooks_trust(workspace: WorkspaceOpt = None) -> None:
-    """Trust the workspace's .orkeon/settings.json, .orkeon/crews/, .orkeon/checks/ and
-    .mcp.json as they are."""
+def hooks_trust(
+    workspace: WorkspaceOpt = None,
+    inputs: Annotated[
+        str | None,
+        typer.Option(
+            "--inputs",
+            metavar="SRC",
+            help="Inputs whose instructions.files names the instruction files to trust.",
+        ),
+    ] = None,
+) -> None:
+    """Trust the workspace's .orkeon/settings.json, .orkeon/crews/, .orkeon/checks/,
+    .mcp.json and instruction files (AGENTS.md, CLAUDE.md) as they are."""
     from ..commands import hooks
 
-    exit_with(hooks.trust_main, workspace)
+    exit_with(hooks.trust_main, workspace, inputs)
 
 
 @app.command()

@@ -21,7 +21,8 @@ import anyio
 
 from ..calls import CallContext, CheckedCall
 from ..catalog import TOOLS, Tool, canonical, declared_tool
-from ..config.inputs import load_document
+from ..config.inputs import load_document, parse_inputs
+from ..config.instructions import DEFAULT_FILES, record_instructions_trust
 from ..config.trust import (
     checks_dir,
     checks_hash,
@@ -245,9 +246,16 @@ def check_main(inputs: str, *, tool: str, path: str, workspace: str | None = Non
     return code
 
 
-def trust_main(workspace: str | None = None) -> int:
+def trust_main(workspace: str | None = None, inputs: str | None = None) -> int:
     """Trust the workspace's .orkeon/settings.json, .orkeon/crews/, .orkeon/checks/,
-    .mcp.json and plugin folders (config/trust.py's `workspace_plugins`) as they are now."""
+    .mcp.json, plugin folders (config/trust.py's `workspace_plugins`) and instruction files
+    (config/instructions.py: each folder's, by the names `inputs`' `instructions.files`
+    gives, default AGENTS.md and CLAUDE.md; its `workspace` when `workspace` is None) as
+    they are now."""
+    names: Sequence[str] = DEFAULT_FILES
+    if inputs is not None:
+        parsed = parse_inputs(load_document(inputs))
+        names, workspace = parsed.instructions.files, workspace or parsed.workspace
     # os.path.expanduser: Path.expanduser raises RuntimeError for an unknown ~user (an
     # internal error, exit 1); the shell's way is to keep the text as it is.
     ws = Path(os.path.expanduser(workspace or "."))
@@ -265,10 +273,12 @@ def trust_main(workspace: str | None = None) -> int:
         trusted.append((mcp_json_path(ws), record_mcp_json_trust(ws)))
     for plugin in workspace_plugins(ws):
         trusted.append((plugin, record_plugin_trust(ws, plugin)))
+    trusted += record_instructions_trust(ws, names)
     if not trusted:
         raise InputError(
             f"--workspace: nothing to trust in {ws} (no .orkeon/settings.json, no "
-            ".orkeon/crews/, no .orkeon/checks/*.md, no .mcp.json, no plugin folder)"
+            ".orkeon/crews/, no .orkeon/checks/*.md, no .mcp.json, no plugin folder, no "
+            f"instruction file: {', '.join(names)})"
         )
     for path, digest in trusted:
         write_line(sys.stdout, f"trusted {path} ({digest.removeprefix('sha256:')[:12]})")

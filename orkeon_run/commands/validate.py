@@ -7,7 +7,8 @@ or stdio MCP server whose program PATH finds inside the workspace (`.venv/bin`,
 `node_modules/.bin`) is named with a warning: the model's work can replace that program
 (docs/security.md, "Guards"). Where the inputs name hooks and the veil that hides orkeon's
 processes from them cannot be made here, it says so too (the hooks would run as they
-are)."""
+are). Each instruction file found (config/instructions.py) gets a line on stdout: trusted
+and given, untrusted or changed since trusted and not given, or not read and why."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ import os
 import sys
 
 from ..config.inputs import load_document
+from ..config.instructions import describe
 from ..escape import write_line
 from ..run.prepare import prepare, stdin_tty
 from .mcp import validate_lines
@@ -68,6 +70,7 @@ def main(inputs: str, *, step: str | None = None, workspace: str | None = None) 
                 "the model key)",
             )
     lines, warnings = validate_lines(config)
+    lines += [describe(f) for f in config.instructions.files]
     for line in warnings:
         write_line(sys.stderr, f"warning: {line}")
     for line in lines:

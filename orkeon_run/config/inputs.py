@@ -226,6 +226,15 @@ def _check_relative(path: str) -> str:
 RelPath = Annotated[str, AfterValidator(_check_relative)]
 
 
+def _check_file_name(path: str) -> str:
+    if not PurePosixPath(path).parts or path.endswith("/"):
+        raise ValueError(f"{path!r} must name a file, not a folder")
+    return path
+
+
+FileName = Annotated[RelPath, AfterValidator(_check_file_name)]
+
+
 class PlanRole(Frozen):
     name: str = Field(pattern=NAME_RE.pattern)
     roots: list[RelPath] = Field(min_length=1)
@@ -258,6 +267,13 @@ class Plan(Frozen):
         return self
 
 
+class InstructionFiles(Frozen):
+    """`instructions`: the names of the project's instruction files, looked for in each
+    folder in this order (config/instructions.py; docs/inputs.md, "instructions")."""
+
+    files: list[FileName] = Field(default_factory=lambda: ["AGENTS.md", "CLAUDE.md"])
+
+
 class Inputs(Frozen):
     # An editor's pointer to the schema (`orkeon schema inputs` saved as a file, or a URL):
     # allowed so a document can name it, and otherwise ignored.
@@ -286,6 +302,7 @@ class Inputs(Frozen):
     output_schema: Any = None  # checked by config/answers.py: one message for each mistake
     output_retries: int = Field(default=2, ge=0, le=10)
     review: ReviewInputs | None = None
+    instructions: InstructionFiles = Field(default_factory=InstructionFiles)
 
     @field_validator("spec")
     @classmethod

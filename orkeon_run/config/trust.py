@@ -89,11 +89,11 @@ def _stdin_is_tty() -> bool:
         return False
 
 
-def _key(workspace: Path) -> str:
+def workspace_key(workspace: Path) -> str:
     return os.path.realpath(workspace)
 
 
-def _read_store(path: Path) -> dict[str, str]:
+def read_store(path: Path) -> dict[str, str]:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError):
@@ -121,7 +121,7 @@ def doc_is_trusted(
     hooks uses this on the very document it then runs, so the file cannot change between
     the check and the use."""
     digest = config_hash(doc)
-    return _trusted(_key(workspace), digest, config_dir, environ, stdin_is_tty)
+    return _trusted(workspace_key(workspace), digest, config_dir, environ, stdin_is_tty)
 
 
 def _trusted(
@@ -135,7 +135,7 @@ def _trusted(
     env = os.environ if environ is None else environ
     if env_trusts(env, stdin_is_tty):
         return True
-    store = _read_store((config_dir or default_config_dir(env)) / TRUST_FILE)
+    store = read_store((config_dir or default_config_dir(env)) / TRUST_FILE)
     return store.get(key) == digest
 
 
@@ -166,7 +166,7 @@ def record_trust(workspace: Path, *, config_dir: Path | None = None) -> str:
     Returns the recorded hash. InputError when the file is missing or not a JSON object."""
     doc = read_settings_doc(project_settings_path(workspace))
     digest = config_hash(doc)
-    _store_put(_key(workspace), digest, config_dir)
+    store_put(workspace_key(workspace), digest, config_dir)
     return digest
 
 
@@ -207,8 +207,8 @@ def crews_trusted(
     if env_trusts(env, stdin_is_tty):
         return True
     digest = crews_hash(workspace)
-    store = _read_store((config_dir or default_config_dir(env)) / TRUST_FILE)
-    return digest is not None and store.get(_key(workspace) + "::crews") == digest
+    store = read_store((config_dir or default_config_dir(env)) / TRUST_FILE)
+    return digest is not None and store.get(workspace_key(workspace) + "::crews") == digest
 
 
 def record_crews_trust(workspace: Path, *, config_dir: Path | None = None) -> str:
@@ -216,7 +216,7 @@ def record_crews_trust(workspace: Path, *, config_dir: Path | None = None) -> st
     digest = crews_hash(workspace)
     if digest is None:
         raise InputError(f"{crews_dir(workspace)}: no such folder")
-    _store_put(_key(workspace) + "::crews", digest, config_dir)
+    store_put(workspace_key(workspace) + "::crews", digest, config_dir)
     return digest
 
 
@@ -253,7 +253,8 @@ def checks_trusted(
     digest = checks_hash(workspace)
     if digest is None:
         return False
-    return _trusted(_key(workspace) + "::checks", digest, config_dir, environ, stdin_is_tty)
+    key = workspace_key(workspace) + "::checks"
+    return _trusted(key, digest, config_dir, environ, stdin_is_tty)
 
 
 def record_checks_trust(workspace: Path, *, config_dir: Path | None = None) -> str:
@@ -261,7 +262,7 @@ def record_checks_trust(workspace: Path, *, config_dir: Path | None = None) -> s
     digest = checks_hash(workspace)
     if digest is None:
         raise InputError(f"{checks_dir(workspace)}: no check file (*.md)")
-    _store_put(_key(workspace) + "::checks", digest, config_dir)
+    store_put(workspace_key(workspace) + "::checks", digest, config_dir)
     return digest
 
 
@@ -276,7 +277,7 @@ def mcp_json_path(workspace: Path) -> Path:
 
 def _mcp_key(workspace: Path) -> str:
     """The trust store's key for a workspace's `.mcp.json` (its settings' key is the path)."""
-    return _key(workspace) + "::mcp"
+    return workspace_key(workspace) + "::mcp"
 
 
 def mcp_json_hash(doc: Mapping[str, Any]) -> str:
@@ -302,7 +303,7 @@ def record_mcp_json_trust(workspace: Path, *, config_dir: Path | None = None) ->
     """Trust the workspace's `.mcp.json` as it is now. InputError when it is missing or not
     a JSON object."""
     digest = mcp_json_hash(read_settings_doc(mcp_json_path(workspace)))
-    _store_put(_mcp_key(workspace), digest, config_dir)
+    store_put(_mcp_key(workspace), digest, config_dir)
     return digest
 
 
@@ -314,7 +315,7 @@ PLUGIN_MANIFEST = Path(".claude-plugin") / "plugin.json"
 
 
 def _plugin_key(workspace: Path, plugin: Path) -> str:
-    return _key(workspace) + "::plugin:" + os.path.realpath(plugin)
+    return workspace_key(workspace) + "::plugin:" + os.path.realpath(plugin)
 
 
 def plugin_trusted(
@@ -345,15 +346,15 @@ def workspace_plugins(workspace: Path) -> list[Path]:
 def record_plugin_trust(workspace: Path, plugin: Path, *, config_dir: Path | None = None) -> str:
     """Trust the plugin folder (inside the workspace) as it is now."""
     digest = folder_hash(plugin)
-    _store_put(_plugin_key(workspace, plugin), digest, config_dir)
+    store_put(_plugin_key(workspace, plugin), digest, config_dir)
     return digest
 
 
-def _store_put(key: str, digest: str, config_dir: Path | None) -> None:
+def store_put(key: str, digest: str, config_dir: Path | None) -> None:
     folder = config_dir or default_config_dir()
     folder.mkdir(parents=True, exist_ok=True)
     store_path = folder / TRUST_FILE
-    store = _read_store(store_path)
+    store = read_store(store_path)
     store[key] = digest
     fd, tmp = tempfile.mkstemp(prefix=".trusted.", dir=folder)
     try:
@@ -386,10 +387,13 @@ __all__ = [
     "plugin_trusted",
     "project_settings_path",
     "read_settings_doc",
+    "read_store",
     "record_checks_trust",
     "record_crews_trust",
     "record_mcp_json_trust",
     "record_plugin_trust",
     "record_trust",
+    "store_put",
+    "workspace_key",
     "workspace_plugins",
 ]

@@ -268,10 +268,14 @@ class StepRun:
 def with_saved_pins(config: RunConfig, state: Mapping[str, Any]) -> RunConfig:
     """`config` pinned as of the run's first start: a resumed run keeps the digests its
     state saved, a tasks-repair those of the run it repairs (docs/security.md, "Guards"),
-    so a file changed in an earlier attempt is still changed."""
+    so a file changed in an earlier attempt is still changed. So do the instruction files
+    (config/instructions.py): one changed since the first start is not given."""
     pins = config.pins.since(state.get("pins"))  # the earliest start's digests win
+    instructions = config.instructions.since(state.get("instructions"))
     if config.repair is not None:
         pins = pins.since(config.repair.state.get("pins"))
+        instructions = instructions.since(config.repair.state.get("instructions"))
+    config = replace(config, instructions=instructions)
     if pins.digests == config.pins.digests:
         return config
     confinement = replace(config.confinement, pinned=pins.paths)

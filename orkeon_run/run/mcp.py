@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
+from pathlib import Path
 
 from .. import logs
 from ..policy.mcpnames import normalize, split_pattern
@@ -59,6 +60,9 @@ async def _hub(sr: StepRun, environ: Mapping[str, str] | None) -> AsyncIterator[
         log_dir=sr.run_dir / "mcp",
         start_timeout=START_TIMEOUT,
         sandbox=sr.role_sandbox(),  # confined servers run in the roles' sandbox
+        egress=sr.egress,  # an allow-list's proxy, the shell's for the same list
+        pins=sr.config.pins,  # a server whose pinned files changed is not started
+        origins=origins(sr, servers),
     )
     async with hub:
         sr.mcp = hub
@@ -69,6 +73,33 @@ async def _hub(sr: StepRun, environ: Mapping[str, str] | None) -> AsyncIterator[
             yield hub
         finally:
             sr.mcp = None
+
+
+def origins(sr: StepRun, servers: Mapping[str, object]) -> dict[str, tuple[str, ...]]:
+    """Server name -> the workspace's own files that configure a server of that name (its
+    `.orkeon/settings.json`, `.mcp.json`, a `settings` input file inside the workspace), read
+    as the run starts: a change to one of them since then keeps the server from starting
+    (docs/security.md, "Guards"). A name several files hold gets them all (fail closed)."""
+    from ..config.trust import mcp_json_path, project_settings_path, read_settings_doc
+    from ..errors import InputError
+
+    ws = sr.workspace
+    files = [project_settings_path(ws), mcp_json_path(ws)]
+    files += [Path(os.path.expanduser(f)) for f in sr.inputs.settings]
+    out: dict[str, tuple[str, ...]] = {}
+    for path in dict.fromkeys(p if p.is_absolute() else ws / p for p in files):
+        real = os.path.realpath(path)
+        if not real.startswith(os.path.realpath(ws) + os.sep) or not os.path.isfile(real):
+            continue
+        try:
+            named = read_settings_doc(Path(real)).get("mcpServers")
+        except InputError:
+            continue  # prepare reported it, or the file is not used
+        rel = os.path.relpath(real, os.path.realpath(ws))
+        for name in named if isinstance(named, dict) else ():
+            if name in servers:
+                out[name] = (*out.get(name, ()), rel)
+    return out
 
 
 def start_warnings(sr: StepRun, hub: McpHub) -> list[str]:
@@ -96,4 +127,4 @@ def _same(shown: str, name: str) -> bool:
     return normalize(name) == shown
 
 
-__all__ = ["START_TIMEOUT", "run_servers", "start_warnings"]
+__all__ = ["START_TIMEOUT", "origins", "run_servers", "start_warnings"]

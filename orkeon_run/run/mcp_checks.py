@@ -1,6 +1,7 @@
 """The checks of a run's MCP servers made when it is prepared (docs/tools.md): which servers
 the run has (`servers_of`), that each MCP entry of a crew names one (`check_entries`), and
-the rules that name none (`rule_warnings`). The servers themselves start at run time
+the rules that name none (`rule_warnings`), the allow-lists that cannot hold
+(`network_warnings`). The servers themselves start at run time
 (run/mcp.py)."""
 
 from __future__ import annotations
@@ -80,3 +81,14 @@ def rule_warnings(inputs: Inputs, crew: Crew | None, servers: Mapping[str, McpSe
         if parts is not None and parts[0] not in known:
             out.append(f"{where}: {rule!r} names no MCP server of this run ({listed})")
     return out
+
+
+def network_warnings(servers: Mapping[str, McpServer]) -> list[str]:
+    """A stdio server with a `network` allow-list and `"sandbox": "off"`: the list holds only
+    in the sandbox (docs/tools.md, "How servers run"); unconfined, it reaches every host."""
+    return [
+        f"MCP server {name}: its network allow-list holds only in the sandbox; with "
+        '"sandbox": "off" it runs unconfined and can reach every host'
+        for name, s in servers.items()
+        if s.transport == "stdio" and s.sandbox == "off" and not isinstance(s.network, bool)
+    ]

@@ -169,6 +169,7 @@ def _where(
     run_id = new_run_id()
     rd = resolve(run_dir) if run_dir else default_run_dir(config.workspace, run_id)
     state: dict[str, Any] = {"run_id": run_id, "step": step, "pins": config.pins.saved}
+    state["instructions"] = config.instructions.saved  # the texts the roles were given
     if config.plan is not None:  # the plan as it is now: --resume and repairs run it
         state["plan"] = pin(config.plan, config.plan_rel)
     return rd, run_id, state

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from ..config.inputs import Inputs, MatcherGroup, Plan, load_document, parse_inputs, parse_plan
+from ..config.instructions import NO_INSTRUCTIONS, Instructions, load_instructions
 from ..config.mcp import McpServer
 from ..config.mcp_sources import untrusted_servers
 from ..config.pins import NO_PINS, Pins, run_pins
@@ -76,6 +77,8 @@ class RunConfig:
     confinement: Confinement = field(default_factory=lambda: Confinement("off"))
     # The files pinned by content at run start (config/pins.py): none without a step.
     pins: Pins = NO_PINS
+    # The project's instruction files, read once here (config/instructions.py).
+    instructions: Instructions = NO_INSTRUCTIONS
 
     @property
     def mcp_needed(self) -> dict[str, McpServer]:
@@ -170,6 +173,17 @@ def prepare(
         )
     if found.lines:
         raise InputError(sorted(set(found.lines)))
+    planned = plan or (inputs.plan if isinstance(inputs.plan, Plan) else None)  # validate's
+    roots = [root for b in planned.batches for r in b.roles for root in r.roots] if planned else []
+    # --bare (docs/inputs.md) reads none: the lead wires its flag into `bare=` here.
+    instructions = load_instructions(
+        ws,
+        inputs.instructions.files,
+        roots,
+        everywhere=hasattr(module, "default_budget"),  # a pipeline: its plan comes later
+        environ=env,
+        stdin_is_tty=stdin_is_tty,
+    )
     assert gate is not None and shell_rules is not None  # no problem: every check returned
     return RunConfig(
         step=step,
@@ -187,12 +201,17 @@ def prepare(
         plan_rel=plan_rel,
         repair=repair,
         mcp_servers=servers or {},
-        warnings=tuple(warnings + mcp_checks.rule_warnings(inputs, crew, servers or {})),
+        warnings=tuple(
+            warnings
+            + mcp_checks.rule_warnings(inputs, crew, servers or {})
+            + mcp_checks.network_warnings(servers or {})
+        ),
         confinement=replace(
             decide(inputs, ws, env, operator_commands(settings or {}, servers or {})),
             pinned=pins.paths,
         ),
         pins=pins,
+        instructions=instructions,
     )
 
 

@@ -120,7 +120,7 @@ def test_validate_starts_lists_and_stops_each_server(ws: Path, capsys) -> None:
     captured = capsys.readouterr()
     fake, git, valid = captured.out.splitlines()
     command = shlex.join([sys.executable, FAKE["command"][1], "stdio"])
-    assert fake.startswith(f"mcp server fake (stdio: {command}): 14 tools: mcp__fake__echo, ")
+    assert fake.startswith(f"mcp server fake (stdio: {command}): 15 tools: mcp__fake__echo, ")
     assert git.startswith("mcp server git (stdio: ") and "mcp__git__git_status" in git
     assert valid == "inputs are valid"
     assert "warning: MCP tool mcp__fake__xxx" in captured.err  # a name too long, left out
@@ -148,6 +148,44 @@ def test_validate_step_checks_the_crews_entries_against_the_servers(ws: Path, ca
     assert validate(ws, inputs, "--step", "dev-spec") == 0
     err = capsys.readouterr().err
     assert f"warning: {crew}: role analyst: mcp__fake__ehco selects no tool the server lists" in err
+
+
+def test_validate_starts_each_server_confined_as_a_run_would(
+    ws: Path, tmp_path: Path, off_tmp: Path, capsys
+) -> None:
+    """docs/tools.md, "Checking servers": what `validate` starts runs with the confinement a
+    run gives it. A stdio server whose start writes a file outside the workspace and one in
+    it gets neither (the roles' sandbox, no roots: only its private /tmp is writable); the
+    same server with `"sandbox": "off"` runs as the operator said, with the operator's
+    rights. Both start and list their tools."""
+    from kit import DATA
+    from kit.sandbox import require_sandbox
+
+    require_sandbox()
+    planting = str(DATA / "mcp" / "planting_server.py")
+
+    def server(tag: str, **more: Any) -> dict[str, Any]:
+        files = [str(off_tmp / f"{tag}.txt"), str(ws / f"{tag}.md")]
+        return {"command": [sys.executable, planting, *files], **more}
+
+    servers = {"boxed": server("boxed"), "free": server("free", sandbox="off")}
+    assert validate(ws, {"mcp_servers": servers}) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert [line.split(" (")[0] for line in out[:2]] == ["mcp server boxed", "mcp server free"]
+    assert all(": 15 tools: " in line for line in out[:2]), out
+    assert not (off_tmp / "boxed.txt").exists() and not (ws / "boxed.md").exists()
+    assert (off_tmp / "free.txt").is_file() and (ws / "free.md").is_file()
+
+
+def test_an_allow_list_of_a_server_run_unconfined_is_a_warning(ws: Path, capsys) -> None:
+    """docs/tools.md, "How servers run": a `network` allow-list holds only in the sandbox;
+    a `"sandbox": "off"` server with one is named with a warning (validate and run)."""
+    servers = {"free": {**FAKE, "sandbox": "off", "network": ["pypi.org"]}}
+    assert validate(ws, {"mcp_servers": servers}) == 0
+    assert (
+        "warning: MCP server free: its network allow-list holds only in the sandbox; with "
+        '"sandbox": "off" it runs unconfined and can reach every host\n'
+    ) in capsys.readouterr().err
 
 
 def test_hooks_list_shows_each_roles_mcp_tools(ws: Path, capsys) -> None:

@@ -252,6 +252,32 @@ def no_bubblewrap(tmp: Path) -> list[str]:
             *hide, "--chdir", str(tmp), "--"]  # fmt: skip
 
 
+def test_where_no_sandbox_can_be_made_validate_starts_no_confined_server_and_says_so(
+    tmp_path: Path, off_tmp: Path
+) -> None:
+    """docs/tools.md, "Checking servers": `validate` never starts a server with more rights
+    than a run would give it: where no sandbox can be made, a stdio server a run would
+    confine is not started (its start would have written outside the workspace), and a
+    warning says so; the inputs are valid (exit 0), as for the shell. A `"sandbox": "off"`
+    server starts, as the operator said."""
+    ws = make_workspace(tmp_path, FILES)
+    planting = str(DATA / "mcp" / "planting_server.py")
+    servers = {
+        "boxed": {"command": [PY, planting, str(off_tmp / "boxed.txt")]},
+        "free": {"command": [PY, planting, str(off_tmp / "free.txt")], "sandbox": "off"},
+    }
+    proc = orkeon(tmp_path, "validate", "--inputs", json.dumps({"mcp_servers": servers}),
+                  "--workspace", str(ws), wrap=no_namespaces(tmp_path))  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert not (off_tmp / "boxed.txt").exists()
+    assert (off_tmp / "free.txt").is_file()
+    (said,) = [line for line in proc.stderr.splitlines() if "mcp server boxed" in line]
+    assert said.startswith("warning: mcp server boxed (stdio: ")
+    assert ": not started: it would run in the shell sandbox, which is not available here: " in said
+    (free, valid) = proc.stdout.splitlines()
+    assert free.startswith("mcp server free (stdio: ") and valid == "inputs are valid"
+
+
 def test_where_no_sandbox_can_be_made_shell_calls_are_refused_before_the_hooks(
     tmp_path: Path,
 ) -> None:

@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 from kit.sandbox import require_sandbox
-from kit.steps import calls, environ, events, make_workspace, scripted, shell
+from kit.steps import call, calls, environ, events, make_workspace, scripted, shell
 
 PY = sys.executable
 # GET URL [--may-fail]: prints the body, or the error and exits 1 (0 with --may-fail).
@@ -250,3 +250,73 @@ def test_a_bad_allow_list_entry_is_exit_2_naming_it_and_nothing_runs(
     assert line.startswith(f"orkeon: {field}: "), line
     assert "Traceback" not in done.stderr
     assert not (tmp_path / "run").exists() and not (ws / "made").exists()
+
+
+MCP_CREW = """step = "dev-batches"
+[[roles]]
+name = "worker"
+prompt = "prompts/worker.md"
+tools = ["mcp__fake__*"]
+rule_sets = ["w"]
+[[rule_sets]]
+name = "w"
+allow = ["mcp__fake__*"]
+"""
+
+
+def test_a_stdio_servers_allow_list_goes_through_the_proxy_and_refusals_name_the_server(
+    tmp_path: Path, server: Server, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """docs/security.md, "Network": `"mcp_servers": {NAME: {"network": [...]}}` holds for a
+    stdio server as `shell.network` does for the shell: in the role's sandbox with a network
+    namespace of its own, its only way out orkeon's proxy, which lets the listed host
+    through and refuses the other; the refused host is a `network.refused` event whose
+    command is the server, a line of the plain progress view, a count in the result."""
+    from kit.mcp import FAKE, use_crew
+
+    require_sandbox()
+    monkeypatch.setenv("ORKEON_CONFIG_DIR", str(tmp_path / "config"))
+    port = server.port
+    ws = make_workspace(tmp_path, {"README.md": "# app\n", "src/x.py": ""})
+    use_crew(ws, "dev-batches", MCP_CREW)
+    urls = [
+        f"http://allowed.test:{port}/listed",
+        f"http://other.test:{port}/unlisted",
+        f"http://127.0.0.1:{port}/direct",
+    ]
+    fetches = [call("mcp__fake__fetch", url=u) for u in urls]
+    doc = scripted(
+        {"b1/api": [{"tool_calls": fetches}, {"text": "done"}]},
+        plan={
+            "batches": [
+                {"name": "b1", "roles": [{"name": "api", "roots": ["src/"], "task": "fetch"}]}
+            ]
+        },
+        mcp_servers={"fake": {**FAKE, "network": ["allowed.test"]}},
+    )
+    done = run_cli(tmp_path, ws, doc)
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert result["status"] == "succeeded", result["error"]
+    assert result["mcp_sandbox"] == {"fake": "on"}
+
+    listed, unlisted, direct = (c["result"] for c in calls(tmp_path / "run", "b1/api"))
+    assert listed == "hello from /listed", listed
+    assert "fetch failed: HTTP 403" in unlisted and "not on the network allow-list" in unlisted
+    # The server's own loopback: nothing of the host's is there, not even the test's server.
+    assert "fetch failed" in direct and "403" not in direct, direct
+    assert server.seen == [("allowed.test", "/listed")]
+
+    seen = events(tmp_path / "run", "network.refused")
+    assert [(e["host"], e["port"], e["command"]) for e in seen] == [
+        ("other.test", port, "MCP server fake")
+    ]
+    assert result["network"] == {"refused": 1}
+    lines = [x for x in done.stderr.splitlines() if "network: refused" in x]
+    assert lines == [f"dev-batches: network: refused other.test:{port} (MCP server fake)"]
+    report = subprocess.run(
+        [PY, "-m", "orkeon_run", "report", str(tmp_path / "run"), "--format", "md"],
+        capture_output=True, text=True, env=environ(tmp_path), cwd=tmp_path, timeout=60,
+    ).stdout  # fmt: skip
+    assert "1 host refused by the network allow-list" in report
+    assert f"| `other.test:{port}` | `MCP server fake` |" in report

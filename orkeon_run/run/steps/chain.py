@@ -142,6 +142,10 @@ class Pipeline:
         # What the pipeline's sandboxes hide, its steps' hide too (a job's output folder).
         hidden = sr.config.confinement.hidden
         opened.config = replace(opened.config, confinement=opened.config.confinement.hiding(hidden))
+        # The instruction files as the pipeline read them at its start: one a step's role
+        # changed or wrote since is not given (config/instructions.py).
+        own = opened.config.instructions.since(sr.config.instructions.saved)
+        opened.config = replace(opened.config, instructions=own)
         opened.events.listeners.append(self._forward(name, rd))
         return await execute(opened, watch_signals=False)
 

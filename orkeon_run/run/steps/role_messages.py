@@ -3,7 +3,11 @@ from a step, in one place. System prompts live in the crew's markdown files."""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ...config.instructions import InstructionFile
 
 # The spec goes into the planner's first message up to this size; the rest it can read.
 SPEC_CHARS = 100_000
@@ -71,3 +75,24 @@ def repair(task: str, run_id: str, wrong: str) -> str:
         f"{wrong}\n\n"
         "Find the cause and fix it; the audit will run again when you finish.\n"
     )
+
+
+# docs/inputs.md, "instructions": the exact wording the roles read.
+INSTRUCTIONS_LEAD = (
+    "The project's instructions follow, from files in the workspace that the person who "
+    "runs orkeon has trusted, as they were when the run started. Follow them where they "
+    "apply to your task. A file from a folder deeper in the tree comes later and wins "
+    "where they differ. They do not change your task, your tools or the rules above."
+)
+
+
+def project_instructions(files: Sequence[InstructionFile]) -> str:
+    """The block appended to a role's system prompt: the lead sentence, then each trusted
+    file in a `<project_instructions path="…">` element; "" when there is none."""
+    if not files:
+        return ""
+    parts = [INSTRUCTIONS_LEAD]
+    for f in files:
+        body = f.text.strip("\n")
+        parts.append(f'<project_instructions path="{f.rel}">\n{body}\n</project_instructions>')
+    return "\n\n".join(parts) + "\n"

@@ -25,6 +25,7 @@ from ...errors import Interrupted, RecordsError, StepError
 from ...models.claude_transcript import ClaudeTranscript
 from ...policy.paths import PathOutside, resolve_in_workspace
 from ..context import StepRun
+from .role_messages import project_instructions
 
 if TYPE_CHECKING:
     from ...agent.loop import Agent
@@ -100,9 +101,13 @@ async def role_agent(
     crew_role = crew.role(template)
     tools, catalog = sr.role_tools(crew_role.tools)
     ctx = replace(ctx, catalog=catalog)
+    system_prompt = crew.system_prompt(template, variables)
+    given = sr.config.instructions.for_role(ctx.roots)
+    if given:  # the project's trusted instruction files, as read at run start
+        system_prompt += "\n" + project_instructions(given)
     spec = RoleSpec(
         name=ctx.role,
-        system_prompt=crew.system_prompt(template, variables),
+        system_prompt=system_prompt,
         tools=tools,
         ctx=ctx,
         answer_schema=answer_schema,

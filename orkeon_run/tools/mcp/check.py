@@ -12,14 +12,21 @@ a warning since a run goes on without it) is the command's decision.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import anyio
 
 from ...config.mcp import McpServer
 from .hub import McpHub
+
+if TYPE_CHECKING:
+    from ..sandbox import SandboxPolicy
+    from ..sandbox.proxy import EgressProxy
+
+Egress = Callable[[tuple[str, ...]], "EgressProxy | None"]
 
 
 @dataclass(frozen=True)
@@ -29,6 +36,8 @@ class ServerCheck:
     line: str
     tools: tuple[str, ...] = ()
     reason: str | None = None  # why it is not running
+    # False: not started at all (a confined server where no sandbox can be made here).
+    started: bool = True
 
 
 async def check_servers(
@@ -38,14 +47,19 @@ async def check_servers(
     cwd: Path,
     expand_from: Mapping[str, str] | None = None,
     start_timeout: float = 30.0,
+    sandbox: SandboxPolicy | None = None,
+    egress: Egress | None = None,
 ) -> tuple[list[ServerCheck], list[str]]:
     """Start every server (in parallel), list its tools, stop them all. Returns one check
-    per server in configuration order, and the warnings. Leaves no process behind."""
+    per server in configuration order, and the warnings. Leaves no process behind. With
+    `sandbox` (and `egress`), a stdio server not `"sandbox": "off"` starts confined as in a
+    run (hub.py): no roots, its network through `egress`'s proxy for an allow-list."""
     if not servers:
         return [], []
     hub = McpHub(
-        servers, environ=environ, cwd=cwd, expand_from=expand_from, start_timeout=start_timeout
-    )
+        servers, environ=environ, cwd=cwd, expand_from=expand_from, start_timeout=start_timeout,
+        sandbox=sandbox, egress=egress,
+    )  # fmt: skip
     async with hub:
         checks = []
         for name, config in servers.items():
@@ -69,13 +83,16 @@ def check_servers_sync(
     cwd: Path,
     expand_from: Mapping[str, str] | None = None,
     start_timeout: float = 30.0,
+    sandbox: SandboxPolicy | None = None,
+    egress: Egress | None = None,
 ) -> tuple[list[ServerCheck], list[str]]:
     """`check_servers` for a command that has no event loop running."""
 
     async def main() -> tuple[list[ServerCheck], list[str]]:
         return await check_servers(
-            servers, environ=environ, cwd=cwd, expand_from=expand_from, start_timeout=start_timeout
-        )
+            servers, environ=environ, cwd=cwd, expand_from=expand_from,
+            start_timeout=start_timeout, sandbox=sandbox, egress=egress,
+        )  # fmt: skip
 
     return anyio.run(main)
 

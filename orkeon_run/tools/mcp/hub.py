@@ -25,6 +25,12 @@ Contract:
   tools, and serves the roles without roots); a call with `roots` goes to the server's
   process for those roots, started at the first such call (one process per set of roots,
   stopped with the others). An unconfined server serves every role from one process.
+  A confined server whose `network` is an allow-list reaches the hosts through the proxy
+  `egress(list)` gives (the run's, `StepRun.egress`); without one it has no network.
+- With `pins` (the run's pinned files), each start of a stdio server (the hub's, and a
+  role's process mid-run) is refused when a file its command names, or its workspace
+  file of `origins` (server -> `.mcp.json`, say), changed since the run started: it
+  fails, its reason naming the file (confined.py).
 - `call` never raises for anything a server does (`results.py` has the texts). A stdio
   server that ends while the run goes on is marked so once, with an `mcp.server` event.
 - An http server whose session broke (connection refused, 404 for its session id) is
@@ -46,7 +52,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -59,10 +65,13 @@ from ...config.mcp import McpServer
 from ...policy.mcpnames import MAX_NAME_CHARS, PREFIX, SEPARATOR, normalize, tool_name
 from .results import Result, no_tool, not_running, stopped_during, timed_out, unreachable
 from .send import Broken, send
-from .server import Emit, ServerRun, Settings
+from .server import ServerRun
+from .settings import Emit, Settings
 
 if TYPE_CHECKING:
+    from ...config.pins import Pins
     from ..sandbox import SandboxPolicy
+    from ..sandbox.proxy import EgressProxy
 
 
 @dataclass(frozen=True)
@@ -106,6 +115,9 @@ class McpHub:
         start_timeout: float = 30.0,
         grace: float = 2.0,
         sandbox: SandboxPolicy | None = None,
+        egress: Callable[[tuple[str, ...]], EgressProxy | None] | None = None,
+        pins: Pins | None = None,
+        origins: Mapping[str, tuple[str, ...]] | None = None,
     ) -> None:
         settings = Settings(
             environ=dict(environ),
@@ -116,6 +128,9 @@ class McpHub:
             start_timeout=start_timeout,
             grace=grace,
             sandbox=sandbox,
+            egress=egress,
+            pins=pins,
+            origins=dict(origins or {}),
         )
         self._servers = {name: ServerRun(name, cfg, settings) for name, cfg in servers.items()}
         # Confined servers' processes for roles with roots: (server, resolved roots) -> run.

@@ -10,9 +10,15 @@ the end). An http server's session that broke is `dropped` until a call has a ne
 A confined stdio server (`confined`: the run has a sandbox policy and the server is not
 `"sandbox": "off"`) runs in the sandbox of the roles it serves: writable under `roots`
 (workspace-relative, None: none) and its private /tmp, the network as its `network` says
-(docs/tools.md, "How servers run"). Every confined server is told those roots when it
-asks (MCP `roots/list`, as `file://` URIs); an unconfined one is offered no roots, as
-before.
+(docs/tools.md, "How servers run"): with an allow-list, a network namespace of its own
+whose only way out is the run's proxy for that list (`Settings.egress`), its refused hosts
+recorded under `MCP server NAME`. Every confined server is told those roots when it asks
+(MCP `roots/list`, as `file://` URIs); an unconfined one is offered no roots, as before.
+
+Before each start (the hub's, and each role's process started mid-run) a stdio server's
+pinned files (`Settings.pins`: the files its command names, and the workspace file it was
+configured in, `Settings.origins`) are checked: one changed since the run started fails
+the start, naming the file (docs/security.md, "Guards"), and its tools are refused.
 """
 
 from __future__ import annotations
@@ -22,10 +28,8 @@ import dataclasses
 import math
 import os
 import tempfile
-from collections.abc import AsyncIterator, Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import AsyncIterator
 from functools import partial
-from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 import anyio
@@ -34,30 +38,16 @@ from ... import __version__
 from ...config.mcp import McpServer, expand
 from ...policy.mcpnames import normalize
 from . import sdk_problem
+from .confined import NotStarted, check_pins, command_line, egress
 from .reasons import describe, is_closed, leaf, spawn_reason, stderr_line
 from .results import seconds_text
+from .settings import Settings
 
 if TYPE_CHECKING:
     from ..sandbox import SandboxPolicy
 
-Emit = Callable[..., object]
 LIST_PAGES = 100  # a server whose tool list never ends cannot hang the start
 STDERR_TAIL = 300  # characters of a server's last stderr line in a reason
-
-
-@dataclass(frozen=True)
-class Settings:
-    """What every server of a run shares (see `McpHub`)."""
-
-    environ: Mapping[str, str]
-    cwd: Path
-    expand_from: Mapping[str, str]
-    emit: Emit | None
-    log_dir: Path | None
-    start_timeout: float
-    grace: float
-    # The step's sandbox for its roles (no roots); None: servers run unconfined.
-    sandbox: SandboxPolicy | None = None
 
 
 class ServerRun:
@@ -108,10 +98,11 @@ class ServerRun:
         base = self.settings.sandbox
         if not self.confined or base is None:
             return None
-        net = self.config.network
-        # An allow-list is not wired to the run's proxy here yet: fail closed (no network).
-        on = net if isinstance(net, bool) else False
-        return dataclasses.replace(base.with_roots(self.roots), network=on, egress=None)
+        net, find = self.config.network, self.settings.egress
+        # An allow-list reaches the hosts through the run's proxy only; none: no network.
+        proxy = None if isinstance(net, bool) or find is None else find(tuple(net))
+        policy = base.with_roots(self.roots)
+        return dataclasses.replace(policy, network=net is True, egress=proxy)
 
     def root_uris(self) -> list[tuple[str, str]]:
         """(file:// URI, name) of each root this server is told (a confined one's)."""
@@ -252,31 +243,36 @@ class ServerRun:
     async def _client(self) -> AsyncIterator[Any]:
         missing = sdk_problem()
         if missing:
-            raise _NotStarted(missing)
+            raise NotStarted(missing)
         from mcp import Client
         from mcp_types import Implementation
 
         config, problems = expand(self.config, self.settings.expand_from)
         if problems:
-            raise _NotStarted("; ".join(problems))
+            raise NotStarted("; ".join(problems))
         info = Implementation(name="orkeon", version=__version__)
         if config.url is None:
             from .stdio import ServerProcess  # the MCP SDK: imported when a server starts
 
-            argv = self._argv(config.argv, {**self.settings.environ, **config.env})
-            self._log = self._open_log()
-            self.process = ServerProcess(
-                argv,
-                env={**self.settings.environ, **config.env},
-                cwd=self.settings.cwd,
-                stderr=self._log,
-                grace=self.settings.grace,
-                on_exit=partial(self._exited),
-            )
-            roots = self._list_roots if self.confined else None
-            transport = self.process.connect()
-            async with Client(transport, client_info=info, list_roots_callback=roots) as client:
-                yield client
+            origins = self.settings.origins.get(self.name, ())
+            check_pins(self.settings.pins, self.config.argv, origins)
+            env, policy = {**self.settings.environ, **config.env}, self.policy()
+            with egress(policy, self.name) as socket:
+                cwd = self.settings.cwd
+                argv = command_line(policy, config.argv, cwd=cwd, env=env, socket=socket)
+                self._log = self._open_log()
+                self.process = ServerProcess(
+                    argv,
+                    env=env,
+                    cwd=self.settings.cwd,
+                    stderr=self._log,
+                    grace=self.settings.grace,
+                    on_exit=partial(self._exited),
+                )
+                roots = self._list_roots if self.confined else None
+                transport = self.process.connect()
+                async with Client(transport, client_info=info, list_roots_callback=roots) as client:
+                    yield client
             return
         from mcp.client.streamable_http import streamable_http_client
 
@@ -288,23 +284,6 @@ class ServerRun:
             async with Client(transport, client_info=info) as client:
                 yield client
 
-    def _argv(self, argv: list[str], env: Mapping[str, str]) -> list[str]:
-        """The command line that starts the server: in its sandbox when confined."""
-        policy = self.policy()
-        if policy is None:
-            return argv
-        from ..sandbox import probe, server_command
-
-        avail = probe(policy.bwrap)
-        if not avail.ok or avail.bwrap is None:
-            raise _NotStarted(f"the shell sandbox is not available here: {avail.reason}")
-        command, why = server_command(
-            policy, argv, cwd=self.settings.cwd, env=env, bwrap=avail.bwrap
-        )
-        if why is not None:
-            raise _NotStarted(why)
-        return command
-
     async def _list_roots(self, context: Any) -> Any:
         from mcp_types import ListRootsResult, Root
         from pydantic import FileUrl
@@ -314,7 +293,7 @@ class ServerRun:
 
     async def _start_reason(self, exc: BaseException) -> str:
         exc = leaf(exc)
-        if isinstance(exc, _NotStarted):
+        if isinstance(exc, NotStarted):
             return str(exc)
         if self.process is not None:
             if self.process.pid is None:  # the program did not start
@@ -381,10 +360,6 @@ class ServerRun:
         return f"{how}; its stderr ends: {line}" if line else how
 
 
-class _NotStarted(Exception):
-    """A server that cannot start for a reason known before it runs."""
-
-
 async def _list_tools(client: Any) -> list[Any]:
     tools: list[Any] = []
     cursor = None
@@ -397,4 +372,4 @@ async def _list_tools(client: Any) -> list[Any]:
     return tools
 
 
-__all__ = ["Emit", "ServerRun", "Settings"]
+__all__ = ["ServerRun"]

@@ -42,9 +42,11 @@ from .probe import Availability, diagnose, prefetch, probe
 __all__ = [
     "CREDENTIAL_STORES",
     "Availability",
+    "NoProxy",
     "SandboxPolicy",
     "arun",
     "diagnose",
+    "egress_socket",
     "find_git_dirs",
     "named_files",
     "prefetch",
@@ -147,35 +149,47 @@ def _start(
     return avail.bwrap
 
 
-class _NoProxy(Exception):
+class NoProxy(Exception):
     """The allow-list's proxy could not give a command its socket (a full disk, say)."""
 
 
 @contextlib.contextmanager
-def _egress(policy: SandboxPolicy, argv: Sequence[str]) -> Iterator[str | None]:
-    """The proxy's socket for this command (None: no allow-list), closed once it ended."""
+def egress_socket(policy: SandboxPolicy, command: str) -> Iterator[str | None]:
+    """The proxy's socket for one sandboxed program (None: the policy has no allow-list),
+    closed once the block ends. `command` is what its refused hosts are recorded under
+    (`network.refused`'s `command`: a shell command line, `MCP server NAME`). Raises
+    NoProxy when the proxy cannot start."""
     if policy.egress is None:
         yield None
         return
     with contextlib.ExitStack() as stack:
         try:
-            path = stack.enter_context(policy.egress.session(shlex.join(argv)))
+            path = stack.enter_context(policy.egress.session(command))
         except OSError as exc:
-            raise _NoProxy(f"the network allow-list's proxy could not start: {exc}") from None
+            raise NoProxy(f"the network allow-list's proxy could not start: {exc}") from None
         yield path
 
 
 def server_command(
-    policy: SandboxPolicy, argv: Sequence[str], *, cwd: Path, env: Mapping[str, str], bwrap: Path
+    policy: SandboxPolicy,
+    argv: Sequence[str],
+    *,
+    cwd: Path,
+    env: Mapping[str, str],
+    bwrap: Path,
+    egress: str | None = None,
 ) -> tuple[list[str], str | None]:
     """The command line of a long-lived program confined by `policy` (a stdio MCP server,
     docs/tools.md): bubblewrap around `argv`, its /tmp in memory (gone with the sandbox);
-    `([], why)` when the program cannot start, in proc's words. The caller starts it (in a
-    process group of its own) and stops it; `--die-with-parent` ends it with orkeon."""
+    `([], why)` when the program cannot start, in proc's words. `egress`: the proxy's
+    socket from `egress_socket`, held open while the program runs (an allow-list: the
+    program runs behind the forwarder, in a network namespace of its own). The caller
+    starts it (in a process group of its own) and stops it; `--die-with-parent` ends it
+    with orkeon."""
     why = _unrunnable(policy, argv, cwd, env)
     if why is not None:
         return [], why
-    return command(policy, argv, cwd=cwd, tmp=None, bwrap=bwrap), None
+    return command(policy, argv, cwd=cwd, tmp=None, bwrap=bwrap, egress=egress), None
 
 
 def run(
@@ -216,13 +230,13 @@ def run(
                 return res
     tmp = make_temp(policy)
     try:
-        with _egress(policy, argv) as egress:
+        with egress_socket(policy, shlex.join(argv)) as egress:
             wrapped = command(policy, argv, cwd=cwd, tmp=tmp, bwrap=bwrap, egress=egress)
             return proc.run(
                 wrapped, cwd=cwd, timeout=timeout, env=env, stdin=stdin, cap=cap,
                 kill_grace=kill_grace, cancel_check=cancel_check, errors=errors, idle=idle,
             )  # fmt: skip
-    except _NoProxy as exc:
+    except NoProxy as exc:
         return _not_run(str(exc))
     finally:
         remove_temp(tmp)

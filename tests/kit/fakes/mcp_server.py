@@ -7,8 +7,8 @@ Over http it serves streamable HTTP on 127.0.0.1 at a free port (or PORT, to res
 and, once uvicorn is listening, prints `ready URL` on stdout (the tests wait for that line);
 `--legacy` makes it a server of the 2025 protocol, with sessions (`guarded`). Its tools cover what
 the hub must pass on: a schema with every unusual keyword, structured and text results,
-sizes, errors, a slow tool, a tool that kills the server, and one that leaves a process in
-the server's group.
+sizes, errors, a slow tool, a tool that kills the server, one that leaves a process in
+the server's group, and an HTTP GET (the network a confined server is given).
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ import sys
 from typing import Any
 
 import anyio
+import anyio.to_thread
 import mcp_types as types
 from mcp.server.lowlevel import Server
 
@@ -94,6 +95,11 @@ TOOLS = [
         name="roots",
         description="The roots the client gives when asked (roots/list), as a JSON list.",
         input_schema={"type": "object"},
+    ),
+    types.Tool(
+        name="fetch",
+        description="GET `url` (through HTTP_PROXY when set): its body, or why it failed.",
+        input_schema={"type": "object", "properties": {"url": {"type": "string"}}},
     ),
     types.Tool(
         name="weird.name with spaces",
@@ -181,9 +187,24 @@ async def call_tool(
             return types.InputRequiredResult(input_requests={"roots": types.ListRootsRequest()})
         assert isinstance(answered, types.ListRootsResult), answered
         return text(json.dumps([{"uri": str(r.uri), "name": r.name} for r in answered.roots]))
+    if name == "fetch":
+        return await anyio.to_thread.run_sync(fetch, str(args.get("url")))
     if name == "weird.name with spaces":
         return text("weird")
     raise ValueError(f"no tool {name}")
+
+
+def fetch(url: str) -> types.CallToolResult:
+    import urllib.error
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(url, timeout=30) as reply:
+            return text(reply.read().decode())
+    except urllib.error.HTTPError as exc:
+        return text(f"fetch failed: HTTP {exc.code}: {exc.read().decode().strip()}", error=True)
+    except OSError as exc:
+        return text(f"fetch failed: {exc}", error=True)
 
 
 def make_server() -> Server[Any]:
