@@ -7,6 +7,11 @@ server (`Broken.unsent`, httpclient.py): a tool call that reached the server may
 its work before the connection broke, and a tool need not be idempotent (a commit, a
 payment, a message sent), so it is never repeated. An answer, even an error, is the call's
 result, never a reason to send it again.
+
+The transport sees requests, not calls: a session the server answered 404 for ran nothing
+of any call on it, but a connection that could not be made is known to be this call's only
+when no other call was under way beside it (`_Flight.shared`); otherwise it is not sent
+again (the next call makes the new session).
 """
 
 from __future__ import annotations
@@ -53,6 +58,9 @@ async def send(
     from mcp_types import CONNECTION_CLOSED, INVALID_REQUEST, REQUEST_TIMEOUT
 
     generation, watch, client = s.generation, s.watch, s.client
+    me = _Flight(shared=bool(s.flights))
+    for other in s.flights:
+        other.shared = True
     watchdog = anyio.CancelScope(deadline=_watch_deadline(deadline, idle))
 
     async def heard(*_: Any) -> None:  # a progress notification: the server works
@@ -61,8 +69,10 @@ async def send(
     def broken(exc: BaseException | None) -> Broken:
         if watch is None:
             return Broken(exc, generation)
-        return Broken(exc, generation, watch.problem, watch.unsent)
+        unsent = watch.lost or (watch.unsent and not me.shared)
+        return Broken(exc, generation, watch.problem, unsent)
 
+    s.flights.add(me)
     try:
         with watchdog:
             reply = await client.call_tool(
@@ -88,6 +98,15 @@ async def send(
         return broken(exc)
     except Exception as exc:  # the SDK's or the server's bug must not end the step
         return f"error: {tool.name} failed: {type(exc).__name__}: {exc}"
+    finally:
+        s.flights.discard(me)
+
+
+@dataclass(eq=False)  # hashed by identity: one per call, in a set
+class _Flight:
+    """One call under way; `shared`: another call was under way on the server beside it."""
+
+    shared: bool
 
 
 def _watch_deadline(deadline: float, idle: float | None) -> float:

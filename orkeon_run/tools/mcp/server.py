@@ -73,6 +73,7 @@ class ServerRun:
         self._log_start = 0
         self._started_at = 0.0
         self.generation = 0  # counts the sessions made (a call knows which one it used)
+        self.flights: set[Any] = set()  # the calls under way (send.py)
         # Made in `run`, in its event loop: the session's scope (its start, its goodbye),
         # the event that ends it (the run stops, or a call asks for a new one), the stop.
         self._scope: anyio.CancelScope
