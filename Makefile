@@ -45,6 +45,9 @@ schemas: $(STAMP) ## Regenerate schemas/*.schema.json from the models
 	$(BIN)/python -m orkeon_run.commands.schema schemas
 
 bench: $(STAMP) ## The benchmark suite (minutes; not part of make test)
+	@# The modules changed since the install compiled first: with PYTHONDONTWRITEBYTECODE
+	@# set, each start would compile them again and time that (docs/performance.md).
+	$(BIN)/python -m compileall -q orkeon_run
 	$(BIN)/python -m bench
 
 demo: $(STAMP) ## Run the bundled demo: dev-spec, dev-plan, dev-batches with the scripted model

@@ -21,6 +21,13 @@ call print nothing without ending. Whoever waits on one of those asks `idle_seco
 when the silence lasts that long, raises errors.Idle; the agent ends the role and calls
 `went_idle`: the step records `exhausted: "idle"` and what was silent, and the role's
 siblings go on.
+
+A budget spans a run's attempts: a `--resume` seeds the ledger with what the earlier
+attempts spent (`seed`, from the last result's `budget`), so its limits hold over the
+whole run, and `snapshot()` gives the whole run's figures beside the last attempt's
+(`attempt`, `attempts`). `turns`, `tokens` and `usd` are checked before an answer starts,
+so roles running at once pass a limit by at most one answer in flight per role:
+`overshoot` says by how much (docs/inputs.md, "Budgets").
 """
 
 from __future__ import annotations
@@ -29,76 +36,12 @@ import threading
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
-
 from .errors import BudgetExhausted
+from .limits import IDLE_SECONDS, BudgetLimits, RoleLimits
 from .vocabulary import BudgetName, spent_text
 
 Kind = Literal["model", "tool", "hook"]
-IDLE_SECONDS = 600.0  # `budget.idle_seconds`' default
-
-
-class RoleLimits(BaseModel):
-    """`budget.per_role`: what each role of the step may spend; `null` (the default) = no
-    limit of the role's own."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    seconds: float | None = Field(default=None, gt=0)
-    turns: int | None = Field(default=None, ge=1)
-    tokens: int | None = Field(default=None, ge=1)
-    usd: float | None = Field(default=None, gt=0)
-
-    def any(self) -> bool:
-        return any(v is not None for v in (self.seconds, self.turns, self.tokens, self.usd))
-
-
-class BudgetLimits(BaseModel):
-    """`null` = no limit. A limit of 0 would start nothing: it is refused (exit 2)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    seconds: float | None = Field(default=1800, gt=0)
-    turns: int | None = Field(default=None, ge=1)
-    tokens: int | None = Field(default=None, ge=1)
-    usd: float | None = Field(default=None, gt=0)
-    # The no-progress watchdog, on by default and generous: ten minutes of silence from a
-    # model, a tool, a hook or an MCP server is a wedge, not work. `null`: off.
-    idle_seconds: float | None = Field(default=IDLE_SECONDS, gt=0)
-    per_role: RoleLimits | None = None
-    # Stop hooks' blocks honoured in a row before the role may finish (Claude Code's
-    # CLAUDE_CODE_STOP_HOOK_BLOCK_CAP, default 8; docs/hooks.md, "Events").
-    stop_blocks: int = Field(default=8, ge=1, strict=True)
-
-    def to_json(self) -> dict[str, Any]:
-        """The limits as the `run.start` event gives them: `per_role` only when set."""
-        return self.model_dump(exclude=None if self.per_role else {"per_role"})
-
-    def capped(self, share: Mapping[str, float] | None) -> BudgetLimits:
-        """These limits with each key of `share` no higher than it: a job's budget under
-        the batch's cap (jobs/cap.py)."""
-        if not share:
-            return self
-        update: dict[str, float | int] = {}
-        for key, part in share.items():
-            own = getattr(self, key)
-            value = part if own is None else min(own, part)
-            update[key] = int(value) if key == "tokens" else value
-        return self.model_copy(update=update)
-
-    def per_role_warnings(self) -> list[str]:
-        """A per-role limit no smaller than the step's own never stops a role first."""
-        if self.per_role is None:
-            return []
-        out = []
-        for key in ("seconds", "turns", "tokens", "usd"):
-            mine, step = getattr(self.per_role, key), getattr(self, key)
-            if mine is not None and step is not None and mine >= step:
-                out.append(
-                    f"budget.per_role.{key}: {mine:g} is not below the step's {step:g}: "
-                    "the step's limit is reached first"
-                )
-        return out
+__all__ = ["IDLE_SECONDS", "BudgetLimits", "Kind", "Ledger", "RoleLedger", "RoleLimits"]
 
 
 class Ledger:
@@ -118,6 +61,10 @@ class Ledger:
         self.reached: BudgetName | None = None  # a limit was reached: nothing new may start
         self.exhausted: BudgetName | None = None  # ... and something that wanted to was stopped
         self.silent: list[dict[str, object]] = []  # what the watchdog found silent, per role
+        # What earlier attempts of the run spent (`seed`), and how many there were.
+        self.earlier: dict[str, float] = dict.fromkeys(_SUMS, 0.0)
+        self.attempts = 1
+        self.attempt_usd_known = True  # this attempt's answers all had a price
 
     @property
     def used_seconds(self) -> float:
@@ -149,7 +96,7 @@ class Ledger:
             self.cache_read_tokens += cache_read
             self.cache_write_tokens += cache_write
             if usd is None:
-                self.usd_known = False
+                self.usd_known = self.attempt_usd_known = False
             else:
                 self.usd += usd
             self._update()
@@ -171,21 +118,54 @@ class Ledger:
         """Add what another ledger spent (its `snapshot()`, a result's `budget`): each step
         of a pipeline runs on a ledger of its own, on what is left of the pipeline's."""
         with self._lock:
-            self.model_seconds += float(block.get("model_seconds") or 0.0)
-            self.tool_seconds += float(block.get("tool_seconds") or 0.0)
-            self.hook_seconds += float(block.get("hook_seconds") or 0.0)
-            self.turns += int(block.get("turns") or 0)
-            self.tokens_in += int(block.get("tokens_in") or 0)
-            self.tokens_out += int(block.get("tokens_out") or 0)
-            usd = block.get("usd")
-            if usd is None:
-                self.usd_known = False
-            else:
-                self.usd += float(usd)
+            self._add_block(block)
+            if block.get("usd") is None:
+                self.attempt_usd_known = False
             self._update()
             if block.get("exhausted"):
                 self.reached = self.reached or block["exhausted"]
                 self.exhausted = self.exhausted or block["exhausted"]
+
+    def seed(self, block: Mapping[str, Any]) -> None:
+        """Start a resumed run's ledger from what its earlier attempts spent: the last
+        result's `budget` (which counts every attempt before it). Its `exhausted` is not
+        taken: a limit the earlier attempts reached is `reached` again (nothing new
+        starts), and exhausted only when it stops work of this attempt."""
+        with self._lock:
+            self._add_block(block)
+            self.earlier = {
+                "seconds": self.used_seconds,
+                "turns": self.turns,
+                "tokens_in": self.tokens_in,
+                "tokens_out": self.tokens_out,
+                "usd": self.usd,
+            }
+            self.attempts = int(block.get("attempts") or 1) + 1
+            self._update()
+
+    def _add_block(self, block: Mapping[str, Any]) -> None:
+        self.model_seconds += float(block.get("model_seconds") or 0.0)
+        self.tool_seconds += float(block.get("tool_seconds") or 0.0)
+        self.hook_seconds += float(block.get("hook_seconds") or 0.0)
+        self.turns += int(block.get("turns") or 0)
+        self.tokens_in += int(block.get("tokens_in") or 0)
+        self.tokens_out += int(block.get("tokens_out") or 0)
+        self.cache_read_tokens += int(block.get("cache_read_tokens") or 0)
+        self.cache_write_tokens += int(block.get("cache_write_tokens") or 0)
+        usd = block.get("usd")
+        if usd is None:
+            self.usd_known = False
+        else:
+            self.usd += float(usd)
+
+    def earlier_spent(self) -> dict[str, float] | None:
+        """What the earlier attempts spent, on the budget's keys (`run.start`'s
+        `earlier`), or None on a run's first attempt."""
+        if self.attempts == 1:
+            return None
+        e = self.earlier
+        tokens = e["tokens_in"] + e["tokens_out"]
+        return {"seconds": e["seconds"], "turns": e["turns"], "tokens": tokens, "usd": e["usd"]}
 
     def left(self) -> BudgetLimits:
         """The limits less what is spent: a pipeline's next step runs on these. Call it
@@ -282,7 +262,38 @@ class Ledger:
             "cache_write_tokens": self.cache_write_tokens,
             "usd": round(self.usd, 6) if self.usd_known else None,
             "exhausted": self.exhausted,
+            "attempts": self.attempts,
+            "attempt": self._attempt(),
+            "overshoot": self._overshoot(),
         }
+
+    def _attempt(self) -> dict[str, object]:
+        """The last attempt's own figures: the whole run's less the earlier attempts'."""
+        e = self.earlier
+        usd = self.usd - e["usd"]
+        return {
+            "used_seconds": round(self.used_seconds - e["seconds"], 6),
+            "turns": self.turns - int(e["turns"]),
+            "tokens_in": self.tokens_in - int(e["tokens_in"]),
+            "tokens_out": self.tokens_out - int(e["tokens_out"]),
+            "usd": round(usd, 6) if self.attempt_usd_known else None,
+        }
+
+    def _overshoot(self) -> dict[str, object] | None:
+        """How far answers in flight when a limit was reached took the run past it
+        (`turns`, `tokens`, `usd`; 0 where none), or None when no limit was passed."""
+        lim = self.limits
+        over: dict[str, object] = {
+            "turns": max(0, self.turns - lim.turns) if lim.turns is not None else 0,
+            "tokens": max(0, self.tokens_in + self.tokens_out - lim.tokens)
+            if lim.tokens is not None
+            else 0,
+            "usd": round(max(0.0, self.usd - lim.usd), 6) if lim.usd is not None else 0.0,
+        }
+        return over if any(over.values()) else None
+
+
+_SUMS = ("seconds", "turns", "tokens_in", "tokens_out", "usd")
 
 
 class RoleLedger(Ledger):

@@ -17,7 +17,7 @@ import asyncio
 import os
 import signal
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from functools import partial
 from pathlib import Path
 
@@ -25,6 +25,10 @@ from anyio import CancelScope, from_thread, to_thread
 
 from . import proc
 from .proc import PIPE_GRACE, Pipes, ProcResult
+
+# How a command starts: `proc.spawn`'s signature and contract (hooks/spawn.py passes the
+# hooks' kept-up veil's, tools/sandbox/veil.py).
+Starter = Callable[..., "proc.Child | ProcResult"]
 
 
 async def arun(
@@ -37,27 +41,30 @@ async def arun(
     cap: int = 1 << 20,
     kill_grace: float = 2.0,
     idle: float | None = None,
+    start: Starter = proc.spawn,
 ) -> ProcResult:
     """`proc.run` without blocking the event loop, so concurrent roles do not block each
     other. Cancelling the calling task stops the child's group (SIGTERM, SIGKILL after
     `kill_grace`) and waits for it, so nothing outlives the cancellation. `idle`: the
-    no-progress watchdog, as `proc.run`'s."""
+    no-progress watchdog, as `proc.run`'s. `start(argv, cwd=, env=, pipes=, started=)`
+    starts the command, as `proc.spawn` (the default) does."""
     try:
         loop = asyncio.get_running_loop()
     except RuntimeError:  # another event loop than asyncio's (trio)
         loop = None
-    if stdin is not None or not proc._HAS_PIDFD or loop is None:
+    if start is proc.spawn and (stdin is not None or not proc._HAS_PIDFD or loop is None):
         call = partial(
             proc.run, argv, cwd=cwd, timeout=timeout, env=env, stdin=stdin, cap=cap,
             kill_grace=kill_grace, cancel_check=from_thread.check_cancelled, idle=idle,
         )  # fmt: skip
         return await to_thread.run_sync(call)
     started = time.monotonic()
-    pipes = Pipes(None)
-    child = proc.spawn(argv, cwd=cwd, env=env, pipes=pipes, started=started)
+    pipes = Pipes(stdin)
+    child = start(argv, cwd=cwd, env=env, pipes=pipes, started=started)
     if isinstance(child, ProcResult):
         return child
-    if child.exit_fd < 0:  # no pidfd for this child: the thread's loop polls for it
+    if child.exit_fd < 0 or stdin is not None or loop is None:
+        # No pidfd for this child, or stdin to write: the thread's loop watches it.
         return await to_thread.run_sync(partial(
             proc.collect, child, pipes, started=started, timeout=timeout, cap=cap,
             kill_grace=kill_grace, cancel_check=from_thread.check_cancelled, errors="replace",
@@ -99,7 +106,7 @@ class _Watch:
 
     def __init__(
         self,
-        child: proc._Spawned,
+        child: proc.Child,
         pipes: Pipes,
         cap: int,
         kill_grace: float,
@@ -141,6 +148,8 @@ class _Watch:
             self.dropped[fd] += n - max(room, 0)
 
     def exit(self) -> None:
+        if not self.child.exited():  # a command of a kept-up veil reads its word here
+            return
         self.loop.remove_reader(self.child.exit_fd)
         self.exited = True
         if not self.reading:

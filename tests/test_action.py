@@ -126,7 +126,9 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str,
 def test_the_action_declares_its_inputs_outputs_and_steps() -> None:
     assert ACTION["runs"]["using"] == "composite"
     assert {"step", "inputs", "workspace", "output", "upload-artifact"} <= set(ACTION["inputs"])
-    assert set(ACTION["outputs"]) == {"status", "exit_code", "run_dir", "cost_usd", "output"}
+    assert set(ACTION["outputs"]) == {
+        "status", "exit_code", "run_dir", "cost_usd", "output", "patch"
+    }  # fmt: skip
     for step in ACTION["runs"]["steps"]:
         if "run" in step:
             assert step["shell"] == "bash"
@@ -169,6 +171,7 @@ def test_the_action_runs_a_step_and_reports_it(
         "run_dir": rd,
         "cost_usd": "0.0",
         "output": "",  # a task's answer only
+        "patch": "",  # with the input patch only
     }
     assert runner.summaries[-1].startswith("### ❌ orkeon `dev-batches`: failed (exit 1)")
     assert runner.last.stdout.startswith("dev-batches: failed (exit 1)")  # --output text
@@ -177,6 +180,33 @@ def test_the_action_runs_a_step_and_reports_it(
     )
     assert "::warning file=ws/secret/key.txt,title=" in runner.last.stderr
     assert json.loads((Path(rd) / "result.json").read_text())["status"] == "failed"
+
+
+@pytest.mark.slow
+def test_the_actions_patch_input_writes_the_patch_and_names_it(
+    installed: tuple[Path, dict[str, str], str], tmp_path: Path
+) -> None:
+    """docs/ci.md, "A patch applied by another job": the agent job's step writes the patch
+    (`patch`), and the output `patch` names it for the upload."""
+    _, env, orkeon = installed
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    ws = make_workspace(repo, {"README.md": "# app\n", "src/a.py": "a = 1\n"})
+    call = {"tool": "file_write", "input": {"file_path": "src/a.py", "content": "a = 2\n"}}
+    doc = {
+        "model": {"provider": "scripted", "script": {"b1/api": [{"tool_calls": [call]}, {"text": "ok"}]}},
+        "plan": {"batches": [{"name": "b1", "roles": [{"name": "api", "roots": ["src/"], "task": "t"}]}]},
+    }  # fmt: skip
+    env = {**env, "GITHUB_WORKSPACE": str(repo)}
+    target = str(tmp_path / "runner-temp" / "orkeon.patch")
+    runner = Runner(tmp_path, {"step": "dev-batches", "inputs": json.dumps(doc), "workspace": "ws",
+                               "patch": target, "python": sys.executable}, env)  # fmt: skip
+    runner.steps["install"] = {"orkeon": orkeon}
+    (tmp_path / "runner-temp").mkdir()
+    assert runner.run("run") == 0, runner.last.stderr[-3000:]
+    assert runner.outputs()["patch"] == target
+    assert b"diff --git a/src/a.py b/src/a.py" in Path(target).read_bytes()
+    assert (ws / "src" / "a.py").read_text() == "a = 2\n"
 
 
 def test_nothing_ran_is_exit_code_2_and_no_status(
@@ -194,6 +224,7 @@ def test_nothing_ran_is_exit_code_2_and_no_status(
         "run_dir": "",
         "cost_usd": "",
         "output": "",
+        "patch": "",
     }
     assert runner.last.stderr.startswith("orkeon: ")
 

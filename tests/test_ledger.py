@@ -62,3 +62,32 @@ def test_concurrent_charges_are_not_lost():
     for t in threads:
         t.join()
     assert ledger.hook_seconds == pytest.approx(40.0)
+
+
+def test_a_seeded_ledger_counts_the_earlier_attempts_and_not_their_exhausted():
+    """docs/inputs.md, "budget": the budget spans attempts; a limit the earlier attempts
+    reached is reached again, and exhausted only when it stops work of this attempt."""
+    first = Ledger(BudgetLimits(turns=3))
+    first.add_turn(10, 5, 0.25)
+    first.add_turn(10, 5, 0.25)
+    first.refuse()  # nothing reached yet
+    earlier = first.snapshot()
+    assert (earlier["attempts"], earlier["attempt"]["turns"]) == (1, 2)
+    second = Ledger(BudgetLimits(turns=3))
+    second.seed({**earlier, "exhausted": "turns"})
+    assert second.spent() is None and second.exhausted is None
+    second.add_turn(10, 5, 0.25)
+    snap = second.snapshot()
+    assert (snap["turns"], snap["tokens_in"], snap["usd"], snap["attempts"]) == (3, 30, 0.75, 2)
+    assert snap["attempt"] == {"used_seconds": 0.0, "turns": 1, "tokens_in": 10,
+                               "tokens_out": 5, "usd": 0.25}  # fmt: skip
+    assert second.spent() == "turns" and snap["exhausted"] is None
+    assert second.earlier_spent() == {"seconds": 0.0, "turns": 2, "tokens": 30, "usd": 0.5}
+
+
+def test_overshoot_is_how_far_past_each_limit_the_run_went():
+    ledger = Ledger(BudgetLimits(turns=2, usd=0.3))
+    assert ledger.snapshot()["overshoot"] is None
+    for _ in range(3):  # three answers that were in flight together
+        ledger.add_turn(12, 5, 0.17)
+    assert ledger.snapshot()["overshoot"] == {"turns": 1, "tokens": 0, "usd": 0.21}

@@ -48,7 +48,7 @@ def test_at_info_the_step_is_logged_as_json_lines(tmp_path: Path) -> None:
     """JSON lines need no structlog (which imports rich): its JSONRenderer's fields."""
     state, logged = run_dev_spec(tmp_path, "info")
     assert state == {"rc": 0, "structlog": False}
-    assert list(logged[0]) == ["step", "run_id", "run_dir", "event", "level", "timestamp"]
+    assert list(logged[0]) == ["step", "run_id", "run_dir", "budget", "event", "level", "timestamp"]
     assert str(logged[0]["timestamp"]).endswith("Z")
     events = [(e["event"], e["level"]) for e in logged]
     assert events == [("step started", "info"), ("step ended", "info")]

@@ -1,4 +1,4 @@
-"""The typer app (docs/output.md): `run`, `validate`, `hooks`, `report`, `init`,
+"""The typer app (docs/output.md): `run`, `apply`, `validate`, `hooks`, `report`, `init`,
 `schema`, and `jobs` (cli/jobs.py). Each command parses its arguments, calls its module
 under `commands/` (imported only when it runs, so a command pays for its own imports only)
 and exits with the code it returns (`exit_with`)."""
@@ -116,6 +116,15 @@ def run(
             "--dry-run", help="Say what would run and what it may cost; run and write nothing."
         ),
     ] = False,
+    patch: Annotated[
+        str | None,
+        typer.Option(
+            "--patch",
+            metavar="FILE",
+            help="dev-batches, tasks-repair, pipeline: write the run's change, scanned, as a "
+            "patch for `orkeon apply`.",
+        ),
+    ] = None,
 ) -> None:
     """Run one step with its crew (or the pipeline). Exit 0 succeeded, 1 failed, 2 bad
     input, 3 a budget ran out, 4 the model provider failed (try again later), 130
@@ -146,7 +155,28 @@ def run(
         },
         github_comment=github_comment,
         dry_run=dry_run,
+        patch=patch,
     )
+
+
+@app.command()
+def apply(
+    file: Annotated[
+        str, typer.Argument(metavar="FILE", help="A patch `orkeon run --patch` wrote.")
+    ],
+    workspace: Annotated[
+        str | None,
+        typer.Option(
+            "--workspace", metavar="DIR", help="The git work tree to apply it in (default .)."
+        ),
+    ] = None,
+) -> None:
+    """Check a patch (its digests, its base, its paths: no guard, none outside its manifest)
+    and apply it with `git apply --index`. Exit 0 applied, 1 refused (nothing applied), 2
+    bad input."""
+    from ..commands import apply as command
+
+    exit_with(command.main, file, workspace)
 
 
 @app.command()

@@ -44,6 +44,7 @@ from ..hooks.native import HOOK_LIMIT, RUN_EVENTS, HookSpec, ProgramRules, numbe
 from ..ledger import BudgetLimits, Ledger
 from ..policy.mcpnames import is_mcp_name
 from ..run.prepare import prepare, stdin_tty
+from ..units import duration
 from .mcp import role_lines
 
 if TYPE_CHECKING:
@@ -88,7 +89,7 @@ def _run_line(head: str, run: HookRun, timed_out: str = "ran out of time") -> st
         status = "could not run"
     else:
         status = f"exit {run.exit_code}"
-    return f"{head} -> {status} ({run.seconds:.2f} s)"
+    return f"{head} -> {status} ({duration(run.seconds)})"
 
 
 async def check(

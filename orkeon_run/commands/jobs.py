@@ -14,6 +14,7 @@ from pathlib import Path
 
 import anyio
 
+from .. import units
 from ..errors import InputError
 from ..escape import write_line
 from ..jobs import collect, execute, jobdir, joblist, render
@@ -38,7 +39,8 @@ def validate(src: str) -> int:
     """Check the whole list: its shape, and every job's inputs."""
     jobs = joblist.read(src)
     joblist.check_inputs(jobs.jobs, jobs.name, warn=_warn)
-    sys.stdout.write(f"{len(jobs.jobs)} jobs are valid\n")
+    n = len(jobs.jobs)
+    sys.stdout.write(f"{units.count(n, 'job')} {'is' if n == 1 else 'are'} valid\n")
     return 0
 
 

@@ -32,12 +32,14 @@ def main(
     knobs: dict[str, str | None] | None = None,
     github_comment: bool = False,
     dry_run: bool = False,
+    patch: str | None = None,
 ) -> int:
     """Run one step; print the result as `output` asks; show `progress` on stderr; return
     the step's exit code. `knobs` are the flags `--model`, `--max-usd`, ... by their
     parameter names (`max_usd`), as text. `github_comment`: keep one comment on the pull
     request up to date (report/pr_comment.py; what it needs is checked before anything
-    runs)."""
+    runs). `patch`: `--patch FILE` (relative: to the current folder), the inputs' `patch`
+    (run/patch_out.py)."""
     if dry_run:
         if resume is not None or run_dir is not None:
             raise InputError("--dry-run: not with --resume or --run-dir (nothing is written)")
@@ -54,6 +56,10 @@ def main(
 
         where = pr_comment.target(os.environ)
     doc = load_document(inputs) if inputs is not None else None
+    if patch is not None:
+        if not isinstance(doc, dict):  # a resumed run writes the patch its inputs name
+            raise InputError("--patch: not with --resume (the saved inputs keep their patch)")
+        doc = {**doc, "patch": os.path.abspath(os.path.expanduser(patch))}
     mode = output or ("text" if sys.stdout.isatty() else "json")
     stream = sys.stdout if mode == "stream-json" else None
     opened = open_run(

@@ -8,7 +8,7 @@ import json
 from typing import Any
 
 from ..escape import line
-from ..units import count, duration, money
+from ..units import budget_tail, count, duration, money
 from ..vocabulary import error_message
 
 
@@ -51,6 +51,7 @@ def summary(result: dict[str, Any]) -> str:
         f"{duration(b['model_seconds'])}, tools {duration(b['tool_seconds'])}, hooks "
         f"{duration(b['hook_seconds'])}), {count(b['turns'], 'turn')}, "
         f"{count(b['tokens_in'] + b['tokens_out'], 'token')}, {money(b['usd'])}"
+        + budget_tail(b)
         + (f"; {b['exhausted']} budget spent" if b["exhausted"] else "")
     )
     error = result.get("error")

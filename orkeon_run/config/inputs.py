@@ -113,7 +113,9 @@ class OpenAIModel(_ModelCommon):
     provider: Literal["openai"]
     model: str
     base_url: str | None = None
-    api_key_env: EnvName = "OPENAI_API_KEY"
+    # null: no key, no Authorization header: a local server (Ollama, vLLM, llama.cpp on
+    # 127.0.0.1) that asks for none (docs/models.md).
+    api_key_env: EnvName | None = "OPENAI_API_KEY"
 
 
 class AnthropicModel(_ModelCommon):
@@ -303,6 +305,9 @@ class Inputs(Frozen):
     output_retries: int = Field(default=2, ge=0, le=10)
     review: ReviewInputs | None = None
     instructions: InstructionFiles = Field(default_factory=InstructionFiles)
+    # dev-batches, tasks-repair, pipeline: write the run's change as a patch file here
+    # (relative: the workspace's; checked by run/patch_out.py; docs/inputs.md, "patch").
+    patch: str | None = None
 
     @field_validator("spec")
     @classmethod

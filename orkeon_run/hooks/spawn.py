@@ -9,6 +9,9 @@ Same contract as `proc_loop.arun`, error texts included: a program that cannot s
 found before bubblewrap runs (inside, bubblewrap would only exit 1 with its own words),
 and a script without a `#!` line is "not an executable" as proc says, not run by /bin/sh
 as bubblewrap's execvp would. Where no veil can be made here, the hook runs as it is.
+
+Hooks start in the veil kept up for the process (veil.kept_veil: one bubblewrap, its
+spawner starting each hook), else each in a bubblewrap of its own.
 """
 
 from __future__ import annotations
@@ -31,10 +34,26 @@ async def arun(argv: list[str], *, cwd: Path, env: Mapping[str, str] | None, **k
         return await proc_loop.arun(argv, cwd=cwd, env=env, **kw)
     from ..tools.sandbox.veil import veil_args
 
-    why = cannot_start(argv, cwd, env if env is not None else os.environ)
+    why, found = _check(argv, cwd, env if env is not None else os.environ)
     if why is not None:
         return proc.ProcResult(None, "", "", 0, 0, 0.0, False, why)
-    return await proc_loop.arun(veil_args(bwrap, argv), cwd=cwd, env=env, **kw)
+    kept = await _kept(bwrap)
+    if kept is None:
+        return await proc_loop.arun(veil_args(bwrap, argv), cwd=cwd, env=env, **kw)
+    started: list[Any] = []
+
+    def start(argv: list[str], **how: Any) -> Any:
+        child = kept.start(argv, program=found, **how)
+        if child is None:  # the spawner cannot take it: a bubblewrap of its own
+            child = proc.spawn(veil_args(bwrap, argv), **how)
+        started.append(child)
+        return child
+
+    res = await proc_loop.arun(argv, cwd=cwd, env=env, start=start, **kw)
+    error = getattr(started[0], "error", None) if started else None
+    if error is not None:  # it could not start, in proc's words
+        return proc.ProcResult(None, "", "", 0, 0, res.seconds, False, error)
+    return res
 
 
 async def _veil() -> Path | None:
@@ -50,29 +69,47 @@ async def _veil() -> Path | None:
     return _bwrap
 
 
+async def _kept(bwrap: Path) -> Any:
+    """The kept-up veil, started in a worker thread the first time (None: there is none)."""
+    from ..tools.sandbox import veil
+
+    ready = veil.kept_veil_ready()
+    if ready is not None or not veil.ENABLED:
+        return ready
+    from anyio import to_thread
+
+    return await to_thread.run_sync(veil.kept_veil, bwrap)
+
+
 def cannot_start(argv: list[str], cwd: Path, env: Mapping[str, str]) -> str | None:
     """Why `argv` would not start in `cwd`, in proc's words; None when it would."""
+    return _check(argv, cwd, env)[0]
+
+
+def _check(argv: list[str], cwd: Path, env: Mapping[str, str]) -> tuple[str | None, str]:
+    """(why `argv` would not start in `cwd`, in proc's words, or None; the file it starts:
+    the first executable one on its PATH, as execvp takes)."""
     if not os.path.isdir(cwd):
-        return f"cannot use the working directory {cwd}: No such file or directory"
+        return f"cannot use the working directory {cwd}: No such file or directory", ""
     prog = argv[0] if argv else ""
     if not prog:
-        return "no such program: "
+        return "no such program: ", ""
     from ..tools.sandbox import program_files  # the sandbox's own check uses it too
 
     found = program_files(prog, cwd, env)
     if not found:
-        return f"no such program: {prog}"
+        return f"no such program: {prog}", ""
     runnable = [c for c in found if os.access(c, os.X_OK)]
     if not runnable:
-        return f"permission denied: {prog}"
+        return f"permission denied: {prog}", ""
     try:
         with open(runnable[0], "rb") as f:
             head = f.read(4)
     except OSError:
-        return f"permission denied: {prog}"
+        return f"permission denied: {prog}", ""
     if not (head.startswith(b"#!") or head == b"\x7fELF"):
-        return f"not an executable (a script needs a #! line): {prog}"
-    return None
+        return f"not an executable (a script needs a #! line): {prog}", ""
+    return None, runnable[0]
 
 
 __all__ = ["arun", "cannot_start"]

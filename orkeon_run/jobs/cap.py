@@ -37,10 +37,14 @@ CAP_FILE = "_cap.json"
 
 
 def used_of(result: Mapping[str, Any] | None) -> dict[str, float]:
-    """What one job's result says it spent, on the cap's keys (nothing for no result)."""
+    """What one job's result says it spent in this attempt, on the cap's keys (nothing for
+    no result): a resumed job's `budget` is its whole run's, its `attempt` this one's,
+    which is what this process's cap counts."""
     budget = (result or {}).get("budget")
     if not isinstance(budget, Mapping):
         return dict.fromkeys(KEYS, 0.0)
+    if isinstance(budget.get("attempt"), Mapping):
+        budget = budget["attempt"]
     return {
         "usd": float(budget.get("usd") or 0.0),
         "tokens": float((budget.get("tokens_in") or 0) + (budget.get("tokens_out") or 0)),

@@ -35,6 +35,7 @@ from .. import logs
 from ..errors import InputError, OrkeonError, one_line
 from ..run import runner
 from ..run.records import SEALS_VAR
+from ..units import count, duration, money
 from . import clone, collect, jobdir
 from .cap import BatchCap
 from .joblist import GitSource, Job
@@ -125,7 +126,9 @@ async def run_shard(
         summary["cap"] = cap.summary()
         cap.write(out, shard)
     counts = ", ".join(f"{n} {k}" for k, n in summary["jobs"].items() if n and k != "total")
-    _say(f"jobs: shard {shard}: {len(rows)} jobs{', ' if counts else ''}{counts} (exit {code})")
+    _say(
+        f"jobs: shard {shard}: {count(len(rows), 'job')}{', ' if counts else ''}{counts} (exit {code})"
+    )
     return code, summary
 
 
@@ -172,11 +175,10 @@ async def _run_job(
         _not_started(jd, job, f"internal error: {type(exc).__name__}: {exc}")
         return None
     row = collect.read_job(jd, job.id)
-    usd = "unknown" if row["usd"] is None else f"${row['usd']:.4f}"
     why = f": {row['error']}" if row["error"] and row["status"] != "succeeded" else ""
     _say(
-        f"job {job.id}: {row['status']} ({row['calls']} calls, {row['refused']} refused, "
-        f"{row['seconds']:.2f} s, {usd}) {jd}{why}"
+        f"job {job.id}: {row['status']} ({count(row['calls'], 'call')}, {row['refused']:,} "
+        f"refused, {duration(row['seconds'])}, {money(row['usd'])}) {jd}{why}"
     )
     return result
 

@@ -14,7 +14,7 @@ import re
 from typing import Any
 from xml.etree import ElementTree as ET
 
-from ..units import duration, money
+from ..units import count, duration, money
 from .collect import STAGES
 from .jobdir import OUTCOMES
 
@@ -38,7 +38,7 @@ def _cells(row: dict[str, Any]) -> list[str]:
         str(row["hook_failures"]),
         f"{row['tokens_in']}/{row['tokens_out']}",
         _usd(row["usd"]),
-        f"{row['seconds']:.2f}",
+        duration(row["seconds"]),
     ]
 
 
@@ -47,9 +47,8 @@ def _summary_lines(rep: dict[str, Any]) -> list[tuple[str, str]]:
     by_status = ", ".join(f"{jobs[o]} {o}" for o in OUTCOMES if jobs[o]) or "none"
     by = rep["refused_by"]
     stages = ", ".join(f"{by[s]} {s}" for s in STAGES if by[s])
-    cost = f"${rep['usd']:.4f}" + (
-        f" ({rep['usd_unknown']} jobs of unknown price)" if rep["usd_unknown"] else ""
-    )
+    unknown = rep["usd_unknown"]
+    cost = money(rep["usd"]) + (f" ({count(unknown, 'job')} of unknown price)" if unknown else "")
     return [
         ("jobs", f"{jobs['total']}: {by_status}"),
         ("tool calls", str(rep["calls"])),
@@ -110,7 +109,7 @@ def markdown(rep: dict[str, Any]) -> str:
     if len(rows) <= ROWS_MAX:
         out += [*header, *(_md_row(r) for r in rows)]
     else:
-        out.append(f"{len(rows)} jobs: every row is in `orkeon jobs merge --format json`.")
+        out.append(f"{count(len(rows), 'job')}: every row is in `orkeon jobs merge --format json`.")
     return "\n".join(out) + "\n"
 
 

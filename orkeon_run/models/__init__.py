@@ -46,7 +46,7 @@ PROVIDERS = {
 def missing_key_env(model_config: ModelConfig, environ: Mapping[str, str]) -> str | None:
     """The name of the API-key variable the provider needs and `environ` lacks (unset or
     empty), or None. A provider whose configuration has no `api_key_env` (the scripted
-    one) needs none."""
+    one), or has it `null` (a local server), needs none."""
     name = getattr(model_config, "api_key_env", None)
     if not isinstance(name, str):
         return None
@@ -82,10 +82,13 @@ def build_provider(
     """
     module, _, name = PROVIDERS[model_config.provider].partition(":")
     cls = getattr(importlib.import_module(f".{module}", __package__), name)
-    key_env = getattr(model_config, "api_key_env", None)
-    if not isinstance(key_env, str):
+    if not hasattr(model_config, "api_key_env"):  # the scripted model: no key, a script
         provider: Provider = cls(model_config, base_dir=base_dir)
         return provider
+    key_env = model_config.api_key_env
+    if key_env is None:  # `"api_key_env": null`: a local server that needs no key
+        keyless: Provider = cls(model_config, "")
+        return keyless
     env = os.environ if environ is None else environ
     missing = missing_key_env(model_config, env)
     if missing:

@@ -146,7 +146,9 @@ class OpenAIProvider(HTTPProvider):
     config: OpenAIModel
 
     def auth_headers(self) -> dict[str, str]:
-        headers = {"authorization": f"Bearer {self.api_key}"}
+        # No key (`"api_key_env": null`): no Authorization header, as a local server
+        # without one expects (a header with an empty key is refused by some).
+        headers = {"authorization": f"Bearer {self.api_key}"} if self.api_key else {}
         optional = (
             ("OpenAI-Organization", "OPENAI_ORG_ID"),
             ("OpenAI-Project", "OPENAI_PROJECT_ID"),

@@ -97,12 +97,13 @@ def classify_status(
     *,
     model: str,
     base_url: str,
-    key_env: str,
+    key_env: str | None,
 ) -> Failure:
     """What an HTTP error status means for a model request."""
     if status in (401, 403):
         what = "authentication failed" if status == 401 else "access denied"
-        return Failure(False, f"{what} (HTTP {status}): {message} (key from ${key_env})")
+        source = f"key from ${key_env}" if key_env else "no key sent: model.api_key_env is null"
+        return Failure(False, f"{what} (HTTP {status}): {message} ({source})")
     if status == 404:
         return Failure(False, f"model {model!r} not found at {base_url} (HTTP 404): {message}")
     if status == 429:
@@ -173,7 +174,7 @@ class StatusError(Exception):
 
 
 def http_classifier(
-    http: Any, *, model: str, base_url: str, key_env: str, timeout: float
+    http: Any, *, model: str, base_url: str, key_env: str | None, timeout: float
 ) -> Callable[[BaseException], Failure | None]:
     """Classify what a POST through `http` (the httpx2 module, or httpx) raises."""
 

@@ -121,9 +121,10 @@ def load_script(script: dict[str, list[ScriptEntry]] | str, base_dir: Path | Non
     if script.startswith(TRANSCRIPT_PREFIX):
         # os.path.expanduser: Path.expanduser raises RuntimeError for an unknown ~user (an
         # internal error, exit 1); the shell's way is to keep the text as it is.
-        path = base / os.path.expanduser(script[len(TRANSCRIPT_PREFIX) :])
+        written = script[len(TRANSCRIPT_PREFIX) :]
+        path = base / os.path.expanduser(written)
         if not path.exists():
-            raise InputError(f"model.script: no such transcript: {path}")
+            raise InputError(f"model.script: no such transcript: {_as_written(written, path)}")
         if not (path.is_file() or path.is_dir()):  # a FIFO or a device: see below
             raise InputError(f"model.script: not a regular file or folder: {path}")
         try:
@@ -138,7 +139,10 @@ def load_script(script: dict[str, list[ScriptEntry]] | str, base_dir: Path | Non
     try:
         doc = loads_strict(path.read_text(encoding="utf-8"))  # no NaN: see inputs.py
     except FileNotFoundError:
-        raise InputError(f"model.script: no such file: {path}") from None
+        hint = ""
+        if script.startswith("@"):
+            hint = f"; a script file is named by its path, without '@' (only {TRANSCRIPT_PREFIX}PATH takes one)"
+        raise InputError(f"model.script: no such file: {_as_written(script, path)}{hint}") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise InputError(f"model.script: cannot read {path}: {exc}") from None
     except ValueError as exc:
@@ -146,6 +150,12 @@ def load_script(script: dict[str, list[ScriptEntry]] | str, base_dir: Path | Non
     if not isinstance(doc, dict):
         raise InputError(f"model.script: {path} must hold a JSON object")
     return _pack(doc, "model.script")
+
+
+def _as_written(written: str, path: Path) -> str:
+    """The path as the inputs wrote it, and where it was looked for when that differs
+    (a relative path, a `~`): `@/x.json (looked for /ci/ws/@/x.json)`."""
+    return written if str(path) == written else f"{written} (looked for {path})"
 
 
 class ScriptedRole:

@@ -41,6 +41,11 @@ WORKSPACE_GUARDS = (
     ".claude/hooks/",
     ".mcp.json",
 )
+# What a patch (`--patch`, `orkeon apply`) may not touch besides the guards above: the
+# workflows, which run with the rights of the job that a merged change triggers. The
+# agent's own rule set lets a role edit them (a crew may be asked to); a patch is handed to
+# a job with `contents: write`, so there they are guards (docs/security.md, "Guards").
+PATCH_GUARDS = (".github/workflows/",)
 # Never written by the file tools either: orkeon's records.
 RECORDS = "/.orkeon/runs"
 # Written only as a role's own output.
@@ -71,13 +76,28 @@ def is_guard(rel: str, pinned: Iterable[str] = ()) -> bool:
     """Whether workspace-relative `rel` is a guard or lies in a guard folder (`.git`
     excepted: the readers find those)."""
     rel = rel.rstrip("/")
+    return any(_matches(rel, g) for g in (*WORKSPACE_GUARDS, *pinned))
+
+
+def patch_guard(rel: str, pinned: Iterable[str] = ()) -> str | None:
+    """The guard that workspace-relative `rel` is or lies in, for a patch: a `.git` at any
+    depth, a workspace guard, a pinned file, or `PATCH_GUARDS`; None when it is none."""
+    rel = rel.strip("/")
+    if ".git" in rel.split("/"):
+        return ".git"
+    for g in PATCH_GUARDS:
+        if rel == g.rstrip("/") or rel.startswith(g):
+            return g
     for g in (*WORKSPACE_GUARDS, *pinned):
-        if g.endswith("/"):
-            if rel == g.rstrip("/") or rel.startswith(g):
-                return True
-        elif fnmatch.fnmatchcase(rel, g) and rel.count("/") == g.count("/"):
-            return True
-    return False
+        if _matches(rel, g):
+            return g
+    return None
+
+
+def _matches(rel: str, g: str) -> bool:
+    if g.endswith("/"):
+        return rel == g.rstrip("/") or rel.startswith(g)
+    return fnmatch.fnmatchcase(rel, g) and rel.count("/") == g.count("/")
 
 
 def holds_guard(folder: str, pinned: Iterable[str] = ()) -> bool:

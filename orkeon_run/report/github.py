@@ -88,6 +88,8 @@ def _publish(
     }
     if "output" in result:
         values["output"] = json.dumps(result["output"], ensure_ascii=False)
+    if isinstance(result.get("patch"), dict):  # --patch: the file written
+        values["patch"] = str(result["patch"].get("path", ""))
     for name, text in (
         ("GITHUB_STEP_SUMMARY", markdown(view) + "\n"),
         ("GITHUB_OUTPUT", output_lines(values)),

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 from html import escape
 
+from .. import units
 from .fmt import clip, count, money, one_line, refusal, seconds, stages, utc
 from .html_assets import SCRIPT, STYLE, csp
 from .html_changes import changes_section, texts_section
@@ -82,15 +83,18 @@ def _header(v: RunView) -> str:
     tokens = int(b.get("tokens_in") or 0) + int(b.get("tokens_out") or 0) or int(
         b.get("tokens") or 0
     )
+    turns = int(b.get("turns") or 0)
     facts = [
         f"run <code>{esc(v.run_id)}</code>",
-        f"{v.attempts} attempt{'s' if v.attempts != 1 else ''}",
-        f"{count(len(v.calls))} calls, {count(len(v.refused_calls))} refused",
-        f"{count(int(b.get('turns') or 0))} turns",
-        f"{count(tokens)} tokens",
+        units.count(v.attempts, "attempt"),
+        f"{units.count(len(v.calls), 'call')}, {count(len(v.refused_calls))} refused",
+        esc(units.spent_of("turns", turns, v.limits["turns"]) if v.limits.get("turns")
+            else units.count(turns, "turn")),
+        units.count(tokens, "token"),
         esc(money(b.get("usd") if "usd" in b else 0.0)),
-        esc(seconds(float(b.get("used_seconds") or 0.0))) + " charged",
-    ]
+        esc(seconds(float(b.get("used_seconds") or 0.0))) + " charged"
+        + (f" of {esc(seconds(limit))}" if (limit := v.limits.get("seconds")) else ""),
+    ]  # fmt: skip
     if b.get("exhausted"):
         facts.append(f'<b class="bad">{esc(b["exhausted"])} budget spent</b>')
     out.append(f'<div class="facts">{" · ".join(facts)}</div>')
@@ -110,7 +114,7 @@ def _toolbar(v: RunView) -> str:
         f'<select id="role" aria-label="role"><option value="">every role</option>{options}</select>'
         '<button type="button" id="expand">Expand all</button>'
         '<button type="button" id="collapse">Collapse all</button>'
-        f'<span id="shown" class="muted">{len(v.calls)} calls</span></nav>'
+        f'<span id="shown" class="muted">{units.count(len(v.calls), "call")}</span></nav>'
     )
 
 

@@ -68,7 +68,7 @@ SCRIPT = """
       d.hidden = !ok;
       if (ok) { n += 1; }
     });
-    shown.textContent = n + ' of ' + calls.length + ' calls shown';
+    shown.textContent = n + ' of ' + calls.length + (calls.length === 1 ? ' call' : ' calls') + ' shown';
     document.querySelectorAll('button[data-filter]').forEach(function (b) {
       b.setAttribute('aria-pressed', String(b.getAttribute('data-filter') === filter));
     });

@@ -58,12 +58,13 @@ def _headline(v: RunView) -> str:
     facts = [f"run {code(v.run_id)}"]
     if v.attempts > 1:
         facts.append(f"{v.attempts} attempts")
-    facts.append(f"{count(calls)} calls, {count(refused)} refused")
-    facts.append(f"{count(int(b.get('turns') or 0))} turns")
+    facts.append(f"{units.count(calls, 'call')}, {count(refused)} refused")
+    facts.append(units.spent_of("turns", int(b.get("turns") or 0), v.limits["turns"])
+                 if v.limits.get("turns") else units.count(int(b.get("turns") or 0), "turn"))  # fmt: skip
     tokens = int(b.get("tokens_in") or 0) + int(b.get("tokens_out") or 0) or int(
         b.get("tokens") or 0
     )
-    facts.append(f"{count(tokens)} tokens")
+    facts.append(units.count(tokens, "token"))
     facts.append(money(b.get("usd") if "usd" in b else 0.0))
     used = seconds(float(b.get("used_seconds") or 0.0))
     limit = v.limits.get("seconds")

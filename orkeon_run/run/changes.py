@@ -162,10 +162,13 @@ def record_batch(
     before: audit.Snapshot,
     git: audit.AuditGit,
     store: Store,
+    paths: Sequence[str] | None = None,
 ) -> dict[str, Any]:
-    """Record what changed since `before`; `roles` maps each role's full name to its
-    roots. Blocking. Returns the line written."""
-    paths, _ = audit.compare(workspace, before, git)
+    """Record what changed since `before` (`paths`: the changed paths the audit's look
+    found just now; None: look); `roles` maps each role's full name to its roots.
+    Blocking. Returns the line written."""
+    if paths is None:
+        paths, _ = audit.compare(workspace, before, git)
     known = _known(read_log(run_dir))
     runner = git.bind(workspace) if before.git and git.program is not None else None
     clean = [p for p in paths if p not in known and before.git and p not in before.entries]
@@ -258,9 +261,14 @@ async def start(sr: StepRun, before: audit.Snapshot) -> None:
 
 
 async def batch(
-    sr: StepRun, batch: str, roles: Mapping[str, Sequence[str]], before: audit.Snapshot
+    sr: StepRun,
+    batch: str,
+    roles: Mapping[str, Sequence[str]],
+    before: audit.Snapshot,
+    paths: Sequence[str] | None = None,
 ) -> None:
-    """`record_batch` for a step run, in a worker thread; a failure is a warning event."""
+    """`record_batch` for a step run (`paths`: what changed, as the audit found it), in a
+    worker thread; a failure is a warning event."""
     work = partial(
         record_batch,
         sr.run_dir,
@@ -271,6 +279,7 @@ async def batch(
         before,
         sr.audit_git(),
         _store(sr),
+        paths,
     )
     await _guarded(sr, batch, work)
 

@@ -55,6 +55,10 @@ class OpenRun:
     # The run directory no role may write: this one, or for a pipeline's step (in
     # PIPELINE_DIR/steps/NAME/) the pipeline's, which holds it.
     guarded: Path | None = None
+    # A resumed run's earlier attempts' spending (the last result's `budget`), which its
+    # ledger starts from: the budget spans attempts. None for a new run, and for a
+    # pipeline's step (the pipeline's own ledger counts the earlier attempts).
+    earlier: dict[str, Any] | None = None
 
 
 def open_run(
@@ -125,6 +129,7 @@ def open_run(
         records=records,
         lock=lock,
         guarded=rd.parent.parent if nested else rd,
+        earlier=resumed.earlier if resumed is not None and not nested else None,
     )
 
 

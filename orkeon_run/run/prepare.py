@@ -45,6 +45,7 @@ from .steps import StepModule, step_module
 
 if TYPE_CHECKING:
     from ..config.crews import Crew
+    from .patch_out import PatchTarget
 
 T = TypeVar("T")
 
@@ -79,6 +80,8 @@ class RunConfig:
     pins: Pins = NO_PINS
     # The project's instruction files, read once here (config/instructions.py).
     instructions: Instructions = NO_INSTRUCTIONS
+    # `--patch FILE`: where the run's change goes, and the commit it is made against.
+    patch: PatchTarget | None = None
 
     @property
     def mcp_needed(self) -> dict[str, McpServer]:
@@ -160,6 +163,7 @@ def prepare(
         checked = found.collect(lambda: module.check(inputs, ws, pinned))
         if isinstance(checked, tuple):
             plan, plan_rel = checked
+    patch = found.collect(lambda: patch_target(inputs, step, ws))
     budget = stop_block_cap(budget_limits(inputs, default_budget), env)
     warnings.extend(budget.per_role_warnings())
     if budget.usd is not None:  # a cost budget needs the model's price
@@ -212,6 +216,7 @@ def prepare(
         ),
         pins=pins,
         instructions=instructions,
+        patch=patch,
     )
 
 
@@ -343,6 +348,16 @@ def _settings_hooks(
 
 def _shell_rules(inputs: Inputs, ws: Path, env: Mapping[str, str], trusted: bool) -> ShellRules:
     return resolve_shell_rules(inputs.shell, workspace=ws, workspace_trusted=trusted, environ=env)
+
+
+def patch_target(inputs: Inputs, step: str | None, ws: Path) -> PatchTarget | None:
+    """`patch`, checked (run/patch_out.py); None when the inputs give none."""
+    if inputs.patch is None:
+        return None
+    # Loaded only when the inputs ask for a patch: the patch's git and scanner modules.
+    from .patch_out import target
+
+    return target(inputs, step, ws)
 
 
 def _crew(step: str, ws: Path, roles: tuple[str, ...]) -> Crew:

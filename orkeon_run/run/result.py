@@ -1,24 +1,17 @@
-"""The documents a run leaves: the result (result.json, `--output json`), built by
-`result_document`, and the events (events.jsonl, `--output stream-json`). The models here
-exist to print and check their JSON Schemas (`orkeon schema result|event`); the code that
-writes them builds plain dicts (docs/output.md).
+"""The models of the documents a run leaves: the result (result.json, `--output json`) and
+the events (events.jsonl, `--output stream-json`). They exist to print and check their JSON
+Schemas (`orkeon schema result|event`); the code that writes them builds plain dicts
+(document.py's `result_document`; docs/output.md), so a run never imports this module
+(docs/performance.md).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..errors import exit_code_of
-
-if TYPE_CHECKING:
-    from ..ledger import Ledger
-    from .context import StepOutcome
-
 from ..vocabulary import (
-    SCHEMA_VERSION,
     BudgetName,
     ErrorKind,
     RefusedBy,
@@ -41,7 +34,27 @@ class _Doc(BaseModel):
     model_config = ConfigDict(extra="forbid", defer_build=True)
 
 
+class AttemptBlock(_Doc):
+    """What the last attempt of the run (the latest `--resume`) spent on its own."""
+
+    used_seconds: float
+    turns: int
+    tokens_in: int
+    tokens_out: int
+    usd: float | None = Field(description="null when a model's price is unknown")
+
+
+class Overshoot(_Doc):
+    """How far answers in flight when a limit was reached took the run past it."""
+
+    turns: int
+    tokens: int
+    usd: float
+
+
 class BudgetBlock(_Doc):
+    """What the whole run spent, every attempt of it (docs/output.md, "budget")."""
+
     limit_seconds: float | None
     used_seconds: float
     model_seconds: float
@@ -54,6 +67,16 @@ class BudgetBlock(_Doc):
     cache_write_tokens: int = Field(description="the part of tokens_in written to a prompt cache")
     usd: float | None = Field(description="null when a model's price is unknown")
     exhausted: BudgetName | None
+    attempts: int = Field(
+        default=1, ge=1, description="the run's attempts: 1, and one more per --resume"
+    )
+    attempt: AttemptBlock | None = Field(
+        default=None, description="what the last attempt spent on its own"
+    )
+    overshoot: Overshoot | None = Field(
+        default=None,
+        description="past the turn, token or cost limit by answers in flight (null: not past)",
+    )
 
 
 class AllRefused(_Doc):
@@ -146,6 +169,13 @@ class CheckRecord(_Doc):
     findings: list[Finding]
 
 
+class PatchBlock(_Doc):
+    path: str = Field(description='the patch file, absolute (docs/output.md, "The patch")')
+    base: str = Field(description="the commit the patch is made against")
+    files: int = Field(description="the files it changes")
+    sha256: str = Field(description="the SHA-256 of its patch part (the manifest's patch_sha256)")
+
+
 class Result(_Doc):
     """The result document: result.json, `--output json`, the last stream-json line."""
 
@@ -179,6 +209,9 @@ class Result(_Doc):
     )
     checks: list[CheckRecord] | None = Field(
         default=None, description="review only: each check's verdict, in order"
+    )
+    patch: PatchBlock | None = Field(
+        default=None, description="--patch only: the patch file written (none on failure)"
     )
     pinned_changed: list[str] | None = Field(
         default=None,
@@ -253,51 +286,3 @@ class Event(BaseModel):
     model_config = ConfigDict(defer_build=True)
 
     event: ToolCallEvent | NetworkRefusedEvent | OtherEvent
-
-
-def result_document(
-    run_id: str,
-    step: str,
-    outcome: StepOutcome,
-    ledger: Ledger,
-    sandbox: str,
-    pinned_changed: Sequence[str] | None = None,
-    network: Mapping[str, int] | None = None,
-    mcp_sandbox: dict[str, str] | None = None,
-) -> dict[str, Any]:
-    """The result document of a step that ended with `outcome`; `sandbox` is the run's
-    shell sandbox state; `pinned_changed` the pinned files that changed (None: not
-    looked at, as when the run could not start); `network` its allow-lists' counts
-    (`StepRun.network`), to which a pipeline's steps' are added; `mcp_sandbox` its stdio
-    MCP servers' confinement (None: it has none)."""
-
-    kind = outcome.error_kind
-    error = None
-    if kind is not None:
-        error = {"kind": kind, "message": outcome.error or f"the step ended {outcome.status}"}
-    doc = {
-        "schema_version": SCHEMA_VERSION,
-        "run_id": run_id,
-        "step": step,
-        "status": outcome.status,
-        "exit_code": exit_code_of(outcome.status, kind),
-        "budget": ledger.snapshot(),
-        "roles": [r.to_json() for r in outcome.roles],
-        "artifacts": dict(outcome.artifacts),
-        "audits": list(outcome.audits),
-        "error": error,
-        "sandbox": sandbox,
-    }
-    refused = int((network or {}).get("refused", 0))
-    if mcp_sandbox is not None:
-        doc["mcp_sandbox"] = dict(mcp_sandbox)
-    if outcome.steps is not None:
-        doc["steps"] = list(outcome.steps)
-        for s in outcome.steps:
-            counted = (s.get("network") or {}).get("refused") if isinstance(s, dict) else 0
-            refused += counted if isinstance(counted, int) else 0
-    doc["network"] = {"refused": refused}
-    if pinned_changed is not None:
-        doc["pinned_changed"] = list(pinned_changed)
-    doc.update(outcome.fields)
-    return doc

@@ -158,6 +158,9 @@ class Resumed:
     saved_inputs: Any
     state: dict[str, Any]
     pinned: tuple[Any, str] | None
+    # The last attempt's result's `budget`: what every attempt so far spent (None: the
+    # last attempt left no result, killed before it could write one).
+    earlier: dict[str, Any] | None = None
 
 
 def resumed_run(rd: Path, step: str, overrides: Any, environ: Mapping[str, str] | None) -> Resumed:
@@ -188,7 +191,10 @@ def resumed_run(rd: Path, step: str, overrides: Any, environ: Mapping[str, str] 
     except BaseException:
         lock.release()
         raise
-    return Resumed(lock, records, doc, docs["inputs.json"], state, pinned)
+    last = docs.get("result.json")
+    earlier = last.get("budget") if isinstance(last, dict) else None
+    spent = earlier if isinstance(earlier, dict) else None
+    return Resumed(lock, records, doc, docs["inputs.json"], state, pinned, spent)
 
 
 def new_run_dir(

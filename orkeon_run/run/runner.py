@@ -25,10 +25,12 @@ from ..errors import RecordsError
 from ..ledger import Ledger
 from ..models import build_provider
 from ..tools import sandbox
-from ..vocabulary import StepStatus
+from ..units import limits_text, spent_of
+from ..vocabulary import BUDGET_WORDS, StepStatus
+from . import patch_out
 from .context import StepOutcome, StepRun, step_hooks
+from .document import result_document
 from .opening import OpenRun, open_run
-from .result import result_document
 from .steps import step_module
 
 
@@ -100,7 +102,10 @@ async def _execute(
     step = config.step
     assert step is not None
     events = opened.events
-    ledger = Ledger(config.budget.capped(share))
+    earlier = opened.earlier
+    ledger = Ledger(config.budget.capped(_beyond(share, earlier)))
+    if earlier is not None:
+        ledger.seed(earlier)
     if opened.failure is not None:
         # The run directory could not be written: nothing ran; say why, on stdout too.
         try:
@@ -137,8 +142,12 @@ async def _execute(
                 run_dir=str(sr.run_dir),
                 resume=sr.resume,
                 budget=ledger.limits.to_json(),
+                **_earlier(ledger),
             )
-            log.info("step started", step=step, run_id=sr.run_id, run_dir=str(sr.run_dir))
+            limits = limits_text(ledger.limits.model_dump())
+            log.info(
+                "step started", step=step, run_id=sr.run_id, run_dir=str(sr.run_dir), budget=limits
+            )
             outcome = await _outcome(sr, watch_signals, stop, opened.environ)
         except anyio.get_cancelled_exc_class():
             with anyio.CancelScope(shield=True):
@@ -192,6 +201,7 @@ async def _outcome(
                 # The MCP servers start before the first role and stop after the last,
                 # also when a signal cancels the run (run/mcp.py). A run without servers
                 # does not load the MCP modules at all (tests/commands/test_imports.py).
+                patch_out.begin(sr)
                 if not sr.config.mcp_needed:
                     outcome = await module.run(sr)
                 else:
@@ -199,6 +209,7 @@ async def _outcome(
 
                     async with run_servers(sr, environ):
                         outcome = await module.run(sr)
+                outcome = await patch_out.finish(sr, outcome)
                 tg.cancel_scope.cancel()
 
             if watch_signals:
@@ -252,6 +263,38 @@ async def _finish(sr: StepRun, outcome: StepOutcome) -> dict[str, Any]:
         "step ended", step=sr.step, status=result["status"], exit_code=result["exit_code"]
     )
     return result
+
+
+def _beyond(
+    share: Mapping[str, float] | None, earlier: Mapping[str, Any] | None
+) -> Mapping[str, float] | None:
+    """A job's share of the batch's cap (jobs/cap.py) is for this attempt; the ledger of a
+    resumed job counts its earlier attempts too, so its limits get them on top."""
+    if not share or earlier is None:
+        return share
+    spent = {
+        "usd": float(earlier.get("usd") or 0.0),
+        "tokens": float((earlier.get("tokens_in") or 0) + (earlier.get("tokens_out") or 0)),
+        "seconds": float(earlier.get("used_seconds") or 0.0),
+    }
+    return {k: v + spent.get(k, 0.0) for k, v in share.items()}
+
+
+def _earlier(ledger: Ledger) -> dict[str, Any]:
+    """`run.start`'s `earlier` and `attempt` on a resumed run (what the earlier attempts
+    spent: the budget spans attempts); a warning when they spent a limit already, so the
+    exit 3 that follows is no surprise."""
+    earlier = ledger.earlier_spent()
+    if earlier is None:
+        return {}
+    which = ledger.spent()
+    if which is not None:
+        logs.warn(
+            f"--resume: the earlier attempts spent the {BUDGET_WORDS[which]} budget "
+            f"({spent_of(which, earlier[which], getattr(ledger.limits, which))}); "
+            "the budget spans attempts: give a higher limit to go on"
+        )
+    return {"earlier": earlier, "attempt": ledger.attempts}
 
 
 def _partial(sr: StepRun, status: StepStatus, error: str) -> StepOutcome:

@@ -16,8 +16,10 @@ from kit.steps import environ, make_workspace, scripted
 # 2026-12), plus a margin of some 4 %; the scripted run's 445 after modules were split by
 # responsibility (run/opening, run/failed, the progress package: 11 small modules); 457
 # with the third round's features on the run's path (the kept-up sandbox's client, hook
-# handlers and plugins, the hooks' veil, the git-shaped servers' check).
-CEILINGS = {"run --help": 285, "scripted run": 470}
+# handlers and plugins, the hooks' veil, the git-shaped servers' check); 457 with the
+# instruction files and without the result's models. `validate`: 342 once it no longer
+# loaded an event loop it does not run.
+CEILINGS = {"run --help": 285, "scripted run": 466, "validate": 350}
 HEAVY = ("structlog", "rich", "genai_prices", "httpx2", "httpcore2", "yaml", "mcp")
 
 COUNT = (
@@ -70,3 +72,16 @@ def test_a_scripted_run_imports_few_modules(tmp_path: Path) -> None:
     rc, modules = loaded(tmp_path, *argv, json.dumps(doc))
     assert rc == 0
     within("scripted run", modules, "run dev-batches --inputs @inputs.json")
+    # The result's and events' pydantic models are `orkeon schema`'s; a run writes dicts.
+    assert "orkeon_run.run.result" not in modules
+
+
+def test_validate_imports_no_event_loop(tmp_path: Path) -> None:
+    # docs/performance.md, "Start-up, back below the peers": `orkeon validate` runs no
+    # command and starts no event loop, so it imports neither asyncio nor anyio.
+    argv = ["validate", "--inputs", '{"budget": {"seconds": 60}}', "--workspace", str(tmp_path)]
+    rc, modules = loaded(tmp_path, *argv)
+    assert rc == 0
+    within("validate", modules, "validate --inputs @inputs.json")
+    loops = sorted({m.split(".")[0] for m in modules} & {"asyncio", "anyio"})
+    assert loops == [], f"`orkeon validate` imported {loops}, which it does not need"

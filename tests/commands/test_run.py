@@ -82,7 +82,7 @@ def test_output_json_is_the_result_document_and_nothing_else(tmp_path):
     logged = [json.loads(line) for line in (run_dir / "logs.jsonl").read_text().splitlines()]
     assert [e["event"] for e in logged] == ["step started", "step ended"]
     progress = lines
-    assert progress[0] == f"dev-spec: started run {result['run_id']} (budget: 1800.0 s)"
+    assert progress[0] == f"dev-spec: started run {result['run_id']} (budget: 30 min 00 s)"
     assert "writer: #1 file_write .orkeon/spec.md: ran (" in progress[4]
     assert progress[-1].startswith("dev-spec: succeeded (exit 0) in ")
 

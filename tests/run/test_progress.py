@@ -84,7 +84,7 @@ def test_plain_says_each_notable_event_in_one_line_with_who_first(tmp_path: Path
     result = json.loads(proc.stdout)  # stdout: the result, nothing else
     lines = plain_lines(proc.stderr)
     expected = [
-        f"dev-batches: started run {result['run_id']} (budget: 600.0 s, 8 turns)",
+        f"dev-batches: started run {result['run_id']} (budget: 10 min 00 s, 8 turns)",
         "b1: batch started: b1/api, b1/tests",
         "b1/api: started",
         "b1/tests: started",
@@ -107,8 +107,8 @@ def test_plain_says_each_notable_event_in_one_line_with_who_first(tmp_path: Path
     for line in expected:
         assert line in lines, (line, lines)
     said = "\n".join(lines)
-    assert re.search(r"^b1/api: #1 file_read src/a\.py: ran \(\d+\.\d s\)$", said, re.M)
-    assert re.search(r"^b1/api: #3 shell ls nope: ran \(\d+\.\d s\)$", said, re.M)
+    assert re.search(r"^b1/api: #1 file_read src/a\.py: ran \(\d+\.\d+ s\)$", said, re.M)
+    assert re.search(r"^b1/api: #3 shell ls nope: ran \(\d+\.\d+ s\)$", said, re.M)
     assert re.search(r"^b1/api: succeeded: 3 turns, 4 calls, 2 refused, \d", said, re.M)
     assert lines[-1].startswith("dev-batches: failed (exit 1) in ")
     assert lines[-1].endswith(": 3 roles, 6 calls, 3 refused, $0.0000; the audit of batch b2 "
@@ -221,7 +221,7 @@ def test_plain_lines_are_sanitized_and_said_once(tmp_path: Path) -> None:
         "dev-batches: started run r",
         "b1/a: started",
         "b1/a: #1 x\\n::error::pwned: refused (invalid call): error: no",
-        "b1/a: #2 file_read a\\x1b[2Jb: ran (0.0 s)",
+        "b1/a: #2 file_read a\\x1b[2Jb: ran (0.00 s)",
         "b1/a: conversation compacted (4 messages shortened, 2 removed)",
         "planner: the plan is not valid (check 2): plan.batches: Field required (and 1 more)",
         "b1/a: repairing, from run /r/1",
@@ -279,7 +279,7 @@ def test_a_heartbeat_while_the_model_or_a_call_takes_long(tmp_path: Path) -> Non
     base = {"step": "dev-batches", "batch": "b1", "role": "b1/api"}
     view({"type": "run.start", "ts": time.time(), "step": "dev-batches", "run_id": "r"})
     view({"type": "role.start", "ts": time.time(), **base})
-    waiting = out.await_line(r"^b1/api: waiting for the model's answer for \d+\.\d s \(turn 1\)$")
+    waiting = out.await_line(r"^b1/api: waiting for the model's answer for \d+\.\d+ s \(turn 1\)$")
     assert float(re.findall(r"([\d.]+) s", waiting)[0]) >= 0.3
     view({"type": "model.turn", "ts": time.time(), **base, "turn": 1, "tokens_in": 0,
           "tokens_out": 0, "usd": 0.0, "tool_calls": 1, "seconds": 0.5, "text": ""})  # fmt: skip
@@ -311,11 +311,11 @@ def test_heartbeats_follow_the_clock_not_the_events() -> None:
     view({"type": "role.start", "ts": 1.0, **base})
     assert view.heartbeats(now[0] + 59.9) == []
     assert view.heartbeats(now[0] + 60) == [
-        "analyst: waiting for the model's answer for 1m 00s (turn 1)"
+        "analyst: waiting for the model's answer for 1 min 00 s (turn 1)"
     ]
     assert view.heartbeats(now[0] + 61) == []  # said already for this minute
     assert view.heartbeats(now[0] + 185) == [
-        "analyst: waiting for the model's answer for 3m 05s (turn 1)"
+        "analyst: waiting for the model's answer for 3 min 05 s (turn 1)"
     ]
     now[0] += 200  # an event: a new wait begins
     view({"type": "hook.run", "ts": 2.0, "role": "analyst", "event": "Stop", "command": "x",
@@ -405,7 +405,7 @@ def test_live_view_on_a_terminal_and_the_result_on_stdout(tmp_path: Path) -> Non
     assert running, views
     assert re.search(r"^batch b1 +running ", running[0], re.M)
     assert re.search(r"^  b1/tests +\w+", running[0], re.M)
-    assert re.search(r"budget [\d.]+ s of 600\.0 s \(\d+ %\), \d of 8 turns", running[0])
+    assert re.search(r"budget [\d.]+ s of 10 min 00 s \(\d+ %\), \d of 8 turns", running[0])
     # The last frame is the summary the view is cleared to.
     summary = views[-1]
     assert re.search(r"^dev-batches failed \(exit 1\) in [\d.]+ s · run " + result["run_id"],
@@ -479,7 +479,7 @@ def test_the_tracker_marks_time_and_cost_budgets() -> None:
             "tokens_in": 10, "tokens_out": 5, "tool_calls": 0, "text": ""}  # fmt: skip
     assert t.update({**turn, "seconds": 4.0, "usd": 1.0}) == []
     assert t.update({**turn, "seconds": 1.0, "usd": 1.5}) == [("seconds", 50), ("usd", 50)]
-    assert t.mark_line("seconds", 50) == "budget: 50 % of the time budget used (5.0 s of 10.0 s)"
+    assert t.mark_line("seconds", 50) == "budget: 50 % of the time budget used (5.00 s of 10.0 s)"
     assert t.mark_line("usd", 50) == "budget: 50 % of the cost budget used ($2.50 of $5.00)"
     # From 50 % straight past 80 % to 100 %: one line, the highest mark.
     assert t.update({**turn, "seconds": 6.0, "usd": None}) == [("seconds", 100)]

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ... import proc, proc_loop
+from ... import proc
 from ...tools import sandbox
 from .gitcmd import AuditGit, find_git
 from .paths import ALWAYS_IGNORED, AuditError, Ignore, ignore_list, norm_root, shown, under
@@ -134,17 +134,20 @@ async def run_audit(
     git: AuditGit | None = None,
     commands: Commands | None = None,
     require_changes: bool = False,
+    found: Changes | None = None,
 ) -> dict[str, Any]:
     """Audit the batch: what changed since `before` (through `git`, by default the git on
-    orkeon's PATH), that something did when `require_changes`, then build and test as
-    `commands` says (by default unconfined, with `env`, else orkeon's environment). Returns
-    the audit record. `run_commands=False` checks the paths only."""
+    orkeon's PATH; `found`: what `changes` answered for it just now, not asked again), that
+    something did when `require_changes`, then build and test as `commands` says (by
+    default unconfined, with `env`, else orkeon's environment). Returns the audit record.
+    `run_commands=False` checks the paths only."""
     from anyio import to_thread  # not at import: `validate` loads this package (find_git)
 
-    try:
-        found = await to_thread.run_sync(changes, workspace, before, git)
-    except AuditError as exc:
-        return record(batch, passed=False, output_tail=str(exc))
+    if found is None:
+        try:
+            found = await to_thread.run_sync(changes, workspace, before, git)
+        except AuditError as exc:
+            return record(batch, passed=False, output_tail=str(exc))
     count = len(found.paths)
     refused = _refused(found, batch, roots)
     if refused is not None:
@@ -217,6 +220,10 @@ def _refused(
 
 async def _run_command(workspace: Path, argv: Sequence[str], how: Commands) -> proc.ProcResult:
     if how.sandbox is None:
+        # Not at import: `validate` loads this package (find_git), and proc_loop brings
+        # asyncio, which validate does not need (docs/performance.md).
+        from ... import proc_loop
+
         return await proc_loop.arun(list(argv), cwd=workspace, timeout=COMMAND_TIMEOUT, env=how.env)
     from anyio import to_thread  # not at import: `validate` loads this package (find_git)
 

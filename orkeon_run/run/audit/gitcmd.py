@@ -115,13 +115,17 @@ class Git:
             )
         self._switches: list[str] | None = None
 
-    def __call__(self, *args: str) -> proc.ProcResult:
+    def __call__(
+        self, *args: str, stdin: bytes | None = None, index: Path | None = None
+    ) -> proc.ProcResult:
+        """git `args`, `stdin` its input; `index`: the index file it reads and writes
+        instead of the repository's (GIT_INDEX_FILE; `orkeon apply` tries a patch there)."""
         if self._switches is None:
             names = self._names(None)
             for module in submodule_git_dirs(self.folders):
                 names += self._names(module)
             self._switches = [*SWITCHES, *driver_switches(names)]
-        return self._run([*_c(self._switches), *args])
+        return self._run([*_c(self._switches), *args], stdin, index)
 
     def _names(self, git_dir: Path | None) -> list[str]:
         """The configuration's variable names (`filter.x.clean`): the workspace's
@@ -132,20 +136,24 @@ class Git:
         must_have_worked(r, "git config --list")
         return [n for n in r.stdout.split("\0") if n]
 
-    def _run(self, args: Sequence[str]) -> proc.ProcResult:
+    def _run(
+        self, args: Sequence[str], stdin: bytes | None = None, index: Path | None = None
+    ) -> proc.ProcResult:
         assert self.how.program is not None
         argv = [os.fspath(self.how.program), *args]
         env = self.how.env()
+        if index is not None:
+            env["GIT_INDEX_FILE"] = os.fspath(index)
         # errors: a file name that is not UTF-8 must name the same file when fingerprinted.
         if self._policy is None:
             return proc.run(
                 argv, cwd=self.workspace, timeout=GIT_TIMEOUT, cap=_GIT_CAP, env=env,
-                errors="surrogateescape",
+                stdin=stdin, errors="surrogateescape",
             )  # fmt: skip
 
         return sandbox.run(
             self._policy, argv, cwd=self.workspace, timeout=GIT_TIMEOUT, cap=_GIT_CAP, env=env,
-            errors="surrogateescape",
+            stdin=stdin, errors="surrogateescape",
         )  # fmt: skip
 
 

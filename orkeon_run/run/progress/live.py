@@ -28,7 +28,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ...vocabulary import error_message
-from .text import clean, duration, gave_up, money
+from .text import budget_line, clean, count, duration, gave_up, money, refusal_line
 from .tracker import Role, Tracker
 
 _STYLES = {
@@ -129,7 +129,7 @@ class LiveProgress:
         for r in t.roles.values():
             if r.name not in listed:
                 table.add_row(*self._role_row(r, now_ts, indent=False))
-        return Group(*lines, table)
+        return Group(*lines, table, *_refusals(t))
 
     def _role_row(self, r: Role, now_ts: float, *, indent: bool) -> list[RenderableType]:
         t = self.tracker
@@ -145,8 +145,8 @@ class LiveProgress:
             now = clean(r.error, 100)
         started = r.started is not None
         cells = (
-            [str(r.turns), str(r.calls), str(r.refused), duration(t.role_seconds(r, now_ts)),
-             f"{r.charged:.1f} s", "unknown" if r.usd is None else money(r.usd)]
+            [f"{r.turns:,}", f"{r.calls:,}", f"{r.refused:,}", duration(t.role_seconds(r, now_ts)),
+             duration(r.charged), money(r.usd)]
             if started
             else [""] * 6
         )  # fmt: skip
@@ -188,18 +188,11 @@ class LiveProgress:
             if a.get("changed") == 0:
                 verdict.append(" (no file changed)", style="yellow")
             table.add_row(Text(f"  audit {a.get('batch')}"), verdict)
-        b = e.get("budget") or {}
-        usd = "unknown" if b.get("usd") is None else money(b["usd"])
-        tail = [
-            Text(
-                f"  budget: {b.get('used_seconds', 0):.1f} s charged, {b.get('turns', 0)} turns, "
-                f"{b.get('tokens_in', 0) + b.get('tokens_out', 0):,} tokens, {usd}"
-            )
-        ]
+        tail: list[RenderableType] = [Text(f"  {budget_line(e.get('budget') or {})}")]
         why = error_message(e.get("error"))
         if why:
             tail.append(Text(f"  error: {clean(why, 300)}", style="red"))
-        return Group(*lines, table, *tail)
+        return Group(*lines, table, *tail, *_refusals(t))
 
 
 def _table(*, now: bool) -> Table:
@@ -213,6 +206,19 @@ def _table(*, now: bool) -> Table:
         table.add_column(no_wrap=False)  # see _role_row
     table.add_row(*(Text(n, style="dim") for n in names), *([Text("now", style="dim")] * now))
     return table
+
+
+def _refusals(t: Tracker) -> list[RenderableType]:
+    """The latest refused calls, one line each as the plain view says them (escaped)."""
+    if not t.refusals:
+        return []
+    calls, refused = t.totals()
+    head = Text(f"refused: {refused:,} of {count(calls, 'call')}; the latest:", style="dim")
+    lines: list[RenderableType] = [head]
+    for x in t.refusals:
+        line = refusal_line(x.role, x.seq, x.tool, x.target, x.by, x.result)
+        lines.append(Text(f"  {line}", style="yellow", no_wrap=True, overflow="ellipsis"))
+    return lines
 
 
 def _steps(steps: list[list[str]]) -> Text:

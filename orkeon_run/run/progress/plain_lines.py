@@ -8,14 +8,16 @@ from collections.abc import Callable
 from typing import Any
 
 from ...pipeline import call_target
+from ...units import limits_text
 from ...vocabulary import error_message
 from .text import (
-    amount,
     clean,
+    count,
     duration,
     first_line,
     money,
     network_line,
+    refusal_line,
     step_line,
     warning_line,
 )
@@ -71,8 +73,8 @@ class PlainLines:
 
     def _run_start(self, e: dict[str, Any]) -> list[str]:
         t = self.tracker
-        limits = [amount(k, v) for k, v in t.limits.items()]
-        budget = f" (budget: {', '.join(limits)})" if limits else ""
+        limits = limits_text(t.limits)
+        budget = f" (budget: {limits})" if limits else ""
         again = "resumed" if e.get("resume") else "started"
         return [f"{t.step}: {again} run {clean(t.run_id)}{budget}"]
 
@@ -95,8 +97,8 @@ class PlainLines:
         status = self._paint(e["status"])
         error = f"; {clean(e['error'])}" if e.get("error") else ""
         return [
-            f"{e['role']}: {status}: {e['turns']} turns, {e['calls']} calls, "
-            f"{e['refused']} refused, {duration(self.tracker.role_seconds(r, e['ts']))}{error}"
+            f"{e['role']}: {status}: {count(e['turns'], 'turn')}, {count(e['calls'], 'call')}, "
+            f"{e['refused']:,} refused, {duration(self.tracker.role_seconds(r, e['ts']))}{error}"
         ]
 
     def _hook_run(self, e: dict[str, Any]) -> list[str]:
@@ -140,18 +142,18 @@ class PlainLines:
             if last is not None and last.seq == seq
             else call_target(e["tool"], e.get("input"))
         )
-        head = f"{role}: #{seq} {clean(e['tool'], 40)}"
-        if target:
-            head = f"{head} {clean(target, 120)}"
         if e["outcome"] == "ran":
+            head = f"{role}: #{seq} {clean(e['tool'], 40)}"
+            if target:
+                head = f"{head} {clean(target, 120)}"
             result = e["result"]
             code = result.get("exit_code") if type(result) is dict else None
             exit_note = f", exit {code}" if type(code) is int else ""
             took = duration(e["tool_seconds"] + e["hook_seconds"])
             line = f"{head}: {self._paint('ran')}{exit_note} ({took})"
         else:
-            by = f"by {e['refused_by']}" if e["refused_by"] else "(invalid call)"
-            line = f"{head}: {self._paint('refused')} {by}: {first_line(e['result'])}"
+            paint = self._paint("refused")
+            line = refusal_line(role, seq, e["tool"], target, e["refused_by"], e["result"], paint)
         hooks = e["hooks"]
         if not hooks:
             return [line]
@@ -206,7 +208,8 @@ class PlainLines:
         error = f"; {first_line(why)}" if (why := error_message(e.get("error"))) else ""
         return (
             f"{e['step']}: {self._paint(e['status'])} (exit {e['exit_code']}) in {took}: "
-            f"{len(e.get('roles') or [])} roles, {calls} calls, {refused} refused{usd}{error}"
+            f"{count(len(e.get('roles') or []), 'role')}, {count(calls, 'call')}, "
+            f"{refused:,} refused{usd}{error}"
         )
 
 

@@ -1,5 +1,6 @@
 """The text the progress views show (docs/output.md, "Progress"): one-line, escaped
-model-written text, durations, budget amounts, and the lines both views share."""
+model-written text, and the lines both views share; durations, counts and budget amounts
+are units.py's, as in the reports and the logs."""
 
 from __future__ import annotations
 
@@ -9,7 +10,11 @@ from collections.abc import Callable
 from typing import Any
 
 from ... import escape, logs
+from ...units import amount, budget_tail, count, duration, money
 from ...vocabulary import error_message
+
+# Durations, counts and amounts as everything orkeon writes for people writes them.
+__all__ = ["amount", "count", "duration", "money"]
 
 
 def gave_up(exc: Exception) -> None:
@@ -36,31 +41,34 @@ def first_line(text: object) -> str:
     return clean(text.strip().partition("\n")[0])
 
 
-def duration(seconds: float) -> str:
-    """`4.2 s`, `2m 05s`, `1h 02m`."""
-    if seconds < 60:
-        return f"{seconds:.1f} s"
-    minutes, secs = divmod(int(seconds), 60)
-    if minutes < 60:
-        return f"{minutes}m {secs:02d}s"
-    hours, minutes = divmod(minutes, 60)
-    return f"{hours}h {minutes:02d}m"
+def refusal_line(
+    role: str,
+    seq: int,
+    tool: str,
+    target: str | None,
+    by: str | None,
+    result: object,
+    refused: str = "refused",
+) -> str:
+    """A refused call, as both views say it: `b1/api: #3 shell rm -rf /: refused by rules:
+    [refused: …]` (`by` None: an invalid call); `refused` is the word, maybe painted."""
+    head = f"{clean(role, 80)}: #{seq} {clean(tool, 40)}"
+    if target:
+        head = f"{head} {clean(target, 120)}"
+    how = f"by {clean(by, 20)}" if by else "(invalid call)"
+    return f"{head}: {refused} {how}: {first_line(result)}"
 
 
-def amount(which: str, value: float | None) -> str:
-    """A budget quantity as people read it: `12.5 s`, `40 turns`, `1,200 tokens`, `$0.41`."""
-    if value is None:
-        return "unknown"
-    if which == "seconds":
-        return f"{value:.1f} s"
-    if which == "usd":
-        return money(value)
-    return f"{int(value):,} {which}"
-
-
-def money(usd: float) -> str:
-    """`$0.0042` under a dollar, `$12.40` from one on."""
-    return f"${usd:.4f}" if usd < 1 else f"${usd:.2f}"
+def budget_line(b: dict[str, Any]) -> str:
+    """A result's `budget` in one line: `budget: 12.5 s charged, 8 turns, 1,200 tokens,
+    $0.0042`, and after a `--resume` the last attempt's beside the whole run's."""
+    line = (
+        f"budget: {duration(b.get('used_seconds') or 0.0)} charged, "
+        f"{count(int(b.get('turns') or 0), 'turn')}, "
+        f"{count(int(b.get('tokens_in') or 0) + int(b.get('tokens_out') or 0), 'token')}, "
+        f"{money(b.get('usd'))}"
+    )
+    return line + budget_tail(b)
 
 
 def warning_line(e: dict[str, Any], paint: Callable[[str, str], str]) -> str:

@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import math
 import time
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ...pipeline import call_target
+from ...units import spent_of
 from ...vocabulary import BUDGET_WORDS
-from .text import amount
 
 MARKS = (50, 80, 100)  # budget use, in percent, that plain progress reports
 
@@ -22,6 +24,21 @@ class Call:
     tool: str
     target: str | None
     since: float  # the clock's time when it began
+
+
+@dataclass
+class Refusal:
+    """A refused call, for the views' list of the latest ones."""
+
+    role: str
+    seq: int
+    tool: str
+    target: str | None
+    by: str | None  # the stage that refused it (gate, rules, roots, hook, …); None: invalid
+    result: Any  # what the model read
+
+
+REFUSALS_KEPT = 5  # the latest refused calls the live view lists
 
 
 @dataclass
@@ -74,6 +91,7 @@ class Tracker:
     # step may run twice (dev-batches resumed after a repair).
     steps: list[list[str]] = field(default_factory=list)
     result: dict[str, Any] | None = None
+    refusals: deque[Refusal] = field(default_factory=lambda: deque(maxlen=REFUSALS_KEPT))
 
     def role(self, name: str, batch: str | None = None) -> Role:
         r = self.roles.get(name)
@@ -106,6 +124,12 @@ class Tracker:
         budget = e.get("budget") or {}
         self.limits = {k: v for k, v in budget.items() if v and k in self.used}
         self._next = {k: v * MARKS[0] / 100 for k, v in self.limits.items()}
+        # A resumed run: the budget spans attempts, so its use starts from the earlier
+        # attempts' (docs/inputs.md, "Budgets"); a mark they passed is not said again.
+        for which, value in (e.get("earlier") or {}).items():
+            if which in self.used and isinstance(value, (int, float)):
+                self._add(which, value)
+        self.reached = []
 
     def _step_start(self, e: dict[str, Any]) -> None:
         self.steps.append([str(e.get("name", "")), "running"])
@@ -156,6 +180,12 @@ class Tracker:
         r.calls += 1
         if e["outcome"] == "refused":
             r.refused += 1
+            target = r.last.target if r.last is not None and r.last.seq == e["seq"] else None
+            if target is None:
+                target = call_target(e["tool"], e.get("input"))
+            self.refusals.append(
+                Refusal(r.name, e["seq"], e["tool"], target, e.get("refused_by"), e["result"])
+            )
         seconds = e["tool_seconds"] + e["hook_seconds"]
         r.charged += seconds
         self._add("seconds", seconds)
@@ -197,11 +227,8 @@ class Tracker:
         return f"budget: {mark} % of the {word} budget used ({used})"
 
     def used_of(self, which: str) -> str:
-        """`900.0 s of 1800.0 s`, `4 of 8 turns`, `$2.50 of $5.00`."""
-        used, limit = self.used[which], self.limits[which]
-        if which in ("seconds", "usd"):
-            return f"{amount(which, used)} of {amount(which, limit)}"
-        return f"{int(used):,} of {amount(which, limit)}"
+        """`15 min 00 s of 30 min 00 s`, `4 of 8 turns`, `$2.50 of $5.00` (units.py)."""
+        return spent_of(which, self.used[which], self.limits[which])
 
     def running(self) -> list[Role]:
         return [r for r in self.roles.values() if r.status == "running"]

@@ -43,8 +43,12 @@ async def audit_batch(
     """Record what the roles changed (run/changes.py; `roles`: each role's full name and
     roots), then audit what changed since `before` against `roots`, then build and test
     (not once the budget is spent: the paths are still checked); emit its events; the
-    record."""
-    await changes.batch(sr, batch, roles or {}, before)
+    record. What changed is looked at once, for both (each look is six git commands)."""
+    try:
+        found = await anyio.to_thread.run_sync(audit.changes, sr.workspace, before, sr.audit_git())
+    except (OSError, audit.AuditError):
+        found = None  # each looks again as it did alone: the log warns, the audit fails
+    await changes.batch(sr, batch, roles or {}, before, None if found is None else found.paths)
     record = await audit.run_audit(
         sr.workspace,
         batch,
@@ -56,6 +60,7 @@ async def audit_batch(
         git=sr.audit_git(),
         commands=sr.audit_commands(),
         require_changes=sr.inputs.audit.require_changes,
+        found=found,
     )
     unpinned = sr.unpinned
     if record["passed"] and unpinned:  # changed in an earlier batch, attempt or run

@@ -124,6 +124,7 @@ class Pipeline:
             raise StageError(f"{name} could not start: {why}")
         rd = sr.run_dir / STEPS_DIR / name
         doc = {**sr.config.doc, **extra, "budget": sr.ledger.left().to_json()}
+        doc.pop("patch", None)  # the pipeline writes the one patch, of all its steps
         again = (rd / "inputs.json").is_file()
         try:
             opened = open_run(

@@ -26,7 +26,7 @@ from ...vocabulary import ErrorKind
 from ..context import StepOutcome, StepRun
 from . import answer
 from .outcome import error_outcome, finish
-from .review_change import Change, read_change, resolve
+from .review_change import Change, git_of, read_change, resolve
 from .review_checks import CHECK_SCHEMA, applies, load_checks
 from .roles import crew_of, role_agent, role_context
 
@@ -99,9 +99,11 @@ async def run(sr: StepRun) -> StepOutcome:
     review = sr.inputs.review
     assert review is not None  # check() made sure
     crew = crew_of(sr)
-    git = sr.audit_git()
+    how = sr.audit_git()
     try:  # checked before the run; what changed since is the step's error
-        change = read_change(resolve(review, sr.workspace, git), sr.workspace, git)
+        # One runner for both: it reads the repository's filter drivers once.
+        git = git_of(sr.workspace, how)
+        change = read_change(resolve(review, sr.workspace, git=git), sr.workspace, how, git)
         checks = load_checks(review, sr.workspace, logs.warn)
     except InputError as exc:
         return error_outcome(StepError(str(exc)))

@@ -73,7 +73,11 @@ def parse_diff(diff: str) -> dict[str, set[int]]:
     return lines
 
 
-def _git_of(workspace: Path, audit_git: AuditGit | None) -> Git:
+_OID = re.compile(r"[0-9a-f]{40}(?:[0-9a-f]{24})?")
+
+
+def git_of(workspace: Path, audit_git: AuditGit | None) -> Git:
+    """The audit's git (`audit_git`, else PATH's, unconfined) bound to `workspace`."""
     how = audit_git or AuditGit.default(workspace)
     if how.program is None:
         raise InputError("review: no git program outside the workspace (a review reads git)")
@@ -87,12 +91,37 @@ def _rev(git: Git, ref: str, field_name: str) -> str:
     return r.stdout.strip()
 
 
+def _commits(git: Git, *refs: str) -> list[str] | None:
+    """One `rev-parse` for the work tree and each ref's commit (the usual case: a review
+    starts fewer git processes, each in the audit's sandbox); None when it does not give
+    them all (no repository, a ref that is no commit, a ref that reads as an option):
+    the caller asks again one by one, to say which."""
+    if any(r.startswith("-") for r in refs):
+        return None
+    r = git("rev-parse", "--show-toplevel", *(f"{x}^{{commit}}" for x in refs), "--")
+    lines = r.stdout.split("\n")
+    if r.exit_code != 0 or len(lines) < len(refs) + 1:
+        return None
+    oids = [line.strip() for line in lines[1 : len(refs) + 1]]
+    return oids if all(_OID.fullmatch(o) for o in oids) else None
+
+
 def resolve(
-    review: ReviewInputs, workspace: Path, audit_git: AuditGit | None = None
+    review: ReviewInputs,
+    workspace: Path,
+    audit_git: AuditGit | None = None,
+    git: Git | None = None,
 ) -> tuple[str, ...]:
     """The two sides to diff (`("FROM", "TO")`, or `("HEAD",)` for the uncommitted
-    change); InputError naming the field when a ref or the repository is missing."""
-    git = _git_of(workspace, audit_git)
+    change); InputError naming the field when a ref or the repository is missing. `git`:
+    a runner bound already (`read_change` may use it again), else one of `audit_git`."""
+    git = git or git_of(workspace, audit_git)
+    if review.base is not None and (found := _commits(git, review.base, "HEAD")) is not None:
+        base, head = found
+        mb = git("merge-base", base, head)
+        if mb.exit_code != 0:
+            raise InputError(f"review.base: {review.base} and HEAD have no merge base")
+        return mb.stdout.strip(), head
     top = git("rev-parse", "--show-toplevel")
     if top.exit_code != 0:
         raise InputError("review: the workspace is not in a git repository")
@@ -110,9 +139,14 @@ def resolve(
     return (_rev(git, "HEAD", "review.uncommitted"),)
 
 
-def read_change(sides: tuple[str, ...], workspace: Path, audit_git: AuditGit | None) -> Change:
-    """The change between `sides` (resolve's), read now."""
-    git = _git_of(workspace, audit_git)
+def read_change(
+    sides: tuple[str, ...],
+    workspace: Path,
+    audit_git: AuditGit | None,
+    git: Git | None = None,
+) -> Change:
+    """The change between `sides` (resolve's), read now (with `git` when given)."""
+    git = git or git_of(workspace, audit_git)
     r = git(*DIFF, *sides, "--")
     if r.exit_code != 0:
         raise InputError(f"review: git diff failed: {r.stderr.strip()[:300]}")

@@ -30,7 +30,7 @@ import contextlib
 import importlib.util
 import os
 from collections.abc import Sequence
-from functools import cache
+from functools import cache, lru_cache
 from pathlib import Path
 
 from . import forwarder
@@ -127,24 +127,30 @@ def mounts(policy: SandboxPolicy, tmp: Path | None) -> list[str]:
     """The bubblewrap mount options after the base ones, for a command whose private
     folder is `tmp` (None: in memory). Each option is kept only where it changes what the command sees:
     protecting a path outside every writable one, or hiding one no one can see, is
-    skipped."""
-    ops: list[tuple[str, int]] = [(d, _HIDE) for d in _system_hidden()]
-    ops.append(("/tmp", _TMP))
-    ops.append((os.fspath(policy.workspace), _VIEW))
-    ops += [(os.fspath(v), _VIEW) for v in policy.visible if os.path.exists(v)]
+    skipped. What is on disk is looked at each time; the placing of the mounts, which
+    depends on nothing else, is remembered (a kept-up sandbox asks before each command)."""
+    ops: list[tuple[str, int, bool]] = [(d, _HIDE, True) for d in _system_hidden()]
+    ops.append(("/tmp", _TMP, False))
+    ops.append((os.fspath(policy.workspace), _VIEW, False))
+    ops += [(os.fspath(v), _VIEW, False) for v in policy.visible if os.path.exists(v)]
     if policy.network:
         folder = _resolv_folder()
         if folder is not None:
-            ops.append((folder, _VIEW))
-    ops += [(os.fspath(p), _WRITE) for p in policy.writable if _writable_now(policy, p)]
-    ops += [(os.fspath(p), _PROTECT) for p in policy.read_only if os.path.exists(p)]
-    ops += [(os.fspath(p), _HIDE) for p in policy.hidden if os.path.lexists(p)]
-    ops.sort(key=lambda op: (_depth(op[0]), op[1], op[0]))
+            ops.append((folder, _VIEW, False))
+    ops += [(os.fspath(p), _WRITE, False) for p in policy.writable if _writable_now(policy, p)]
+    ops += [(os.fspath(p), _PROTECT, False) for p in policy.read_only if os.path.exists(p)]
+    ops += [(os.fspath(p), _HIDE, os.path.isdir(p)) for p in policy.hidden if os.path.lexists(p)]
+    return list(_placed(tuple(ops), None if tmp is None else os.fspath(tmp)))
 
+
+@lru_cache(maxsize=256)
+def _placed(found: tuple[tuple[str, int, bool], ...], tmp: str | None) -> tuple[str, ...]:
+    """The mount options for the paths `found` on disk: (path, kind, is a folder)."""
+    ops = sorted(found, key=lambda op: (_depth(op[0]), op[1], op[0]))
     applied: list[tuple[str, int]] = [("/", _VIEW)]
     args: list[str] = []
     sealed: list[str] = []  # hidden folders, made read-only after the mounts inside them
-    for path, kind in ops:
+    for path, kind, folder in ops:
         under = max(
             (a for a in applied if _within(a[0], path)), key=lambda a: (_depth(a[0]), a[1])
         )[1]
@@ -156,17 +162,17 @@ def mounts(policy: SandboxPolicy, tmp: Path | None) -> list[str]:
         elif kind == _PROTECT and under == _WRITE:
             args += ["--ro-bind", path, path]
         elif kind == _HIDE and not hidden_above:
-            if os.path.isdir(path):
+            if folder:
                 args += ["--tmpfs", path]
                 sealed += ["--remount-ro", path]
             else:
                 args += ["--ro-bind", "/dev/null", path]
         elif kind == _TMP:
-            args += ["--tmpfs", path] if tmp is None else ["--bind", os.fspath(tmp), path]
+            args += ["--tmpfs", path] if tmp is None else ["--bind", tmp, path]
         else:
             continue
         applied.append((path, kind))
-    return args + sealed
+    return (*args, *sealed)
 
 
 def command(

@@ -48,8 +48,15 @@ def probe(bwrap: Path | None = None) -> Availability:
         # asks with no path and the shell tool with the path that answer gave, and both
         # mean one sandbox made, once a process (docs/performance.md).
         if bwrap is None and sys.platform.startswith("linux"):
-            bwrap = bundled_bwrap()
+            bwrap = _bundled()
         return _probe(bwrap)
+
+
+@cache
+def _bundled() -> Path | None:
+    """`bundled_bwrap()`, looked up once a process (its `find_spec` cost 80 µs a call,
+    and the shell tool asks before each sandboxed command)."""
+    return bundled_bwrap()
 
 
 def prefetch(bwrap: Path | None = None) -> threading.Thread:

@@ -6,20 +6,24 @@ started as `python -I -S -c SOURCE FD` by session.py: the standard library only,
 of orkeon imported (the package may lie where the sandbox hides it). FD is its end of a
 SOCK_SEQPACKET socket pair with orkeon.
 
-One request a command, on that socket: a JSON object `{"argv", "cwd", "env"}` with the
-descriptors [reply socket, stdout, stderr, stdin?] attached (no stdin: /dev/null). For
-each the server forks an init, pid 1 of a new PID namespace, which in a new mount and
-IPC namespace mounts its own /proc (only its own processes in it), a fresh /tmp and
-/dev/shm, makes /dev read-only, drops every capability (bounding set included; no new
-privileges is bubblewrap's), and starts the command from `cwd`. When the command exits
-the init sends `{"exit": CODE}` (128 + N for a signal N) and exits, and the kernel kills
-whatever the command left in its namespace; its /tmp, /dev/shm and SysV IPC objects go
-with their namespaces. `{"error": TEXT}` instead: it could not start.
+Spares, and one request a command. The server keeps an init ready for the next command
+(pid 1 of a new PID namespace, forked before a command asks for it: a fork costs more
+than the command's own start) and hands orkeon its end of the init's socket pair:
+`{"spare": PID}` with that socket attached, on the main socket; orkeon asks for one more
+with `{"spare": true}` when it has none at hand (commands at the same time). Orkeon sends
+the command straight to the init, on that socket: a JSON object `{"argv", "cwd", "env"}`
+with the descriptors [stdout, stderr, stdin?] attached (no stdin: /dev/null). The init,
+in a new mount and IPC namespace, mounts its own /proc (only its own processes in it), a
+fresh /tmp and /dev/shm, makes /dev read-only, drops every capability (bounding set
+included; no new privileges is bubblewrap's), and starts the command from `cwd`. When the
+command exits the init kills whatever it left in its namespace, sends `{"exit": CODE}`
+(128 + N for a signal N) and exits; its /tmp, /dev/shm and SysV IPC objects go with their
+namespaces. `{"error": TEXT}` instead: it could not start. The server makes the next
+spare once an init that ran a command has exited.
 
-On the reply socket orkeon may send `{"signal": N}`: SIGTERM reaches every process of
-the command's namespace (the init passes it on), SIGKILL takes the namespace down.
-Orkeon closing the reply socket kills it too; orkeon closing the main socket ends the
-server, and with it the sandbox.
+On the init's socket orkeon may send `{"signal": N}`: N reaches every process of the
+command's namespace. Orkeon closing that socket kills everything in it. Orkeon closing
+the main socket ends the server, and with it the sandbox.
 
 Why a command cannot reach the server: it sees no process outside its namespace (its
 /proc is its own), holds none of the server's descriptors (close-on-exec, and closed in
@@ -40,6 +44,7 @@ import select
 import signal
 import socket
 import sys
+import warnings  # noqa: F401  os.get_exec_path imports it: here, before the inits are forked (1.2 ms a command)
 
 CLONE_NEWNS, CLONE_NEWIPC, CLONE_NEWPID = 0x00020000, 0x08000000, 0x20000000
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
@@ -168,13 +173,15 @@ def send(sock, obj):
 INIT_FAILED = "the sandbox's init failed: "  # session.py makes a sandbox per command then
 
 
+UNUSED = 3  # an init's exit code when orkeon let go of it before any command
+
+
 def spare(link):
-    """pid 1 of a new PID namespace, made ready before a command asks for it (a fork of
-    the server costs more than the command's own start): its mount and IPC namespaces
-    made, capabilities dropped; then it waits on `link` for one command. Never returns.
-    When the namespaces cannot be made, the command is answered INIT_FAILED and why."""
+    """pid 1 of a new PID namespace, made ready before a command asks for it: its mount
+    and IPC namespaces made, capabilities dropped; then it waits on `link` for one
+    command from orkeon. Never returns. When the namespaces cannot be made, the command
+    is answered INIT_FAILED and why."""
     code = 127
-    reply = None
     failed = None
     try:
         check(libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0), "die with the server")
@@ -184,33 +191,55 @@ def spare(link):
     except OSError as exc:
         failed = str(exc)
     try:
-        for sig in PASSED_ON:
-            signal.signal(sig, lambda n, _frame: os.kill(-1, n))
-        msg, fds, _flags, _addr = socket.recv_fds(link, MAX_MESSAGE, 4)
+        woken = rehearse()
+        msg, fds, _flags, _addr = socket.recv_fds(link, MAX_MESSAGE, 3)
         if not msg:
-            os._exit(0)  # the server is closing
-        link.close()
+            os._exit(UNUSED)  # orkeon let go of it, or the server is closing
         for got in fds:  # so that the command gets none but its 0, 1 and 2
             os.set_inheritable(got, False)
-        reply = socket.socket(fileno=fds[0])
         if failed is not None:
             raise RuntimeError(failed)
-        stdin = fds[3] if len(fds) > 3 else os.open("/dev/null", os.O_RDONLY | os.O_CLOEXEC)
-        code = run(json.loads(msg), reply, [stdin, fds[1], fds[2]])
+        stdin = fds[2] if len(fds) > 2 else os.open("/dev/null", os.O_RDONLY | os.O_CLOEXEC)
+        code = run(json.loads(msg), link, [stdin, fds[0], fds[1]], woken)
     except BaseException as exc:  # an init must end, whatever went wrong
-        if reply is not None:
-            send(reply, {"error": INIT_FAILED + str(exc)})
+        send(link, {"error": INIT_FAILED + str(exc)})
     os._exit(code)
 
 
-def run(request, reply, stdio):
-    """Start the command, wait for it, kill what it left, say how it ended."""
+def rehearse():
+    """What a command's start does that needs no command, done while the init waits for
+    one: SIGCHLD's wake-up pipe (its read end returned), and a rehearsal of the rest. An
+    init is a fork of the server, and the first touch of each page of the interpreter's
+    memory copies it: 0.5 ms of a command's start, moved off its path."""
+    woken, wake = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+    signal.set_wakeup_fd(wake)  # SIGCHLD wakes the command's poll
+    signal.signal(signal.SIGCHLD, lambda _n, _frame: None)
+    request = json.loads(json.dumps({"argv": ["true"], "cwd": "/", "env": {"PATH": os.defpath}}))
+    with contextlib.suppress(OSError):
+        os.chdir(request["cwd"])
+        program(request["argv"][0], request["env"])
+    select.poll().register(woken, select.POLLIN)
+    return woken
+
+
+def sweep():
+    """Kill every other process of this namespace and reap them: none is left after."""
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(-1, signal.SIGKILL)
+    with contextlib.suppress(ChildProcessError):
+        while True:
+            os.waitpid(-1, 0)
+
+
+def run(request, link, stdio, woken):
+    """Start the command, wait for it (passing on the signals orkeon sends on `link`),
+    kill what it left, say how it ended."""
     env = request["env"]
     try:
         os.chdir(request["cwd"])
     except OSError as exc:
-        send(reply, {"error": f"cannot use the working directory {request['cwd']}: "
-                              f"{exc.strerror}"})  # fmt: skip
+        send(link, {"error": f"cannot use the working directory {request['cwd']}: "
+                             f"{exc.strerror}"})  # fmt: skip
         return 127
     actions = [(os.POSIX_SPAWN_DUP2, fd, n) for n, fd in enumerate(stdio)]
     try:
@@ -219,23 +248,41 @@ def run(request, reply, stdio):
             file_actions=actions, setsid=True, setsigdef=DEFAULTS, setsigmask=(),
         )  # fmt: skip
     except OSError as exc:
-        send(reply, {"error": could_not_run(request["argv"][0], exc)})
+        send(link, {"error": could_not_run(request["argv"][0], exc)})
         return 127
     for fd in stdio:
         os.close(fd)
-    while True:
-        pid, status = os.waitpid(-1, 0)
-        if pid == child:
-            break
+    poller = select.poll()
+    poller.register(woken, select.POLLIN)
+    poller.register(link, select.POLLIN)
+    status = None
+    while status is None:
+        for fd, _ev in poller.poll():
+            if fd == woken:
+                with contextlib.suppress(BlockingIOError):
+                    os.read(woken, 512)
+            else:
+                said = b""
+                with contextlib.suppress(OSError):
+                    said = link.recv(256)
+                if not said:  # orkeon let go of the command: it goes, and all it started
+                    sweep()
+                    return 0
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(-1, int(json.loads(said)["signal"]))
+        # Every process that ended, reaped (orphans come to pid 1), the command's status.
+        with contextlib.suppress(ChildProcessError):
+            while True:
+                pid, got = os.waitpid(-1, os.WNOHANG)
+                if pid == 0:
+                    break
+                if pid == child:
+                    status = got
     # Whatever the command left goes before orkeon hears it ended: nothing of it is left
     # when its call returns.
-    with contextlib.suppress(ProcessLookupError):
-        os.kill(-1, signal.SIGKILL)
-    with contextlib.suppress(ChildProcessError):
-        while True:
-            os.waitpid(-1, 0)
+    sweep()
     got = os.waitstatus_to_exitcode(status)
-    send(reply, {"exit": 128 - got if got < 0 else got})
+    send(link, {"exit": 128 - got if got < 0 else got})
     return 0
 
 
@@ -246,84 +293,55 @@ class Server:
         self.pidns = os.open("/proc/self/ns/pid", os.O_RDONLY | os.O_CLOEXEC)
         self.poller = select.poll()
         self.poller.register(self.sock, select.POLLIN)
-        self.commands = {}  # pidfd -> (init pid, reply socket)
-        self.replies = {}  # reply socket fd -> (init pid, reply socket)
-        self.ready = None  # (pid, link socket) of the spare init
+        self.inits = {}  # pidfd -> pid, every init not reaped yet
 
     def make_spare(self):
+        """Fork the next init and hand orkeon its socket."""
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        check(libc.unshare(CLONE_NEWPID), "unshare the PID namespace")
         try:
-            pid = os.fork()
-            if pid == 0:
-                keep = theirs.fileno()
-                os.closerange(3, keep)
-                os.closerange(keep + 1, 1 << 16)
-                spare(theirs)
+            check(libc.unshare(CLONE_NEWPID), "unshare the PID namespace")
+            try:
+                pid = os.fork()
+                if pid == 0:
+                    keep = theirs.fileno()
+                    os.closerange(3, keep)
+                    os.closerange(keep + 1, 1 << 16)
+                    spare(theirs)
+            finally:
+                check(libc.setns(self.pidns, CLONE_NEWPID), "setns")
+            pidfd = os.pidfd_open(pid)
+            self.inits[pidfd] = pid
+            self.poller.register(pidfd, select.POLLIN)
+            socket.send_fds(self.sock, [json.dumps({"spare": pid}).encode()], [ours.fileno()])
         finally:
-            check(libc.setns(self.pidns, CLONE_NEWPID), "setns")
-        theirs.close()
-        self.ready = (pid, ours)
-        return self.ready
+            ours.close()
+            theirs.close()
 
-    def start(self, msg, fds):
-        """Hand one command to the spare init (made now if there is none): fds are
-        [reply socket, stdout, stderr, stdin?]. The next spare is made once a command
-        has ended, not while this one starts."""
-        reply = socket.socket(fileno=fds[0])
+    def offer(self):
+        """One more spare for orkeon; what went wrong said instead."""
         try:
-            ready = self.ready or self.make_spare()
-            pid, link = ready
-            self.ready = None
-            socket.send_fds(link, [msg], fds)
-            link.close()
+            self.make_spare()
         except OSError as exc:
-            send(reply, {"error": f"the sandbox's server failed: {exc}"})
-            reply.close()
-            return
-        finally:
-            for fd in fds[1:]:
-                os.close(fd)
-        pidfd = os.pidfd_open(pid)
-        self.commands[pidfd] = self.replies[reply.fileno()] = (pid, reply)
-        self.poller.register(pidfd, select.POLLIN)
-        self.poller.register(reply, select.POLLIN)
+            send(self.sock, {"error": f"the sandbox's server failed: {exc}"})
 
     def serve(self):
         while True:
             for fd, _ev in self.poller.poll():
                 if fd == self.sock.fileno():
-                    msg, fds, _flags, _addr = socket.recv_fds(
-                        self.sock, MAX_MESSAGE, 4, socket.MSG_CMSG_CLOEXEC
-                    )
+                    try:
+                        msg = self.sock.recv(256)
+                    except OSError:
+                        msg = b""
                     if not msg:
                         return  # orkeon closed the session
-                    for got in fds:  # so that the command gets none but its 0, 1 and 2
-                        os.set_inheritable(got, False)
-                    self.start(msg, list(fds))
-                elif fd in self.commands:
-                    pid, reply = self.commands.pop(fd)
+                    self.offer()  # {"spare": true}
+                elif fd in self.inits:
+                    pid = self.inits.pop(fd)
                     self.poller.unregister(fd)
                     os.close(fd)
-                    os.waitpid(pid, 0)
-                    if self.replies.pop(reply.fileno(), None) is not None:
-                        self.poller.unregister(reply)
-                    reply.close()
-                    if self.ready is None:  # the next one, made once the last has ended
-                        with contextlib.suppress(OSError):  # else the next request makes it
-                            self.make_spare()
-                elif fd in self.replies:
-                    pid, reply = self.replies[fd]
-                    try:
-                        said = reply.recv(256)
-                    except OSError:
-                        said = b""
-                    sig = json.loads(said)["signal"] if said else signal.SIGKILL
-                    if not said:  # orkeon let go of the command: it goes
-                        del self.replies[fd]
-                        self.poller.unregister(fd)
-                    with contextlib.suppress(ProcessLookupError):
-                        os.kill(pid, sig)
+                    _pid, status = os.waitpid(pid, 0)
+                    if os.waitstatus_to_exitcode(status) != UNUSED:
+                        self.offer()  # the next one, made once the last has ended
 
 
 def main():
@@ -342,11 +360,11 @@ def main():
         with open("/proc/sys/user/max_user_namespaces", "w") as f:
             f.write("0")
         UNDER_TMP[:] = mounted_under("/tmp")
-        server.make_spare()
     except OSError as exc:
         send(server.sock, {"error": f"the sandbox's server could not start: {exc}"})
         return
     server.sock.send(json.dumps({"ready": os.getpid()}).encode())
+    server.offer()
     server.serve()
 
 

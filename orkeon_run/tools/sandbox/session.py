@@ -22,6 +22,7 @@ policy test both ways).
 
 from __future__ import annotations
 
+import array
 import atexit
 import contextlib
 import json
@@ -40,6 +41,7 @@ from typing import Any
 from ... import proc
 from .bwrap import command, mounts, unseen
 from .policy import SandboxPolicy
+from .spawner import spawner
 
 ENABLED = True
 # What server.py answers when a command's namespaces cannot be made (server.INIT_FAILED;
@@ -47,6 +49,10 @@ ENABLED = True
 INIT_FAILED = "the sandbox's init failed: "
 START_TIMEOUT = 20.0  # a loaded CI machine; the server is ready in tens of milliseconds
 _REAP_TIMEOUT = 30.0  # the server reaps a command's namespace in microseconds
+
+
+# What a start the server could not take gives proc_loop (then: a sandbox of its own).
+_NOT_TAKEN = proc.ProcResult(None, "", "", 0, 0, 0.0, False, "not taken")
 
 
 class SessionError(Exception):
@@ -58,52 +64,10 @@ def _source() -> str:
     return (Path(__file__).parent / "server.py").read_text(encoding="utf-8")
 
 
-class _Spawner:
-    """Starts every server's bubblewrap from one thread that lives as long as orkeon:
-    `--die-with-parent` is the kernel's parent-death signal, sent when the *thread* that
-    started bubblewrap ends, and a pool's worker thread ends when it has idled."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._jobs: list[tuple[Callable[[], Any], list[Any], threading.Event]] = []
-        self._wake = threading.Condition(self._lock)
-        self._thread: threading.Thread | None = None
-
-    def call(self, fn: Callable[[], Any]) -> Any:
-        done, box = threading.Event(), list[Any]()
-        with self._lock:
-            if self._thread is None:
-                self._thread = threading.Thread(target=self._serve, name="orkeon-sandboxes",
-                                                daemon=True)  # fmt: skip
-                self._thread.start()
-            self._jobs.append((fn, box, done))
-            self._wake.notify()
-        done.wait()
-        ok, value = box
-        if not ok:
-            raise value
-        return value
-
-    def _serve(self) -> None:
-        while True:
-            with self._lock:
-                while not self._jobs:
-                    self._wake.wait()
-                fn, box, done = self._jobs.pop(0)
-            try:
-                box += [True, fn()]
-            except BaseException as exc:  # handed to the caller
-                box += [False, exc]
-            done.set()
-
-
-_spawner = _Spawner()
-
-
 class _Command:
-    """One command of a session, as `proc.collect` watches it: its reply socket is
+    """One command of a session, as `proc.collect` watches it: its init's socket is
     readable once it exited (`{"exit": CODE}`), could not start (`{"error": TEXT}`) or
-    was killed (the server closed the socket)."""
+    was killed (the init ended without a word)."""
 
     __slots__ = ("code", "ended", "error", "exit_fd", "sock")
 
@@ -112,7 +76,7 @@ class _Command:
         self.exit_fd = sock.fileno()
         self.code = -9  # killed, until the init says otherwise
         self.error: str | None = None
-        self.ended = False  # the server closed the socket: nothing of the command is left
+        self.ended = False  # the init has ended: nothing of the command is left
 
     def exited(self) -> bool:
         try:
@@ -168,7 +132,7 @@ class Session:
             pass_fds=(theirs.fileno(),), start_new_session=True,
         )  # fmt: skip
         try:
-            self.popen: subprocess.Popen[bytes] = _spawner.call(start)
+            self.popen: subprocess.Popen[bytes] = spawner.call(start)
         except OSError as exc:
             ours.close()
             raise SessionError(f"bubblewrap could not start: {exc}") from None
@@ -211,25 +175,111 @@ class Session:
         """`proc.run` of `argv` in this sandbox; None when the server cannot take it (a
         request too large for one message, a server gone): run it in one of its own."""
         started = time.monotonic()
-        # What bubblewrap sets for a command of its own (bwrap.command), set here.
-        env = {**env, "TMPDIR": "/tmp", "TMP": "/tmp", "TEMP": "/tmp", "PWD": os.fspath(cwd)}
-        request = json.dumps({"argv": list(argv), "cwd": os.fspath(cwd), "env": env})
         pipes = proc.Pipes(stdin)
-        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        try:
-            socket.send_fds(self.sock, [request.encode()], [theirs.fileno(), *pipes.child_fds()])
-        except OSError:
-            pipes.close()
-            ours.close()
+        child = self.start(argv, cwd=cwd, env=env, pipes=pipes)
+        if child is None:
             return None
-        finally:
-            theirs.close()
-        pipes.started()
-        child = _Command(ours)
         res = proc.collect(
             child, pipes, started=started, timeout=timeout, cap=cap, kill_grace=kill_grace,
             cancel_check=cancel_check, errors=errors, idle=idle,
         )  # fmt: skip
+        return self._said(child, res)
+
+    async def arun(
+        self,
+        argv: Sequence[str],
+        *,
+        cwd: Path,
+        timeout: float,
+        env: Mapping[str, str],
+        cap: int = 1 << 20,
+        kill_grace: float = 2.0,
+        idle: float | None = None,
+    ) -> proc.ProcResult | None:
+        """`run` watched by the event loop (`proc_loop.arun`: no worker thread), stdin
+        /dev/null, output decoded with "replace"; None as `run`, or when no spare init is
+        at hand (asking the server for one would block the loop)."""
+        from ... import proc_loop
+
+        made: list[_Command] = []
+
+        def start(argv: list[str], *, pipes: proc.Pipes, **_how: Any) -> Any:
+            child = self.start(argv, cwd=cwd, env=env, pipes=pipes, wait=False)
+            if child is None:
+                return _NOT_TAKEN
+            made.append(child)
+            return child
+
+        res = await proc_loop.arun(
+            list(argv), cwd=cwd, timeout=timeout, cap=cap, kill_grace=kill_grace, idle=idle,
+            start=start,
+        )  # fmt: skip
+        return self._said(made[0], res) if made else None
+
+    def start(
+        self,
+        argv: Sequence[str],
+        *,
+        cwd: Path,
+        env: Mapping[str, str],
+        pipes: proc.Pipes,
+        wait: bool = True,
+    ) -> _Command | None:
+        """Hand `argv` to a spare init on `pipes` (their child ends closed once sent); None
+        when it cannot take it (no spare at hand and not `wait`, a server gone, a request
+        too large)."""
+        # What bubblewrap sets for a command of its own (bwrap.command), set here.
+        env = {**env, "TMPDIR": "/tmp", "TMP": "/tmp", "TEMP": "/tmp", "PWD": os.fspath(cwd)}
+        request = json.dumps({"argv": list(argv), "cwd": os.fspath(cwd), "env": env})
+        link = self._spare(wait)
+        if link is None:
+            pipes.close()
+            return None
+        try:
+            socket.send_fds(link, [request.encode()], pipes.child_fds())
+        except OSError:
+            pipes.close()
+            link.close()
+            return None
+        pipes.started()
+        return _Command(link)
+
+    def _spare(self, wait: bool) -> socket.socket | None:
+        """A spare init's socket: one the server handed over already, else (`wait`) one
+        asked for now (commands at the same time); None: the server could not give one."""
+        try:
+            try:
+                fd = self._handed()
+            except BlockingIOError:
+                if not wait:
+                    return None
+                self.sock.send(b'{"spare": true}')
+                while True:  # another thread may take the one that comes: the next, then
+                    if not select.select([self.sock], [], [], START_TIMEOUT)[0]:
+                        return None
+                    with contextlib.suppress(BlockingIOError):
+                        fd = self._handed()
+                        break
+        except OSError:
+            return None
+        return socket.socket(fileno=fd) if fd >= 0 else None  # none: {"error"}, or gone
+
+    def _handed(self) -> int:
+        """The socket of the next spare the server handed over (-1: it said an error, or
+        has gone); BlockingIOError when none is there. (`socket.recv_fds` takes no flags
+        on Python 3.11.)"""
+        _msg, ancillary, _flags, _addr = self.sock.recvmsg(
+            4096, socket.CMSG_LEN(4), socket.MSG_DONTWAIT | socket.MSG_CMSG_CLOEXEC
+        )
+        fds = array.array("i")
+        for level, kind, data in ancillary:
+            if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+                fds.frombytes(data[: len(data) - len(data) % fds.itemsize])
+        return fds[0] if fds else -1
+
+    def _said(self, child: _Command, res: proc.ProcResult) -> proc.ProcResult | None:
+        """`res`, or what the server said instead: it could not start the command (None
+        when the kernel refused the init its namespaces: a sandbox of its own then)."""
         if child.error is not None:
             if child.error.startswith(INIT_FAILED):  # the command never started
                 _refuse(self, child.error)
@@ -285,6 +335,15 @@ def kept_up(policy: SandboxPolicy, bwrap: Path) -> Session | None:
         with _lock:
             _sessions[policy] = made
         return made
+
+
+def ready(policy: SandboxPolicy) -> Session | None:
+    """`policy`'s kept-up sandbox if it is up and current now (never starts one)."""
+    if not ENABLED or _refused:
+        return None
+    with _lock:
+        found = _sessions.get(policy)
+    return found if found is not None and found.current() else None
 
 
 def refused() -> str | None:

@@ -13,19 +13,33 @@ namespace only where the user has no right to make the others (not root), which 
 user to itself. Where no such veil can be made (not Linux, no bubblewrap, namespaces
 refused: `veil_status()`, probed once per process), `veiled` gives argv as it is and hooks
 run as before; `orkeon validate` says so.
+
+The veil kept up (`kept_veil`): one such bubblewrap per process, started on the first hook,
+with a small spawner inside (veil_server.py) that starts each hook in it, so a hook costs
+a message to the spawner, not a bubblewrap of its own (docs/performance.md). Hooks then
+share one PID namespace: they see each other and the spawner (not dumpable), never orkeon.
+Where it cannot be started, each hook gets a bubblewrap of its own, as above.
 """
 
 from __future__ import annotations
 
+import atexit
+import contextlib
+import json
 import os
+import select
+import socket
+import subprocess
 import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from functools import cache
 from pathlib import Path
 
 from ... import proc
+from ...environ import traced
 from .bwrap import bundled_bwrap
+from .spawner import spawner
 
 PROBE_TIMEOUT = 20.0  # a loaded CI machine; a working veil answers in milliseconds
 _VEIL = ("--unshare-pid", "--bind", "/", "/",
@@ -70,4 +84,164 @@ def _probe() -> tuple[Path | None, str]:
     return None, said.removeprefix("bwrap: ")
 
 
-__all__ = ["veil_args", "veil_status", "veiled"]
+class VeiledHook:
+    """A hook started by the kept-up veil's spawner, as `proc.collect` and `proc_loop`
+    watch it (`proc.Child`): its reply socket is readable once it exited (`{"exit":
+    STATUS}`) or could not start (`{"error": TEXT}`, then `error`); closing it (`reap`)
+    has the spawner kill its group and reap it."""
+
+    __slots__ = ("error", "exit_fd", "sock", "status")
+
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock = sock
+        self.exit_fd = sock.fileno()
+        self.status = -9  # killed, until the spawner says otherwise (it has gone)
+        self.error: str | None = None
+
+    def exited(self) -> bool:
+        try:
+            got = self.sock.recv(4096)
+        except OSError:
+            got = b""
+        if got:
+            said = json.loads(got)
+            if "exit" in said:
+                self.status = int(said["exit"])
+            else:
+                self.error = str(said.get("error", "the veil's spawner failed"))
+        return True
+
+    def signal(self, sig: int) -> None:
+        with contextlib.suppress(OSError):
+            self.sock.send(json.dumps({"signal": int(sig)}).encode())
+
+    def reap(self) -> int:
+        self.sock.close()
+        return self.status
+
+
+class KeptVeil:
+    """One veil kept up: `start` a hook in it (same contract as `proc.spawn`)."""
+
+    def __init__(self, bwrap: Path) -> None:
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        server = [os.path.realpath(sys.executable), "-I", "-S", "-c", _server_source(),
+                  str(theirs.fileno())]  # fmt: skip
+        argv = [os.fspath(bwrap), *_VEIL, "--die-with-parent", "--", *server]
+        try:
+            self.popen: subprocess.Popen[bytes] = spawner.call(lambda: subprocess.Popen(
+                argv, cwd="/", env={"PATH": os.defpath}, stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                pass_fds=(theirs.fileno(),), start_new_session=True,
+            ))  # fmt: skip
+        finally:
+            theirs.close()
+        self.sock = ours
+        try:
+            ready = select.select([ours], [], [], PROBE_TIMEOUT)[0] and ours.recv(4096)
+        except OSError:
+            ready = b""
+        if "ready" not in (json.loads(ready) if ready else {}):
+            self.close()
+            raise OSError("the veil's spawner did not start")
+
+    def start(
+        self,
+        argv: list[str],
+        *,
+        cwd: Path,
+        env: Mapping[str, str] | None,
+        pipes: proc.Pipes,
+        started: float,
+        program: str = "",
+    ) -> VeiledHook | None:
+        """Hand `argv` to the spawner on `pipes` (their child ends closed once sent); None
+        when the spawner cannot take it (gone, a request too large): start it otherwise.
+        `program`: the file argv[0] names, when the caller has looked it up (else the
+        spawner looks on the PATH of `env`)."""
+        if env is None:
+            from ...environ import scrubbed
+
+            env = scrubbed()
+        env = traced(env)  # as proc.spawn: the span the starting task runs under
+        request = json.dumps({"argv": argv, "cwd": os.fspath(cwd), "env": dict(env),
+                              "program": program})  # fmt: skip
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        try:
+            socket.send_fds(self.sock, [request.encode()], [theirs.fileno(), *pipes.child_fds()])
+        except OSError:
+            ours.close()
+            return None
+        finally:
+            theirs.close()
+        pipes.started()
+        return VeiledHook(ours)
+
+    def alive(self) -> bool:
+        return self.popen.poll() is None
+
+    def close(self) -> None:
+        self.sock.close()
+        try:
+            self.popen.wait(2.0)
+        except subprocess.TimeoutExpired:
+            self.popen.kill()
+            self.popen.wait()
+
+
+@cache
+def _server_source() -> str:
+    return (Path(__file__).parent / "veil_server.py").read_text(encoding="utf-8")
+
+
+ENABLED = True  # off: a bubblewrap per hook (the tests run the hooks' tests both ways)
+_kept: list[KeptVeil] = []
+_kept_refused: list[str] = []
+
+
+def kept_veil(bwrap: Path) -> KeptVeil | None:
+    """This process's kept-up veil, started on first use (it blocks: call it from a worker
+    thread the first time); None where it cannot be made (said once, at debug level)."""
+    if not ENABLED or _kept_refused:
+        return None
+    with _lock:
+        if _kept and _kept[0].alive():
+            return _kept[0]
+        if _kept:
+            _kept.pop().close()
+        try:
+            _kept.append(KeptVeil(bwrap))
+        except OSError as exc:
+            from ... import logs
+
+            _kept_refused.append(str(exc))
+            logs.get().debug("no kept-up veil here: a bubblewrap per hook", why=str(exc))
+            return None
+        return _kept[0]
+
+
+def kept_veil_ready() -> KeptVeil | None:
+    """The kept-up veil if it is up now (never starts one)."""
+    with _lock:
+        return _kept[0] if _kept and ENABLED and _kept[0].alive() else None
+
+
+@atexit.register
+def close_kept_veil() -> None:
+    """End the kept-up veil, and every hook in it (they would die with orkeon anyway)."""
+    with _lock:
+        found = list(_kept)
+        _kept.clear()
+    for veil in found:
+        veil.close()
+
+
+__all__ = [
+    "KeptVeil",
+    "VeiledHook",
+    "kept_veil",
+    "kept_veil_ready",
+    "veil_args",
+    "veil_status",
+    "veiled",
+]

@@ -147,7 +147,7 @@ def content_problem(messages: list[dict[str, Any]]) -> str | None:
 class OpenAIFake(FakeServer):
     def __init__(
         self,
-        api_key: str = "sk-test",
+        api_key: str | None = "sk-test",
         models: tuple[str, ...] = ("gpt-4o-mini",),
         strict_content: bool = True,
     ):
@@ -163,7 +163,11 @@ class OpenAIFake(FakeServer):
     def _check(self, req: Recorded) -> Reply | None:
         if req.path != PATH:
             return error(404, f"Invalid URL (POST {req.path})")
-        if req.headers.get("authorization") != f"Bearer {self.api_key}":
+        # api_key None: a local server that asks for no key (any header is ignored).
+        if (
+            self.api_key is not None
+            and req.headers.get("authorization") != f"Bearer {self.api_key}"
+        ):
             return error(401, "Incorrect API key provided: sk-w***g.", code="invalid_api_key")
         body = req.body if isinstance(req.body, dict) else {}
         if body.get("model") not in self.models:

@@ -186,7 +186,11 @@ def test_resume_continues_a_pipeline_where_it_stopped(ws, capsys):
     assert code == 0, (result["error"], err)
     assert result["run_id"] == first["run_id"]
     assert names(result) == [*names(first), ("dev-batches", "succeeded")]
-    assert result["budget"]["turns"] == 2  # this attempt's: b2/docs' two answers
+    # docs/output.md, "A pipeline's result": the budget is the whole run's, every attempt
+    # of it, and its steps' entries add up to it; this attempt's: b2/docs' two answers.
+    assert result["budget"]["turns"] == 9
+    assert sum(s["budget"]["turns"] for s in result["steps"]) == 9
+    assert (result["budget"]["attempts"], result["budget"]["attempt"]["turns"]) == (2, 2)
     assert result["budget"]["limit_seconds"] == 5400
     assert [e["type"] for e in events(rd / "steps/dev-spec")].count("run.start") == 1
     assert [e["type"] for e in events(rd / "steps/dev-plan")].count("run.start") == 1

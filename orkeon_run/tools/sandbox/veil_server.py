@@ -1,0 +1,188 @@
+"""The spawner inside the hooks' kept-up veil (docs/security.md, "Hooks"; veil.py starts it).
+
+It runs under the veil's bubblewrap (a PID namespace with `/proc` mounted for it,
+everything else as on the host), started as `python -I -S -c SOURCE FD` by veil.py: the
+standard library only, nothing of orkeon imported. FD is its end of a SOCK_SEQPACKET
+socket pair with orkeon.
+
+One request a hook, on that socket: a JSON object `{"argv", "cwd", "env", "program"?}`
+(program: the file argv[0] names, looked up by orkeon; else looked up here) with the
+descriptors [reply socket, stdout, stderr, stdin?] attached (no stdin: /dev/null). The
+server starts the program from `cwd` in a session of its own, as orkeon's `proc` starts
+one, and answers on the reply socket `{"exit": STATUS}` once it exited (negative: the
+signal that killed it) or `{"error": TEXT}` when it could not start. The exited program
+is left a zombie (its process group id stays reserved) until orkeon closes the reply
+socket: then its group gets SIGKILL and it is reaped, what `proc` does with a child of
+its own. `{"signal": N}` on the reply socket sends N to the program's group.
+
+When no hook runs, whatever a hook left outside its group (a daemon that called setsid)
+is killed; the veil's namespace ends with orkeon (bubblewrap's `--die-with-parent`), and
+everything in it. The server is not dumpable: a hook cannot read its memory.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import errno
+import json
+import os
+import select
+import signal
+import socket
+import sys
+import warnings  # noqa: F401  os.get_exec_path imports it: once here, not on a hook's path
+
+MAX_MESSAGE = 1 << 22
+DEFAULTS = (signal.SIGPIPE, signal.SIGXFSZ)  # python's own dispositions, undone
+PR_SET_DUMPABLE = 4
+
+
+def program(argv0, env):
+    """The file `argv0` names, found on the command's PATH as execvp would."""
+    if "/" in argv0:
+        return argv0
+    for folder in os.get_exec_path(env):
+        candidate = os.path.join(folder, argv0)
+        if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+            return candidate
+    raise FileNotFoundError(errno.ENOENT, "No such file or directory", argv0)
+
+
+def could_not_run(prog, exc):
+    """The words proc uses for a program that cannot start."""
+    if exc.errno == errno.ENOENT:
+        return f"no such program: {prog}"
+    if exc.errno == errno.EACCES:
+        return f"permission denied: {prog}"
+    if exc.errno == errno.ENOEXEC:
+        return f"not an executable (a script needs a #! line): {prog}"
+    return f"{exc.strerror or exc}: {prog}"
+
+
+def send(sock, obj):
+    with contextlib.suppress(OSError):  # orkeon let go of it: nothing to tell
+        sock.send(json.dumps(obj).encode())
+
+
+def killpg(pid, sig):
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, sig)
+
+
+class Server:
+    def __init__(self, fd):
+        self.sock = socket.socket(fileno=fd)
+        self.null = os.open("/dev/null", os.O_RDONLY | os.O_CLOEXEC)
+        self.poller = select.poll()
+        self.poller.register(self.sock, select.POLLIN)
+        self.by_pidfd = {}  # pidfd -> pid, while the program runs
+        self.by_reply = {}  # reply fd -> (pid, reply socket, pidfd or -1 once it exited)
+        self.left = set()  # pids orkeon let go of while they still ran (SIGKILL sent)
+
+    def start(self, msg, fds):
+        reply = socket.socket(fileno=fds[0])
+        stdio = [fds[3] if len(fds) > 3 else self.null, fds[1], fds[2]]
+        try:
+            request = json.loads(msg)
+            argv, env = request["argv"], request["env"]
+            try:
+                os.chdir(request["cwd"])
+            except OSError as exc:
+                send(reply, {"error": f"cannot use the working directory {request['cwd']}: "
+                                      f"{exc.strerror}"})  # fmt: skip
+                return reply.close()
+            actions = [(os.POSIX_SPAWN_DUP2, fd, n) for n, fd in enumerate(stdio)]
+            try:
+                pid = os.posix_spawn(request.get("program") or program(argv[0], env), argv, env, file_actions=actions,
+                                     setsid=True, setsigdef=DEFAULTS, setsigmask=())  # fmt: skip
+            except OSError as exc:
+                send(reply, {"error": could_not_run(argv[0], exc)})
+                return reply.close()
+        finally:
+            for fd in fds[1:]:
+                os.close(fd)
+        pidfd = os.pidfd_open(pid)
+        self.by_pidfd[pidfd] = pid
+        self.by_reply[reply.fileno()] = (pid, reply, pidfd)
+        self.poller.register(pidfd, select.POLLIN)
+        self.poller.register(reply, select.POLLIN)
+
+    def exited(self, pidfd):
+        """The program ended: say how, keep it a zombie until orkeon lets go."""
+        pid = self.by_pidfd.pop(pidfd)
+        self.poller.unregister(pidfd)
+        os.close(pidfd)
+        if pid in self.left:
+            self.left.discard(pid)
+            return self.reap(pid)
+        info = os.waitid(os.P_PID, pid, os.WEXITED | os.WNOWAIT)  # its pidfd said it exited
+        assert info is not None
+        status = info.si_status if info.si_code == os.CLD_EXITED else -info.si_status
+        for fd, (got, reply, _pidfd) in self.by_reply.items():
+            if got == pid:
+                self.by_reply[fd] = (pid, reply, -1)
+                send(reply, {"exit": status})
+                break
+
+    def said(self, fd):
+        pid, reply, pidfd = self.by_reply[fd]
+        try:
+            got = reply.recv(256)
+        except OSError:
+            got = b""
+        if got:
+            killpg(pid, int(json.loads(got)["signal"]))
+            return
+        del self.by_reply[fd]
+        self.poller.unregister(fd)
+        reply.close()
+        killpg(pid, signal.SIGKILL)  # the group goes with it, as proc's reap does
+        if pidfd >= 0:  # still running: reaped once its exit is seen
+            self.left.add(pid)
+            return
+        self.reap(pid)
+
+    def reap(self, pid):
+        os.waitpid(pid, 0)
+        if not self.by_pidfd and not self.by_reply:
+            # No hook runs: what one left outside its group goes too (not pid 1, not us).
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(-1, signal.SIGKILL)
+
+    def serve(self):
+        while True:
+            for fd, _ev in self.poller.poll():
+                if fd == self.sock.fileno():
+                    msg, fds, _flags, _addr = socket.recv_fds(self.sock, MAX_MESSAGE, 4)
+                    if not msg:
+                        return  # orkeon closed the veil
+                    for got in fds:  # a hook gets none but its 0, 1 and 2 (recv_fds takes
+                        os.set_inheritable(got, False)  # no flags on Python 3.11)
+                    self.start(msg, list(fds))
+                elif fd in self.by_pidfd:
+                    self.exited(fd)
+                elif fd in self.by_reply:
+                    self.said(fd)
+
+
+def main():
+    fd = int(sys.argv[1])
+    os.closerange(3, fd)
+    os.closerange(fd + 1, 1 << 16)
+    os.set_inheritable(fd, False)
+    null = os.open("/dev/null", os.O_RDWR)
+    for n in (0, 1, 2):
+        os.dup2(null, n)
+    os.close(null)
+    server = Server(fd)
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0:
+        send(server.sock, {"error": "the veil's server could not make itself undumpable"})
+        return
+    server.sock.send(json.dumps({"ready": os.getpid()}).encode())
+    server.serve()
+
+
+if __name__ == "__main__":
+    main()
