@@ -161,24 +161,43 @@ def commits(repo: Path) -> int:
 
 
 class HttpServer:
-    """The SDK-built test server over streamable HTTP on 127.0.0.1, for a `with` block."""
+    """The SDK-built test server over streamable HTTP on 127.0.0.1, for a `with` block
+    (its URL); `restart()` starts it again on its port once it is stopped."""
 
     def __init__(self, *args: str) -> None:
         self.args = args
+        self.proc: subprocess.Popen[str] | None = None
+        self.url = ""
 
     def __enter__(self) -> str:
+        self._start(self.args)
+        return self.url
+
+    def _start(self, args: tuple[str, ...]) -> None:
         self.proc = subprocess.Popen(
-            [sys.executable, str(FAKES / "mcp_server.py"), "http", *self.args],
+            [sys.executable, str(FAKES / "mcp_server.py"), "http", *args],
             stdout=subprocess.PIPE,
             text=True,
         )
         assert self.proc.stdout is not None
-        line = self.proc.stdout.readline()
+        line = self.proc.stdout.readline()  # uvicorn listens once this line is written
         assert line.startswith("ready "), line
-        return line.split()[1]
+        self.url = line.split()[1]
 
-    def __exit__(self, *exc: Any) -> None:
+    def stop(self) -> None:
+        if self.proc is None:
+            return
         self.proc.kill()
         self.proc.wait()
         if self.proc.stdout is not None:
             self.proc.stdout.close()
+        self.proc = None
+
+    def restart(self) -> None:
+        """Stopped if it runs, started again on the same port (the same URL)."""
+        self.stop()
+        port = self.url.rsplit(":", 1)[1].split("/")[0]
+        self._start((*self.args, "--port", port))
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()

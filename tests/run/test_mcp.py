@@ -193,7 +193,8 @@ def kill_on_request(request: Path, rd: Path) -> None:
     """SIGKILL to the server kill_server.py names in `request`, once it wrote it (the hook
     cannot see orkeon's processes to do it itself)."""
     deadline = time.monotonic() + 60
-    while not request.exists() and time.monotonic() < deadline:
+    # The file may be there before its text (the hook writes it in place): await both.
+    while not (request.exists() and request.read_text()) and time.monotonic() < deadline:
         time.sleep(0.01)
     server = request.read_text()
     (pid,) = [

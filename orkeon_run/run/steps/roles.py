@@ -125,12 +125,17 @@ async def role_agent(
     )
     sr.agents[ctx.role] = agent
     sr.events.emit("role.start", step=sr.step, batch=ctx.batch, role=ctx.role)
+    # SessionEnd's `reason` in Claude Code's words (docs/hooks.md): `other` at the end of a
+    # headless session, `prompt_input_exit` when it is quit (a signal, or a caller's stop,
+    # cancels the run).
     reason = "other"
     raised: BaseException | None = None
     try:
         yield agent
     except BaseException as exc:
-        reason, raised = "interrupted", exc
+        raised = exc
+        if isinstance(exc, anyio.get_cancelled_exc_class() | KeyboardInterrupt | Interrupted):
+            reason = "prompt_input_exit"
         if isinstance(exc, RecordsError):  # the run stops: its records cannot be kept
             agent.status, agent.error = "failed", str(exc)
         raise

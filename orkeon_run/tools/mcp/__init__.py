@@ -1,5 +1,7 @@
 """Tools from MCP (Model Context Protocol) servers: selection (`select`), the hub that runs
-the servers of one run (`hub`, `server`, `stdio`, `httpclient`, `results`), the tools as
+the servers of one run (`hub`; `server`, one server's task and its sessions, with
+`settings`, `stdio`, `httpclient`, `confined`; `send`, one call and how it failed;
+`results` and `reasons`, the texts), the tools as
 tools of a run (`tool`: catalog entries, a role's selection, the implementation the
 pipeline calls) and `validate`'s check (`check`). The servers' configuration is in
 `config/mcp.py` and the tool names in `policy/mcpnames.py`, below, where the inputs, rules

@@ -31,15 +31,21 @@ Contract:
   role's process mid-run) is refused when a file its command names, or its workspace
   file of `origins` (server -> `.mcp.json`, say), changed since the run started: it
   fails, its reason naming the file (confined.py).
-- `call` never raises for anything a server does (`results.py` has the texts). A server
-  that ends while the run goes on is marked so once, with an `mcp.server` event.
+- `call` never raises for anything a server does (`results.py` has the texts). A stdio
+  server that ends while the run goes on is marked so once, with an `mcp.server` event.
+- An http server whose session broke (connection refused, 404 for its session id) is
+  `dropped`; a call that finds it so, before anything ran there, has a new session made
+  (server.py, `reconnect`; calls at once share one) and is sent once more on it (send.py:
+  a call that reached the server is never sent again); a second failure refuses the call
+  with `[refused: MCP server S is unreachable (one new session was tried): REASON]`.
 - Leaving the hub (or `stop()`) stops every server, a stdio one with its whole process
   group, also when the run is cancelled (SIGINT/SIGTERM cancel the run's task group).
 
 Events (`emit(type, **fields)`, e.g. `EventLog.emit`), one `mcp.server` per change:
 `{server, transport, state, pid, tools, reason, seconds}`, state `started` (tools: how
 many; seconds: the start-up time), `failed` (reason), `exited` (reason: it ended mid-run)
-or `stopped` (a running server stopped at the end; seconds: how long it ran).
+or `stopped` (a running server stopped at the end; seconds: how long it ran); for http,
+`dropped` (reason), `reconnected` (seconds) and `unreachable` (reason, seconds).
 """
 
 from __future__ import annotations
@@ -56,10 +62,11 @@ import anyio.abc
 
 from ...catalog import ToolSpec
 from ...config.mcp import McpServer
-from ...errors import Idle
 from ...policy.mcpnames import MAX_NAME_CHARS, PREFIX, SEPARATOR, normalize, tool_name
-from .results import Result, call_error, no_tool, not_running, stopped_during, timed_out, to_result
-from .server import Emit, ServerRun, Settings
+from .results import Result, no_tool, not_running, stopped_during, timed_out, unreachable
+from .send import Broken, send
+from .server import ServerRun
+from .settings import Emit, Settings
 
 if TYPE_CHECKING:
     from ...config.pins import Pins
@@ -84,8 +91,9 @@ class McpTool:
 
 @dataclass(frozen=True)
 class McpReply:
-    """What one call came to, `result` being what the model reads. `refused`: nothing was
-    sent to a server: it is not running (`[refused: MCP server S is not running: …]`), or
+    """What one call came to, `result` being what the model reads. `refused`: nothing ran
+    on a server: it is not running (`[refused: MCP server S is not running: …]`), or it is
+    unreachable after one new session (`[refused: MCP server S is unreachable …]`), or
     the call names no tool it lists, or its input is not an object (`error: …`, the texts
     the pipeline gives any call it cannot run). Otherwise the call ran and `result` is the
     server's result or an `error: …` text."""
@@ -171,10 +179,11 @@ class McpHub:
 
     def unavailable(self, name: str) -> str | None:
         """The text a call of `name` is refused with before anything else looks at it, when
-        its server is configured and not running (it failed to start, or ended); else None.
+        its server is configured and not running (it failed to start, or ended; an http
+        server whose session dropped is tried again by the call); else None.
         `calls.Catalog`'s check for the run's MCP tools."""
         s = self._server_of(name)
-        if s is None or s.state == "running":
+        if s is None or s.state in ("running", "dropped"):  # a dropped one: the call reconnects
             return None
         return not_running(s.name, s.reason or "it was stopped")
 
@@ -205,6 +214,12 @@ class McpHub:
                 s = await self._for_roots(s, tuple(roots))
             if scope.cancelled_caught:
                 return McpReply(timed_out(s.name, timeout))
+        deadline = anyio.current_time() + timeout
+        again = s.state == "dropped"  # an http session that broke: this call's one new one
+        if again:
+            why = await self._reconnect(s, s.generation, None, deadline, timeout)
+            if why is not None:
+                return McpReply(why, refused=True)
         if s.state != "running":
             return McpReply(not_running(s.name, s.reason or "it was stopped"), refused=True)
         tool = self._tools.get(name)
@@ -212,39 +227,32 @@ class McpHub:
             return McpReply(no_tool(name), refused=True)
         if not isinstance(arguments, Mapping):
             return McpReply(f"error: {name}: the input must be a JSON object", refused=True)
-        from httpx2 import TransportError  # the SDK and its client: loaded by a started server
-        from mcp import MCPError
-        from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT
+        outcome = await send(s, tool, arguments, deadline=deadline, timeout=timeout, idle=idle)
+        if isinstance(outcome, Broken) and outcome.unsent and s.reconnectable and not again:
+            # Nothing ran there: a new session, and the call sent once more on it.
+            broke = outcome.problem or "the connection broke"
+            why = await self._reconnect(s, outcome.generation, broke, deadline, timeout)
+            if why is not None:
+                return McpReply(why, refused=True)
+            outcome = await send(s, tool, arguments, deadline=deadline, timeout=timeout, idle=idle)
+        if isinstance(outcome, Broken):
+            reason = await s.gone(outcome.exc, outcome.generation, outcome.problem)
+            if outcome.unsent and s.reconnectable:
+                return McpReply(unreachable(s.name, reason), refused=True)
+            return McpReply(stopped_during(s.name, reason))
+        return McpReply(outcome)
 
-        deadline = anyio.current_time() + timeout
-        watch = anyio.CancelScope(deadline=_watch_deadline(deadline, idle))
-
-        async def heard(*_: Any) -> None:  # a progress notification: the server works
-            watch.deadline = _watch_deadline(deadline, idle)
-
-        try:
-            with watch:
-                reply = await s.client.call_tool(
-                    tool.tool, dict(arguments), progress_callback=heard if idle else None
-                )
-            if watch.cancelled_caught:
-                if idle is not None and watch.deadline < deadline:
-                    silent = {"kind": "mcp", "name": s.name, "command": tool.tool}
-                    raise Idle({**silent, "seconds": idle})
-                return McpReply(timed_out(s.name, timeout))
-            return McpReply(to_result(reply, name))
-        except Idle:
-            raise
-        except MCPError as exc:
-            if exc.code == REQUEST_TIMEOUT:
-                return McpReply(timed_out(s.name, timeout))
-            if exc.code != CONNECTION_CLOSED:
-                return McpReply(call_error(name, exc.message))
-            return McpReply(stopped_during(s.name, await s.gone(None)))
-        except (anyio.ClosedResourceError, anyio.BrokenResourceError, TransportError) as exc:
-            return McpReply(stopped_during(s.name, await s.gone(exc)))
-        except Exception as exc:  # the SDK's or the server's bug must not end the step
-            return McpReply(f"error: {name} failed: {type(exc).__name__}: {exc}")
+    async def _reconnect(
+        self, s: ServerRun, generation: int, why: str | None, deadline: float, timeout: float
+    ) -> str | None:
+        """A new session in place of session `generation`, which broke (`why`; None: the
+        call found it dropped), made by `deadline`: None once it runs, else the text the
+        call is refused with."""
+        with anyio.CancelScope(deadline=deadline) as scope:
+            problem = await s.reconnect(generation, why)
+        if scope.cancelled_caught:
+            return timed_out(s.name, timeout)
+        return None if problem is None else unreachable(s.name, problem)
 
     async def _for_roots(self, base: ServerRun, roots: tuple[str, ...]) -> ServerRun:
         """The confined server's process for `roots`, started now when there is none (the
@@ -339,11 +347,6 @@ class McpHub:
 
 
 __all__ = ["McpHub", "McpReply", "McpTool"]
-
-
-def _watch_deadline(deadline: float, idle: float | None) -> float:
-    """When a call's watch ends: at its time limit, or `idle` seconds from now if sooner."""
-    return deadline if idle is None else min(deadline, anyio.current_time() + idle)
 
 
 def _needs_tasks(tool: Any) -> bool:

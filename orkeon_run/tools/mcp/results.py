@@ -36,6 +36,12 @@ def not_running(server: str, reason: str) -> str:
     return f"[refused: MCP server {server} is not running: {reason}]"
 
 
+def unreachable(server: str, reason: str) -> str:
+    """An http server's session broke before the call ran; one new session was tried (and
+    did not come up, or the call failed on it too). Nothing ran there."""
+    return f"[refused: MCP server {server} is unreachable (one new session was tried): {reason}]"
+
+
 def stopped_during(server: str, reason: str) -> str:
     """The call was sent and the server ended before it answered."""
     return f"error: MCP server {server} stopped during the call: {reason}"

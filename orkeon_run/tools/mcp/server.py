@@ -3,7 +3,9 @@ running when it is not (`hub.py` has the contract).
 
 `ServerRun.run` is the task that owns the SDK's client of the server from start to stop,
 so the client's cancel scopes are entered and left in one task. Its state is `starting`,
-then `running` or `failed`, then `exited` (it ended mid-run) or `stopped` (at the end).
+then `running` or `failed`, then `exited` (a stdio server ended mid-run) or `stopped` (at
+the end). An http server's session that broke is `dropped` until a call has a new one made
+(`reconnect`: the task ends the old session and makes a new one), `running` again.
 
 A confined stdio server (`confined`: the run has a sandbox policy and the server is not
 `"sandbox": "off"`) runs in the sandbox of the roles it serves: writable under `roots`
@@ -23,14 +25,11 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import errno
 import math
 import os
 import tempfile
-from collections.abc import AsyncIterator, Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import AsyncIterator
 from functools import partial
-from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 import anyio
@@ -40,38 +39,15 @@ from ...config.mcp import McpServer, expand
 from ...policy.mcpnames import normalize
 from . import sdk_problem
 from .confined import NotStarted, check_pins, command_line, egress
+from .reasons import describe, is_closed, leaf, spawn_reason, stderr_line
 from .results import seconds_text
+from .settings import Settings
 
 if TYPE_CHECKING:
-    from ...config.pins import Pins
     from ..sandbox import SandboxPolicy
-    from ..sandbox.proxy import EgressProxy
 
-Emit = Callable[..., object]
 LIST_PAGES = 100  # a server whose tool list never ends cannot hang the start
 STDERR_TAIL = 300  # characters of a server's last stderr line in a reason
-
-
-@dataclass(frozen=True)
-class Settings:
-    """What every server of a run shares (see `McpHub`)."""
-
-    environ: Mapping[str, str]
-    cwd: Path
-    expand_from: Mapping[str, str]
-    emit: Emit | None
-    log_dir: Path | None
-    start_timeout: float
-    grace: float
-    # The step's sandbox for its roles (no roots); None: servers run unconfined.
-    sandbox: SandboxPolicy | None = None
-    # The run's proxy for a server's network allow-list (run/context.py `StepRun.egress`);
-    # None, or None for a list: such a server gets no network (fail closed).
-    egress: Callable[[tuple[str, ...]], EgressProxy | None] | None = None
-    # The run's pinned files; a stdio server whose files changed is not started.
-    pins: Pins | None = None
-    # Server name -> the workspace files its configuration came from (`.mcp.json`).
-    origins: Mapping[str, tuple[str, ...]] = dataclasses.field(default_factory=dict)
 
 
 class ServerRun:
@@ -96,6 +72,14 @@ class ServerRun:
         self._log: IO[bytes] | None = None
         self._log_start = 0
         self._started_at = 0.0
+        self.generation = 0  # counts the sessions made (a call knows which one it used)
+        self.flights: set[Any] = set()  # the calls under way (send.py)
+        # Made in `run`, in its event loop: the session's scope (its start, its goodbye),
+        # the event that ends it (the run stops, or a call asks for a new one), the stop.
+        self._scope: anyio.CancelScope
+        self._wake: anyio.Event
+        self._stop: anyio.Event
+        self._attempt: anyio.Event | None = None  # a new session under way, for calls
 
     @property
     def pid(self) -> int | None:
@@ -129,50 +113,130 @@ class ServerRun:
         ws = policy.workspace
         return [(p.as_uri(), os.path.relpath(p, ws)) for p in policy.writable]
 
+    @property
+    def reconnectable(self) -> bool:
+        """An http server: a call that finds its session broken asks for a new one."""
+        return self.config.transport == "http"
+
     async def run(self, stop: anyio.Event) -> None:
         """Start, list the tools, set `ready` (also when the start failed), keep running
-        until `stop` is set (or the task is cancelled), stop."""
+        until `stop` is set (or the task is cancelled), stop. An http server whose session
+        broke (`dropped`) gets a new one each time a call asks (`reconnect`)."""
         assert self.ready is not None
         self._started_at = anyio.current_time()
-        scope = anyio.CancelScope(deadline=self._started_at + self.settings.start_timeout)
+        self._stop, self._wake = stop, anyio.Event()
         try:
-            with scope:
-                async with self._client() as client:
-                    self.tools = await _list_tools(client)
-                    scope.deadline = math.inf
-                    self.client, self.state = client, "running"
-                    self._event("started", tools=len(self.tools), seconds=self._since())
-                    self.ready.set()
-                    await stop.wait()
-                    # Bounds an http server's goodbye; a stdio stop is bounded on its own.
-                    scope.deadline = anyio.current_time() + 3 * self.settings.grace
-            if self.state == "starting":
-                timeout = seconds_text(self.settings.start_timeout)
-                self._fail(f"it did not answer within {timeout} of starting")
-        except Exception as exc:
-            if self.state == "starting":
-                self._fail(await self._start_reason(exc))
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(self._on_stop, stop)
+                await self._session(again=False)
+                while self.reconnectable and self.state == "dropped" and not stop.is_set():
+                    if self._attempt is None:  # no call waits: wait for one (or the end)
+                        self._wake = anyio.Event()
+                        if not stop.is_set():
+                            await self._wake.wait()
+                    if not stop.is_set():
+                        await self._session(again=True)
+                tg.cancel_scope.cancel()
         finally:
             self.ready.set()
+            self._settle()
             if self.state == "running":
                 self.state = "stopped"
                 self._event("stopped", seconds=self._since())
             if self._log is not None:
                 self._log.close()
 
-    async def gone(self, exc: BaseException | None) -> str:
-        """The connection broke during a call: why. Marks the server gone (once)."""
-        if self.state != "running":
+    async def reconnect(self, generation: int, why: str | None) -> str | None:
+        """A call found session `generation` broken (`why`, None: it was found dropped):
+        have a new session made, once for every call that asks while it is made; wait for
+        it. None: running again; else why not (the caller bounds the wait)."""
+        if self.state == "running" and self.generation != generation:
+            return None  # another call re-made it since
+        if self.state == "running":
+            self._mark_gone(why or "the connection broke")
+        if self.state != "dropped":
             return self.reason or "it was stopped"
+        if self._attempt is None:
+            self._attempt = anyio.Event()
+        attempt = self._attempt
+        self._wake.set()
+        await attempt.wait()
+        return None if self.state == "running" else (self.reason or "it was stopped")
+
+    async def gone(
+        self, exc: BaseException | None, generation: int | None = None, problem: str | None = None
+    ) -> str:
+        """The connection broke during a call on session `generation` (None: the current
+        one; `problem`: what the http transport saw): why. Marks the server gone, once,
+        while that session is the current one."""
+        if self.state != "running" or generation not in (None, self.generation):
+            return problem or self.reason or "it was stopped"
         if self.process is not None:
             how = await self.process.wait_exited(self.settings.grace)
             reason = self._with_stderr(how or "it closed its output")
-        elif self.watch is not None and self.watch.problem:
-            reason = self.watch.problem
+        elif problem or (self.watch is not None and self.watch.problem):
+            reason = problem or self.watch.problem
         else:
-            reason = "the connection broke" + (f": {_describe(exc)}" if exc else "")
+            reason = "the connection broke" + (f": {describe(exc)}" if exc else "")
         self._mark_gone(reason)
         return self.reason or reason
+
+    async def _session(self, *, again: bool) -> None:
+        """One session: made (the first also lists the tools), held until `_wake` (the
+        run stops, or a call found it broken), ended. Its failures set the state."""
+        began, ran = anyio.current_time(), False
+        self._scope = anyio.CancelScope(deadline=began + self.settings.start_timeout)
+        try:
+            with self._scope:
+                async with self._client() as client:
+                    if not again:
+                        self.tools = await _list_tools(client)
+                    self._scope.deadline = math.inf
+                    self.client, self.state, self.reason = client, "running", None
+                    self.generation += 1
+                    ran = True
+                    if again:
+                        self._event("reconnected", seconds=anyio.current_time() - began)
+                    else:
+                        self._event("started", tools=len(self.tools), seconds=self._since())
+                    assert self.ready is not None
+                    self.ready.set()
+                    self._settle()
+                    self._wake = anyio.Event()  # the last one may have ended the last session
+                    if not self._stop.is_set():
+                        await self._wake.wait()
+            if not ran:
+                timeout = seconds_text(self.settings.start_timeout)
+                self._not_made(f"it did not answer within {timeout} of starting", again, began)
+        except Exception as exc:
+            if not ran:
+                self._not_made(await self._start_reason(exc), again, began)
+            elif self.reconnectable and self.state == "running":  # it broke by itself
+                reason = self.watch.problem if self.watch and self.watch.problem else None
+                self._mark_gone(reason or f"the connection broke: {describe(leaf(exc))}")
+        finally:
+            if again:
+                self._settle()
+
+    async def _on_stop(self, stop: anyio.Event) -> None:
+        await stop.wait()
+        self._wake.set()
+        # Bounds an http session's goodbye (or its making); a stdio stop has its own bound.
+        end = anyio.current_time() + 3 * self.settings.grace
+        self._scope.deadline = min(self._scope.deadline, end)
+
+    def _not_made(self, reason: str, again: bool, began: float) -> None:
+        if not again:
+            self._fail(reason)
+        elif self.state == "dropped":
+            self.reason = reason
+            self._event("unreachable", reason=reason, seconds=anyio.current_time() - began)
+
+    def _settle(self) -> None:
+        """Wake the calls waiting for the new session being made."""
+        if self._attempt is not None:
+            self._attempt.set()
+            self._attempt = None
 
     # --- start ----------------------------------------------------------------------
 
@@ -229,20 +293,20 @@ class ServerRun:
         return ListRootsResult(roots=roots)
 
     async def _start_reason(self, exc: BaseException) -> str:
-        exc = _leaf(exc)
+        exc = leaf(exc)
         if isinstance(exc, NotStarted):
             return str(exc)
         if self.process is not None:
             if self.process.pid is None:  # the program did not start
-                return _spawn_reason(self.process.argv[0], self.settings.cwd, exc)
+                return spawn_reason(self.process.argv[0], self.settings.cwd, exc)
             how = await self.process.wait_exited(self.settings.grace)
-            if how is not None and _is_closed(exc):
+            if how is not None and is_closed(exc):
                 return self._with_stderr(f"{how} before it answered")
         if self.watch is not None and self.watch.problem:
             return str(self.watch.problem)
-        if _is_closed(exc):
+        if is_closed(exc):
             return self._with_stderr("it closed the connection before it answered")
-        return self._with_stderr(_describe(exc))
+        return self._with_stderr(describe(exc))
 
     # --- state and events -----------------------------------------------------------
 
@@ -256,9 +320,12 @@ class ServerRun:
             self._mark_gone(self._with_stderr(how))
 
     def _mark_gone(self, reason: str) -> None:
+        """A stdio server `exited`; an http server's session `dropped` (a call asks for a
+        new one)."""
         if self.state == "running":
-            self.state, self.reason = "exited", reason
-            self._event("exited", reason=reason)
+            state = "dropped" if self.reconnectable else "exited"
+            self.state, self.reason, self.client = state, reason, None
+            self._event(state, reason=reason)
 
     def _event(self, state: str, **fields: Any) -> None:
         emit = self.settings.emit
@@ -290,23 +357,8 @@ class ServerRun:
         return log
 
     def _with_stderr(self, how: str) -> str:
-        line = self._stderr_line()
+        line = stderr_line(self._log, self._log_start, STDERR_TAIL)
         return f"{how}; its stderr ends: {line}" if line else how
-
-    def _stderr_line(self) -> str:
-        """The last non-blank line the server wrote to stderr in this run, cut short."""
-        log = self._log
-        if log is None or log.closed:
-            return ""
-        try:
-            end = log.seek(0, os.SEEK_END)
-            log.seek(max(self._log_start, end - 8192))
-            tail = log.read().decode("utf-8", "replace")
-        except OSError:
-            return ""
-        lines = [x.strip() for x in tail.splitlines() if x.strip()]
-        last = lines[-1] if lines else ""
-        return last if len(last) <= STDERR_TAIL else last[: STDERR_TAIL - 1] + "…"
 
 
 async def _list_tools(client: Any) -> list[Any]:
@@ -321,43 +373,4 @@ async def _list_tools(client: Any) -> list[Any]:
     return tools
 
 
-def _leaf(exc: BaseException) -> BaseException:
-    """The exception a task group wrapped."""
-    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
-        exc = exc.exceptions[0]
-    return exc
-
-
-def _is_closed(exc: BaseException) -> bool:
-    from mcp import MCPError
-    from mcp_types import CONNECTION_CLOSED
-
-    if isinstance(exc, MCPError):
-        return exc.code == CONNECTION_CLOSED
-    closed = anyio.ClosedResourceError | anyio.BrokenResourceError | anyio.EndOfStream
-    return isinstance(exc, closed)
-
-
-def _describe(exc: BaseException | None) -> str:
-    if exc is None:
-        return "unknown"
-    text = str(exc).strip()
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
-
-
-def _spawn_reason(program: str, cwd: Path, exc: BaseException) -> str:
-    """Why a program did not start, in the words `proc.py` uses for hooks."""
-    if isinstance(exc, OSError):
-        if exc.filename is not None and os.fsdecode(exc.filename) == os.fsdecode(cwd):
-            return f"cannot use the working directory {cwd}: {exc.strerror}"
-        if exc.errno == errno.ENOENT:
-            return f"no such program: {program}"
-        if exc.errno == errno.EACCES:
-            return f"permission denied: {program}"
-        if exc.errno == errno.ENOEXEC:
-            return f"not an executable (a script needs a #! line): {program}"
-        return f"{exc.strerror or exc}: {program}"
-    return f"cannot start {program}: {_describe(exc)}"
-
-
-__all__ = ["Emit", "ServerRun", "Settings"]
+__all__ = ["ServerRun"]

@@ -7,7 +7,8 @@ implementation the pipeline runs (`run_mcp`, named by each entry like a built-in
 An MCP tool's entry (`catalog.declared_tool`) offers the model the tool's description and
 input schema exactly as its server declares them; its input is any JSON object (the server
 checks it); it has no path field and no alias. A call of a tool whose server is not running
-is refused at the pipeline's stage 2 with the hub's text (`McpHub.unavailable`).
+is refused at the pipeline's stage 2 with the hub's text (`McpHub.unavailable`); one of an
+http server whose session dropped goes on to the hub, which makes a new session for it.
 """
 
 from __future__ import annotations

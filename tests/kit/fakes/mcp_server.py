@@ -1,10 +1,11 @@
 """A small MCP server for the tests, written with the SDK's own server side.
 
     python mcp_server.py stdio
-    python mcp_server.py http [--require-header NAME=VALUE]
+    python mcp_server.py http [--require-header NAME=VALUE] [--port PORT] [--legacy]
 
-Over http it serves streamable HTTP on 127.0.0.1 at a free port and, once uvicorn is
-listening, prints `ready URL` on stdout (the tests wait for that line). Its tools cover what
+Over http it serves streamable HTTP on 127.0.0.1 at a free port (or PORT, to restart one)
+and, once uvicorn is listening, prints `ready URL` on stdout (the tests wait for that line);
+`--legacy` makes it a server of the 2025 protocol, with sessions (`guarded`). Its tools cover what
 the hub must pass on: a schema with every unusual keyword, structured and text results,
 sizes, errors, a slow tool, a tool that kills the server, one that leaves a process in
 the server's group, and an HTTP GET (the network a confined server is given).
@@ -157,6 +158,9 @@ async def call_tool(
         await anyio.sleep(float(args.get("seconds", 60)))
         return text("slept")
     if name == "die":
+        if "mark" in args:  # a line per call that reached the server
+            with open(str(args["mark"]), "a", encoding="utf-8") as f:
+                f.write("die\n")
         os._exit(7)
     if name == "spawn":
         child = subprocess.Popen(["sleep", "300"], stdin=subprocess.DEVNULL)
@@ -215,24 +219,39 @@ async def serve_stdio() -> None:
         await server.run(read, write, server.create_initialization_options())
 
 
-async def serve_http(require: tuple[str, str] | None) -> None:
+def guarded(app: Any, require: tuple[str, str] | None, legacy: bool) -> Any:
+    """`app` behind the options' checks: a request without the `require`d header is
+    answered 401; with `legacy`, the probe of the 2026 protocol (`server/discover`) is
+    answered 404, as a server of the 2025 protocol does, so a client falls back to the
+    initialize handshake and a session id (which a restarted server answers 404 for)."""
+    if require is None and not legacy:
+        return app
+
+    async def outer(scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            headers = {k.decode().lower(): v.decode() for k, v in scope["headers"]}
+            status = 0
+            if require is not None and headers.get(require[0].lower()) != require[1]:
+                status = 401
+            elif legacy and headers.get("mcp-method") == "server/discover":
+                status = 404
+            if status:
+                await send({"type": "http.response.start", "status": status, "headers": []})
+                await send({"type": "http.response.body", "body": b"no"})
+                return
+        await app(scope, receive, send)
+
+    return outer
+
+
+async def serve_http(require: tuple[str, str] | None, port: int, legacy: bool) -> None:
     import uvicorn
 
-    app = make_server().streamable_http_app()
-    if require is not None:
-        inner = app
-
-        async def app(scope: Any, receive: Any, send: Any) -> None:  # type: ignore[no-redef]
-            if scope["type"] == "http":
-                headers = {k.decode().lower(): v.decode() for k, v in scope["headers"]}
-                if headers.get(require[0].lower()) != require[1]:
-                    await send({"type": "http.response.start", "status": 401, "headers": []})
-                    await send({"type": "http.response.body", "body": b"no"})
-                    return
-            await inner(scope, receive, send)
-
+    app = guarded(make_server().streamable_http_app(), require, legacy)
     sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
+    # A server restarted on its port (--port) binds it again while old connections linger.
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", port))
     port = sock.getsockname()[1]
     config = uvicorn.Config(app, log_level="warning", lifespan="on")
     server = uvicorn.Server(config)
@@ -255,7 +274,8 @@ def main(argv: list[str]) -> None:
     if "--require-header" in argv:
         name, _, value = argv[argv.index("--require-header") + 1].partition("=")
         require = (name, value)
-    anyio.run(serve_http, require)
+    port = int(argv[argv.index("--port") + 1]) if "--port" in argv else 0
+    anyio.run(serve_http, require, port, "--legacy" in argv)
 
 
 if __name__ == "__main__":

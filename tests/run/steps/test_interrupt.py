@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 from kit import ROOT, spawn
+from kit.hooks import ans, payloads
 from kit.steps import environ, events, make_workspace, read_jsonl, scripted, shell, state, write
 
 FILES = {"README.md": "# app\n", "src/a/__init__.py": "", "src/b/__init__.py": ""}
@@ -124,3 +125,25 @@ def test_sigterm_mid_batch_keeps_the_roles_that_ran(tmp_path: Path) -> None:
     assert role["name"] == "b1/a" and role["status"] == "interrupted"
     assert 1 <= role["calls"] < 30
     assert read_jsonl(rd / "events.jsonl")[-1]["type"] == "result"
+
+
+def test_session_end_says_how_each_role_ended(tmp_path: Path) -> None:
+    """docs/hooks.md: SessionEnd's `reason` is `other` when a role ended, as at the end of a
+    headless Claude Code session, and `prompt_input_exit` when the run was quit (SIGINT or
+    SIGTERM) before it ended. A real hook records its stdin."""
+    ws = make_workspace(tmp_path, FILES)
+    rd = tmp_path / "run"
+    rec = tmp_path / "session-end.jsonl"
+    slow = [{"tool_calls": [shell("sleep 0.1")]} for _ in range(30)]
+    script = {"b1/a": [{"text": "a done"}], "b2/b": slow}
+    plan = {
+        "batches": [
+            {"name": "b1", "roles": [{"name": "a", "roots": ["src/a/"], "task": "a"}]},
+            {"name": "b2", "roles": [{"name": "b", "roots": ["src/b/"], "task": "b"}]},
+        ]
+    }
+    hooks = {"SessionEnd": [{"hooks": [{"type": "command", "command": ans(record=rec)}]}]}
+    doc = scripted(script, plan=plan, hooks=hooks)
+    run_then_signal(doc, ws, rd, "b2/b", signal.SIGTERM, cwd=tmp_path, env=orkeon_env(tmp_path))
+    ended = [(p["hook_event_name"], p["reason"]) for p in payloads(rec)]
+    assert ended == [("SessionEnd", "other"), ("SessionEnd", "prompt_input_exit")]

@@ -120,28 +120,6 @@ def test_headers_are_sent_and_a_refusal_names_the_status(tmp_path: Path) -> None
         server.stop()
 
 
-def test_a_server_that_goes_away_mid_run_gets_a_clear_text(tmp_path: Path) -> None:
-    server = HttpServer()
-    try:
-
-        async def body(hub: McpHub, events: Events) -> None:
-            assert (await hub.call("mcp__web__echo", {"text": "up"}, 30)).result == "up"
-            server.stop()
-            reason = f"POST {server.url}: ConnectError: All connection attempts failed"
-            first = await hub.call("mcp__web__echo", {"text": "down"}, 30)
-            assert not first.refused
-            assert first.result == f"error: MCP server web stopped during the call: {reason}"
-            second = await hub.call("mcp__web__echo", {"text": "down"}, 30)
-            assert second.refused
-            assert second.result == f"[refused: MCP server web is not running: {reason}]"
-            exited = await events.wait(server="web", state="exited")
-            assert exited["reason"] == reason
-
-        with_hub({"web": {"url": server.url}}, tmp_path, body)
-    finally:
-        server.stop()
-
-
 def test_a_server_that_is_not_there_fails_to_start(tmp_path: Path) -> None:
     with socket.socket() as taken:  # bound and not listening: connections are refused
         taken.bind(("127.0.0.1", 0))

@@ -1,0 +1,68 @@
+"""Why a server or a call failed, in words an operator can act on (server.py, hub.py)."""
+
+from __future__ import annotations
+
+import errno
+import os
+from pathlib import Path
+from typing import IO
+
+import anyio
+
+
+def leaf(exc: BaseException) -> BaseException:
+    """The exception a task group wrapped."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    return exc
+
+
+def is_closed(exc: BaseException) -> bool:
+    from mcp import MCPError
+    from mcp_types import CONNECTION_CLOSED
+
+    if isinstance(exc, MCPError):
+        return exc.code == CONNECTION_CLOSED
+    closed = anyio.ClosedResourceError | anyio.BrokenResourceError | anyio.EndOfStream
+    return isinstance(exc, closed)
+
+
+def describe(exc: BaseException | None) -> str:
+    if exc is None:
+        return "unknown"
+    text = str(exc).strip()
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def spawn_reason(program: str, cwd: Path, exc: BaseException) -> str:
+    """Why a program did not start, in the words `proc.py` uses for hooks."""
+    if isinstance(exc, OSError):
+        if exc.filename is not None and os.fsdecode(exc.filename) == os.fsdecode(cwd):
+            return f"cannot use the working directory {cwd}: {exc.strerror}"
+        if exc.errno == errno.ENOENT:
+            return f"no such program: {program}"
+        if exc.errno == errno.EACCES:
+            return f"permission denied: {program}"
+        if exc.errno == errno.ENOEXEC:
+            return f"not an executable (a script needs a #! line): {program}"
+        return f"{exc.strerror or exc}: {program}"
+    return f"cannot start {program}: {describe(exc)}"
+
+
+def stderr_line(log: IO[bytes] | None, start: int, limit: int) -> str:
+    """The last non-blank line a server wrote to its stderr `log` since offset `start`
+    (this run's part), cut to `limit` characters."""
+    if log is None or log.closed:
+        return ""
+    try:
+        end = log.seek(0, os.SEEK_END)
+        log.seek(max(start, end - 8192))
+        tail = log.read().decode("utf-8", "replace")
+    except OSError:
+        return ""
+    lines = [x.strip() for x in tail.splitlines() if x.strip()]
+    last = lines[-1] if lines else ""
+    return last if len(last) <= limit else last[: limit - 1] + "…"
+
+
+__all__ = ["describe", "is_closed", "leaf", "spawn_reason", "stderr_line"]

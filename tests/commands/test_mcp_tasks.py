@@ -1,0 +1,84 @@
+"""A server listing a tool that runs only as an MCP Task, beside a plain one, through the
+`orkeon` command in a child process: `orkeon run` never offers it to the model (the
+scripted model's call of it is refused as an unknown tool, the plain one runs) and says so
+on stderr; `orkeon validate` names it as left out. The server is
+tests/kit/fakes/mcp_tasks_server.py, a stdio server of the 2025-11-25 protocol."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import sys
+from pathlib import Path
+
+import pytest
+from kit import FAKES, ROOT, spawn
+from kit.mcp import spec_crew, use_crew
+from kit.steps import call, calls, environ, make_workspace, scripted, write
+
+TASKS = {"command": [sys.executable, str(FAKES / "mcp_tasks_server.py")]}
+LEFT_OUT = (
+    "warning: MCP tool mcp__tasks__research is left out: it requires MCP Tasks "
+    "(execution.taskSupport: required), which orkeon does not support"
+)
+
+
+@pytest.fixture
+def ws(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("ORKEON_CONFIG_DIR", str(tmp_path / "config"))
+    monkeypatch.delenv("ORKEON_TRUST_PROJECT_HOOKS", raising=False)
+    return make_workspace(tmp_path, {"README.md": "# app\n"})
+
+
+def orkeon(cwd: Path, *args: str) -> tuple[int, str, str]:
+    """`orkeon ARGS` run to its end in a child process: exit code, stdout, stderr."""
+    proc = spawn(*args, env={**environ(cwd), "PYTHONPATH": str(ROOT)}, cwd=cwd)
+    out, err = proc.communicate()  # the suite's time-out is the hang guard
+    return proc.returncode, out, err
+
+
+def test_a_tool_that_requires_tasks_is_not_offered_and_validate_names_it(
+    ws: Path, tmp_path: Path
+) -> None:
+    """docs/tools.md: 'a tool that runs only as an MCP Task (`execution.taskSupport:
+    "required"` ...) [is left out with a warning]: orkeon does not run MCP Tasks, and every
+    plain call of such a tool fails. `orkeon validate` lists each tool left out, with why.'"""
+    use_crew(ws, "dev-spec", spec_crew(["mcp__tasks__*"], allow=["mcp__tasks__*"]))
+    script = {
+        "analyst": [
+            {
+                "tool_calls": [
+                    call("mcp__tasks__research", topic="cells"),
+                    call("mcp__tasks__echo", text="plain"),
+                ]
+            },
+            {"text": "report"},
+        ],
+        "writer": [{"tool_calls": [write(".orkeon/spec.md", "# Spec\n")]}, {"text": "done"}],
+    }
+    inputs = tmp_path / "inputs.json"
+    inputs.write_text(json.dumps(scripted(script, request="r", mcp_servers={"tasks": TASKS})))
+    rd = tmp_path / "run"
+    code, out, err = orkeon(
+        tmp_path, "run", "dev-spec", "--inputs", f"@{inputs}", "--workspace", str(ws),
+        "--run-dir", str(rd), "--output", "json",
+    )  # fmt: skip
+    assert code == 0, err
+    assert json.loads(out)["status"] == "succeeded"
+    assert f"orkeon: {LEFT_OUT}" in err.splitlines()
+    research, echo = calls(rd, "analyst")
+    # Not offered: for the run it does not exist, so nothing reaches the server.
+    assert (research["outcome"], research["refused_by"]) == ("refused", None)
+    assert research["result"] == "error: there is no tool named 'mcp__tasks__research'"
+    assert (echo["outcome"], echo["result"]) == ("ran", "plain")
+
+    code, out, err = orkeon(
+        tmp_path, "validate", "--inputs", f"@{inputs}", "--workspace", str(ws),
+        "--step", "dev-spec",
+    )  # fmt: skip
+    assert code == 0, err
+    command = shlex.join(TASKS["command"])
+    server, valid = out.splitlines()
+    assert server == f"mcp server tasks (stdio: {command}): 1 tool: mcp__tasks__echo"
+    assert valid == "inputs are valid"
+    assert LEFT_OUT in err.splitlines()
