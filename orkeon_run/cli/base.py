@@ -48,7 +48,8 @@ BareOpt = Annotated[
     typer.Option(
         "--bare",
         help="Read no configuration the inputs do not name: no user folder, no workspace "
-        "settings, .mcp.json, crews or trust records (or ORKEON_BARE=1).",
+        "settings, .mcp.json, crews, review checks or instruction files, no trust records "
+        "(or ORKEON_BARE=1).",
     ),
 ]
 
