@@ -119,3 +119,26 @@ def test_no_page_or_docstring_cites_the_shared_folder() -> None:
     cited = [str(f.relative_to(ROOT)) for f in files
              if re.search(r"\.\./shared|shared/seeds|/seeds/", f.read_text())]  # fmt: skip
     assert cited == []
+
+
+# A module path a page names in backticks: `run/runner.py`, `orkeon_run/catalog.py`,
+# `tools/sandbox/veil.py`, `sandbox/session.py` (in the row of its folder); `x.py` is the
+# architecture page's placeholder for a module to add.
+MODULE = re.compile(r"`((?:orkeon_run/)?(?:[a-z_]+/)+[a-z_]+\.py)`")
+PACKAGE = ROOT / "orkeon_run"
+FOLDERS = {p.name for p in PACKAGE.rglob("*") if p.is_dir() and p.name != "__pycache__"}
+
+
+def test_the_modules_the_pages_name_exist() -> None:
+    """docs/architecture.md, "Tests": "every module a page names exists" (a path below
+    `orkeon_run/`, or below one of its folders)."""
+    missing = []
+    for page in PAGES:
+        for number, line in enumerate(page.read_text().splitlines(), 1):
+            for path in MODULE.findall(line):
+                path = path.removeprefix("orkeon_run/")
+                if path.endswith("/x.py") or path.split("/")[0] not in FOLDERS:
+                    continue  # a placeholder, or a file of the user's (`src/a.py`)
+                if not ((PACKAGE / path).exists() or any(PACKAGE.rglob(path))):
+                    missing.append(f"{page.relative_to(ROOT)}:{number}: {path}")
+    assert missing == []
