@@ -72,3 +72,12 @@ class ReportFormat(StrEnum):
     junit = "junit"
     json = "json"
     patch = "patch"
+
+
+class MergeFormat(StrEnum):
+    """`jobs merge --format`: a report's formats but `patch` (jobs are many workspaces)."""
+
+    md = "md"
+    html = "html"
+    junit = "junit"
+    json = "json"
