@@ -258,7 +258,7 @@ def hooks_trust(
     ] = None,
 ) -> None:
     """Trust the workspace's .orkeon/settings.json, .orkeon/crews/, .orkeon/checks/,
-    .mcp.json and instruction files (AGENTS.md, CLAUDE.md) as they are."""
+    .mcp.json, plugin folders and instruction files (AGENTS.md, CLAUDE.md) as they are."""
     from ..commands import hooks
 
     exit_with(hooks.trust_main, workspace, inputs)

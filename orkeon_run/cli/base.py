@@ -48,7 +48,8 @@ BareOpt = Annotated[
     typer.Option(
         "--bare",
         help="Read no configuration the inputs do not name: no user folder, no workspace "
-        "settings, .mcp.json, crews or trust records (or ORKEON_BARE=1).",
+        "settings, .mcp.json, crews, review checks or instruction files, no trust records "
+        "(or ORKEON_BARE=1).",
     ),
 ]
 
@@ -71,3 +72,12 @@ class ReportFormat(StrEnum):
     junit = "junit"
     json = "json"
     patch = "patch"
+
+
+class MergeFormat(StrEnum):
+    """`jobs merge --format`: a report's formats but `patch` (jobs are many workspaces)."""
+
+    md = "md"
+    html = "html"
+    junit = "junit"
+    json = "json"

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from .base import BareOpt, ReportFormat, exit_with
+from .base import BareOpt, MergeFormat, exit_with
 
 jobs_app = typer.Typer(
     help="Many jobs: check a job list, run one shard of it, slice it for CI, merge the results.",
@@ -139,8 +139,8 @@ def jobs_merge(
         typer.Argument(metavar="DIR", help="Folders holding job folders (--out of each shard)."),
     ],
     fmt: Annotated[
-        ReportFormat, typer.Option("--format", help="json | md | html | junit (not patch)")
-    ] = ReportFormat.json,
+        MergeFormat, typer.Option("--format", help="json (default), md, html or junit.")
+    ] = MergeFormat.json,
     output: Annotated[
         str | None, typer.Option("--output", "-o", metavar="FILE", help="Write here, not stdout.")
     ] = None,

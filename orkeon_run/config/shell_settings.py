@@ -1,5 +1,5 @@
 """Where the shell tool's two program-rule settings come from (the rules themselves are
-`programs.ShellRules`; docs/inputs.md, "Shell settings").
+`programs.ShellRules`; docs/inputs.md, "Where the two settings come from").
 
 The settings, highest precedence first:
   1. `--inputs` `shell` fields that are given (not None);

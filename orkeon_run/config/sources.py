@@ -1,5 +1,5 @@
-"""Where a run looks for configuration beyond its `--inputs` (docs/inputs.md, "Where
-configuration comes from" and "Hermetic runs: --bare"), decided once per run.
+"""Where a run looks for configuration beyond its `--inputs` (docs/inputs.md,
+"Hermetic runs: --bare"), decided once per run.
 
 A normal run reads, besides what the inputs name: the user configuration folder
 (`$ORKEON_CONFIG_DIR`, default `~/.config/orkeon/`: its `settings.json`, and the trust

@@ -198,7 +198,7 @@ class Result(_Doc):
         default=False,
         description="a hermetic run (--bare, ORKEON_BARE=1): no configuration was read but "
         "what the inputs name (no user folder, no workspace settings, .mcp.json, crews, "
-        "trust records; docs/inputs.md)",
+        "review checks, instruction files, trust records; docs/inputs.md)",
     )
     mcp_sandbox: dict[str, Literal["on", "off", "unavailable"]] | None = Field(
         default=None,

@@ -1,5 +1,5 @@
 """pipeline: dev-spec, dev-plan and dev-batches in one run; on a failed batch, tasks-repair
-for its roles, then dev-batches resumed (docs/output.md, "pipeline"; docs/ci.md).
+for its roles, then dev-batches resumed (docs/output.md, "A pipeline's result"; docs/ci.md).
 
 Each step is a run of its own, through the runner's own pieces (`open_run`, `execute`) in
 this process, in `RUN_DIR/steps/NAME/` (`dev-spec`, `dev-plan`, `dev-batches`,

@@ -5,7 +5,7 @@ the role's own failure). Then the audit runs again over what this repair changed
 the role's roots, with the build and tests.
 
 The plan, audit, shell settings and hooks come from the failed run's saved inputs unless
-given again: `prepare` merges them into the inputs once (docs/inputs.md, "tasks-repair").
+given again: `prepare` merges them into the inputs once (docs/inputs.md, "`repair`").
 """
 
 from __future__ import annotations

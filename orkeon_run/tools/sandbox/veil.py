@@ -1,4 +1,4 @@
-"""The veil over orkeon's processes for the operator's hooks (docs/security.md, "Your hooks"):
+"""The veil over orkeon's processes for the operator's hooks (docs/security.md, "Hooks"):
 a hook keeps every right it has (the whole file system writable as the user may, the
 network, the devices, `/run`'s sockets, the user's capabilities) but runs in a PID
 namespace of its own with `/proc` mounted for it, so `/proc/<orkeon>` (the model key in
