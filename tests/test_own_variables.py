@@ -10,6 +10,7 @@ prints the environment of every place its work reaches."""
 from __future__ import annotations
 
 import json
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -105,11 +106,11 @@ def test_no_program_orkeon_starts_sees_its_variables_and_no_record_holds_them(
     )
     script = {
         "b1/api": [
-            {"tool_calls": [shell(f"{PY} dump.py shell src"), shell("cat notes.txt")]},
+            {"tool_calls": [shell(f"{shlex.quote(PY)} dump.py shell src"), shell("cat notes.txt")]},
             {"text": "done"},
         ]
     }
-    hook = f"{PY} {ws / 'dump.py'} {hooks} {dumps}"
+    hook = shlex.join([PY, str(ws / "dump.py"), str(hooks), str(dumps)])
     doc = scripted(
         script,
         plan={

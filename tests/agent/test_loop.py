@@ -189,7 +189,7 @@ def test_a_ralph_loop_runs_to_its_promise_within_the_default_cap(tmp_path: Path)
     rounds, then removes its state file: under the default cap of 8 every round runs."""
     state = tmp_path / "ralph.state"
     script = DATA / "cc_hooks" / "loop_until.sh"
-    hooks = {"Stop": [group(f"bash {script} {state} 5")]}
+    hooks = {"Stop": [group(shlex.join(["bash", str(script), str(state), "5"]))]}
     rig = Rig(tmp_path, scripted([]), hooks=hooks)
     [result] = rig.run("build")
     assert (result.turns, result.stop_blocks_capped) == (5, None)

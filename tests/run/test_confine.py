@@ -95,7 +95,7 @@ def test_operator_hooks_cannot_read_orkeons_memory(tmp_path: Path) -> None:
     ws = make_workspace(tmp_path, FILES)
     out = tmp_path / "seen"
     out.mkdir()
-    reader = f"{DATA / 'veil' / 'read_orkeon.py'} {os.getpid()} {out}"
+    reader = shlex.join([str(DATA / "veil" / "read_orkeon.py"), str(os.getpid()), str(out)])
     settings = {"PreToolUse": [{"hooks": [{"type": "command", "command": reader}]}]}
     script = [{"tool_calls": [write("src/a/x.py", "x = 1\n")]}, {"text": "done"}]
     allowed = {"extra_allowed_commands": [str(DATA / "veil" / "read_orkeon.py")]}

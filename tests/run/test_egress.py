@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import http.server
 import json
+import shlex
 import subprocess
 import sys
 import threading
@@ -99,7 +100,7 @@ def test_listed_hosts_go_through_the_proxy_and_the_rest_are_refused_and_recorded
     require_sandbox()
     port = server.port
     ws = make_workspace(tmp_path, {"README.md": "# app\n", "src/fetch.py": FETCH})
-    fetch = f"{PY} src/fetch.py"
+    fetch = f"{shlex.quote(PY)} src/fetch.py"
     script = [
         {
             "tool_calls": [

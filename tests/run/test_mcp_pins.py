@@ -10,6 +10,7 @@ refused with a text naming the file, the `mcp.server` event says why, and the re
 from __future__ import annotations
 
 import json
+import shlex
 import sys
 from pathlib import Path
 from typing import Any
@@ -48,7 +49,10 @@ def ws(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def run(
     ws: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], target: Path, **more: Any
 ) -> tuple[int, dict[str, Any]]:
-    hook = {"event": "pre-tool", "command": f"{PY} {tmp_path / 'rewrite.py'} {target}"}
+    hook = {
+        "event": "pre-tool",
+        "command": shlex.join([PY, str(tmp_path / "rewrite.py"), str(target)]),
+    }
     script = {"b1/a": [{"tool_calls": [call("mcp__fake__echo", text="hi")]}, {"text": "done"}]}
     shell = {"extra_allowed_commands": [PY]}  # the hook's program, given by its path
     doc = scripted(script, plan=PLAN, hooks=[hook], shell=shell, **more)

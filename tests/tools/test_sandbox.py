@@ -142,7 +142,7 @@ def test_the_command_cannot_lift_the_mounts(ws: Path) -> None:
 def test_the_command_cannot_make_a_user_namespace(ws: Path) -> None:
     """No nested user namespace (docs/security.md): in one, a command would hold every
     capability and could rearrange its own mounts."""
-    got = sh(ws, f"{PY} {SCRIPTS / 'userns.py'}", role(ws, ["."]))
+    got = sh(ws, f"{q(PY)} {q(SCRIPTS / 'userns.py')}", role(ws, ["."]))
     assert got == {"exit_code": 0, "stdout": "refused\n", "stderr": ""}
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import anyio
 import pytest
 from kit import ROOT
-from kit.sandbox import ENV, LINUX_ONLY, PY, SCRIPTS, make_ws, require_sandbox, role, sh
+from kit.sandbox import ENV, LINUX_ONLY, PY, SCRIPTS, make_ws, q, require_sandbox, role, sh
 
 from orkeon_run.tools import sandbox as sb
 from orkeon_run.tools.sandbox import session
@@ -81,10 +81,10 @@ def test_nothing_of_a_command_is_left_for_the_next(ws: Path) -> None:
     /dev/shm files and its SysV IPC objects end with it."""
     policy = role(ws, ["src"])
     mark = f"3600.{uuid.uuid4().int % 10**9:09d}"
-    got = sh(ws, f"{PY} {SCRIPTS / 'traces.py'} leave {mark}", policy)
+    got = sh(ws, f"{q(PY)} {q(SCRIPTS / 'traces.py')} leave {mark}", policy)
     assert got["stdout"] == "left\n", got
     assert running(mark) == []  # gone when the call returned, not later
-    seen = json.loads(sh(ws, f"{PY} {SCRIPTS / 'traces.py'} look", policy)["stdout"])
+    seen = json.loads(sh(ws, f"{q(PY)} {q(SCRIPTS / 'traces.py')} look", policy)["stdout"])
     # /tmp holds only the folders leading to the workspace's mount, when it lies there.
     assert seen["tmp"] == ([ws.parts[2]] if ws.is_relative_to("/tmp") else [])
     assert seen["shm"] == [] and seen["sysv"] == []
@@ -96,7 +96,7 @@ def test_a_command_cannot_reach_the_server(ws: Path) -> None:
     policy = role(ws, ["src"])
     before = user_ns(ws, policy)
     kept = session.kept_up(policy, bwrap())
-    assert sh(ws, f"{PY} {SCRIPTS / 'killall.py'}", policy)["stdout"] == "done\n"
+    assert sh(ws, f"{q(PY)} {q(SCRIPTS / 'killall.py')}", policy)["stdout"] == "done\n"
     assert session.kept_up(policy, bwrap()) is kept and kept.popen.poll() is None
     assert user_ns(ws, policy) == before
 
@@ -196,7 +196,7 @@ def test_commands_of_one_sandbox_may_run_at_the_same_time(ws: Path) -> None:
     """Each in its own namespaces: two at once, neither sees the other."""
     policy = role(ws, ["src"])
     started = ws / "src" / "first"
-    look = f"{PY} {SCRIPTS / 'traces.py'} look"
+    look = f"{q(PY)} {q(SCRIPTS / 'traces.py')} look"
     seen: list[str] = []
 
     async def first() -> None:

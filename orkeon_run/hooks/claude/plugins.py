@@ -26,6 +26,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import shlex
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -56,11 +57,46 @@ def data_folder(data_root: Path, name: str, root: Path) -> Path:
 
 
 def substitute(text: str, values: Mapping[str, str]) -> str:
-    for name, value in values.items():
-        text = text.replace("${" + name + "}", value)
-        # Escaped: a path's backslashes stay as they are in the replacement.
-        text = re.sub(r"\$" + name + r"(?![A-Za-z0-9_])", value.replace("\\", "\\\\"), text)
-    return text
+    """`text` (a shell command) with `${NAME}` / `$NAME` of `values` replaced by the value,
+    written so the shell reads it as the one word it is: as it is where it holds nothing
+    the shell would split or expand (a plain path: the text Claude Code makes), else
+    quoted for where it stands (published plugins write `python3 ${CLAUDE_PLUGIN_ROOT}/x.py`
+    unquoted; a plugin folder whose path holds a space still runs)."""
+    names = "|".join(re.escape(n) for n in values)
+    ref = re.compile(r"\$\{(" + names + r")\}|\$(" + names + r")(?![A-Za-z0-9_])")
+    out: list[str] = []
+    quote = ""  # the quote the text is inside at `i`: "", "'" or '"'
+    i = 0
+    while i < len(text):
+        ch = text[i]
+        found = ref.match(text, i)  # inside single quotes too: Claude Code's is textual
+        if found:
+            value = values[found.group(1) or found.group(2)]
+            out.append(_word(value, inside=quote))
+            i = found.end()
+            continue
+        if ch == "\\" and quote != "'":
+            out.append(text[i : i + 2])
+            i += 2
+            continue
+        if ch in "'\"" and quote in ("", ch):
+            quote = "" if quote else ch
+        out.append(ch)
+        i += 1
+    return "".join(out)
+
+
+def _word(value: str, *, inside: str) -> str:
+    if _PLAIN.fullmatch(value):
+        return value
+    if inside == '"':
+        return re.sub(r'(["\\$`])', r"\\\1", value)
+    if inside == "'":  # close the quote, the value quoted, open it again
+        return "'" + shlex.quote(value) + "'"
+    return shlex.quote(value)
+
+
+_PLAIN = re.compile(r"[A-Za-z0-9_@%+=:,./-]*")
 
 
 def _name(root: Path, where: str) -> str:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,7 @@ from orkeon_run.config.inputs import parse_inputs
 from orkeon_run.config.pins import hook_commands, pin
 from orkeon_run.errors import InputError
 from orkeon_run.events import NullLog
+from orkeon_run.hooks.claude import plugins
 from orkeon_run.hooks.claude.settings import SettingsHooks, load_settings_hooks
 from orkeon_run.ledger import BudgetLimits, Ledger
 
@@ -169,3 +171,27 @@ def test_bad_plugin_names_the_file(
     [problem] = err.value.problems
     assert problem.startswith(message.format(p=p)), problem
     assert err.value.exit_code == 2
+
+
+@pytest.mark.parametrize(
+    "root", ["/opt/plugins/guard", "/tmp/a b/guard", '/tmp/it\'s "x" $HOME `id`\\z']
+)
+@pytest.mark.parametrize(
+    "command",
+    [
+        'printf "%s|" ${CLAUDE_PLUGIN_ROOT}/hooks/x.py $CLAUDE_PLUGIN_DATA',
+        'printf "%s|" "${CLAUDE_PLUGIN_ROOT}/hooks/x.py" "$CLAUDE_PLUGIN_DATA"',
+        "printf \"%s|\" '${CLAUDE_PLUGIN_ROOT}/hooks/x.py' '$CLAUDE_PLUGIN_DATA'",
+    ],
+)
+def test_a_substituted_folder_is_one_word_wherever_it_stands(root: str, command: str) -> None:
+    """docs/hooks.md, "Plugins": "`${CLAUDE_PLUGIN_ROOT}` (or `$CLAUDE_PLUGIN_ROOT`)
+    becomes the plugin's folder": the shell reads it as that one path, unquoted (as the
+    published plugins write it), in double or in single quotes, whatever the path holds
+    (a space, quotes, `$`, a backquote); a plain path is put in as it is."""
+    values = {"CLAUDE_PLUGIN_ROOT": root, "CLAUDE_PLUGIN_DATA": "/var/data/guard"}
+    text = plugins.substitute(command, values)
+    done = subprocess.run(["sh", "-c", text], capture_output=True, text=True, check=True)
+    assert done.stdout == f"{root}/hooks/x.py|/var/data/guard|"
+    if root == "/opt/plugins/guard":
+        assert "/opt/plugins/guard/hooks/x.py" in text
