@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import subprocess
 import uuid
 from pathlib import Path
@@ -85,8 +86,10 @@ def test_nothing_of_a_command_is_left_for_the_next(ws: Path) -> None:
     assert got["stdout"] == "left\n", got
     assert running(mark) == []  # gone when the call returned, not later
     seen = json.loads(sh(ws, f"{q(PY)} {q(SCRIPTS / 'traces.py')} look", policy)["stdout"])
-    # /tmp holds only the folders leading to the workspace's mount, when it lies there.
-    assert seen["tmp"] == ([ws.parts[2]] if ws.is_relative_to("/tmp") else [])
+    # /tmp holds only the folders leading to the workspace's mount and to the files the
+    # command names (this checkout's scripts), when they lie there.
+    shown = {p.parts[2] for p in (ws, SCRIPTS) if p.is_relative_to("/tmp")}
+    assert sorted(seen["tmp"]) == sorted(shown)
     assert seen["shm"] == [] and seen["sysv"] == []
     assert seen["pids"] == [1, 2]  # the command's init and itself: no server, no daemon
     assert seen["fds"] == [0, 1, 2, 3]  # 3: the listing's own
@@ -212,7 +215,7 @@ def test_commands_of_one_sandbox_may_run_at_the_same_time(ws: Path) -> None:
             with anyio.fail_after(60):
                 while not started.exists():
                     await anyio.sleep(0.02)
-            res = await sb.arun(policy, look.split(), cwd=ws, timeout=60, env=ENV)
+            res = await sb.arun(policy, shlex.split(look), cwd=ws, timeout=60, env=ENV)
             seen.append(res.stdout)
             tg.cancel_scope.cancel()
 

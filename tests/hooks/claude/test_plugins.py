@@ -6,6 +6,7 @@ unchanged from its own folder as a real process."""
 from __future__ import annotations
 
 import json
+import shlex
 import shutil
 import subprocess
 from pathlib import Path
@@ -66,7 +67,7 @@ def test_plugin_hook_runs_from_its_folder_with_root_and_data(
     config, warnings = load(workspace, cfg, {"plugins": [str(PLUGIN)]})
     assert warnings == []
     [command] = [h.command for g in config["PreToolUse"] for h in g.hooks]
-    assert command == f"python3 {PLUGIN.resolve()}/hooks/guard.py"
+    assert command == f"python3 {shlex.quote(str(PLUGIN.resolve()))}/hooks/guard.py"
     v = pre_write(workspace, config, "secrets/key.pem")
     assert refusal_lines(v) == [
         f"[PreToolUse hook ({command}) blocked the call: "
@@ -100,7 +101,9 @@ def test_plugin_hooks_come_after_every_settings_source(workspace: Path, tmp_path
     assert lines == [
         "PreToolUse [Write] echo team",
         "PreToolUse [*] echo inline",
-        f"PreToolUse [Edit|Write|MultiEdit] python3 {PLUGIN.resolve()}/hooks/guard.py "
+        # The folder as the shell reads it: quoted when the checkout's path holds a space.
+        f"PreToolUse [Edit|Write|MultiEdit] python3 {shlex.quote(str(PLUGIN.resolve()))}"
+        "/hooks/guard.py "
         f"(plugin suite-guard: {PLUGIN.resolve()})",
     ]
 
