@@ -163,5 +163,7 @@ def test_the_kept_up_veils_start_is_its_probe(tmp_path: Path) -> None:
         " timeout=600))\n"
         "print(res.exit_code, veil._probe.cache_info().misses, veil.kept_veil_ready() is not None)\n"
     )
-    out = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True)
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True
+    )
     assert out.stdout.split() == ["0", "0", "True"], out.stderr

@@ -252,8 +252,8 @@ def close_kept_veil() -> None:
 __all__ = [
     "KeptVeil",
     "VeiledHook",
-    "kept_veil",
     "hooks_bwrap",
+    "kept_veil",
     "kept_veil_ready",
     "veil_args",
     "veil_status",
