@@ -10,7 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from kit.steps import environ
+from kit.steps import environ, make_workspace, scripted
 
 VALIDATE = ["validate", "--inputs", '{"budget": {"seconds": 60}}', "--workspace"]
 
@@ -23,21 +23,26 @@ def python(code: str, tmp: Path) -> subprocess.CompletedProcess[str]:
 
 
 def test_no_collection_scans_the_start_up(tmp_path: Path) -> None:
-    """The console script's `orkeon validate`: every collection the process makes comes
-    after the start-up's objects were frozen (each one says how many were)."""
+    """The console script's scripted `orkeon run` of 30 calls: the process collects (its
+    work makes garbage), and every collection comes after the start-up's objects were
+    frozen (each one says how many were)."""
+    ws = make_workspace(tmp_path, {"README.md": "# demo\n", "src/app.py": "x = 1\n"})
+    plan = {"batches": [{"name": "b1", "roles": [{"name": "dev", "roots": ["src/"], "task": "t"}]}]}
+    reads = [{"tool_calls": [{"tool": "file_read", "input": {"file_path": "README.md"}}]}] * 30
+    doc = scripted({"b1/dev": [*reads, {"text": "done"}]}, plan=plan, budget={"seconds": 600})
+    argv = ["run", "dev-batches", "--workspace", str(ws), "--output", "json", "--inputs"]
     code = (
         "import gc, sys; from orkeon_run import __main__ as m\n"
         "gc.callbacks.append(lambda p, i: p == 'start' and "
         "sys.stderr.write(f'collection {gc.get_freeze_count()}\\n'))\n"
-        f"sys.argv = ['orkeon', *{VALIDATE!r}, sys.argv[1]]\n"
+        f"sys.argv = ['orkeon', *{argv!r}, {json.dumps(doc)!r}]\n"
         "m.entry()\n"
     )
     proc = python(code, tmp_path)
     assert proc.returncode == 0, proc.stderr
-    frozen = [
-        int(line.split()[1]) for line in proc.stderr.splitlines() if line.startswith("collection ")
-    ]
-    assert all(n > 10_000 for n in frozen), frozen[:5]
+    lines = proc.stderr.splitlines()
+    frozen = [int(line.split()[1]) for line in lines if line.startswith("collection ")]
+    assert frozen and all(n > 10_000 for n in frozen), frozen[:5]
 
 
 def test_the_command_runs_with_the_collector_on(tmp_path: Path) -> None:
