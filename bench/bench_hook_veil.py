@@ -1,5 +1,5 @@
 """What the veil over orkeon's processes costs a hook (issue 21, item 7; docs/security.md,
-"Your hooks"): one native hook's run through `native.run_hook` (its process started by
+"Hooks"): one native hook's run through `native.run_hook` (its process started by
 hooks/spawn.py under the veil) against the same argv started bare by `proc_loop.arun` (how a
 hook started before), alternating in each round so a passing load weighs on both alike.
 Two hooks: `true` (the least a hook costs) and a Python script (a typical hook).

@@ -1,5 +1,6 @@
 """Cold start (issue 7, item 4): `orkeon --version` against `python -c pass` (target ≤ 2.5×)
-and `orkeon validate` (target under 250 ms), each a median of fresh processes."""
+and `orkeon validate` (target under 250 ms), and `validate --bare` against `validate` (for
+information), each a median of fresh processes."""
 
 from __future__ import annotations
 
@@ -27,6 +28,14 @@ def main() -> None:
             repeat,
             env={"ORKEON_CONFIG_DIR": ws, "PATH": "/usr/bin:/bin"},
         )
+        # --bare (issue 26, item 3): the same check, reading no configuration folder and
+        # listing what a normal run would read.
+        bare = command_seconds(
+            [PY, "-m", "orkeon_run", "validate", "--bare", "--inputs",
+             '{"budget": {"seconds": 60}}', "--workspace", ws],
+            repeat,
+            env={"ORKEON_CONFIG_DIR": ws, "PATH": "/usr/bin:/bin"},
+        )  # fmt: skip
     header()
     row(
         "orkeon --version",
@@ -43,4 +52,12 @@ def main() -> None:
         validate / base,
         "< 250 ms",
         validate < 0.25,
+    )
+    row(
+        "orkeon validate --bare",
+        f"{bare * 1000:.1f} ms",
+        f"{validate * 1000:.1f} ms",
+        bare / validate,
+        "≈ validate",
+        None,  # for information: the two differ by less than this machine's noise
     )

@@ -2,7 +2,7 @@
 the calling role may call), the call once checked, its hook runs, its outcome.
 
 Shared by the pipeline (pipeline.py), native hooks (hooks/native.py) and settings-shape
-hooks (hooks/settings.py), so none of them imports another's internals.
+hooks (hooks/claude/), so none of them imports another's internals.
 """
 
 from __future__ import annotations

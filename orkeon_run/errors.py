@@ -75,10 +75,11 @@ class BudgetExhausted(OrkeonError):
 
 
 class Idle(BudgetExhausted):
-    """The no-progress watchdog (docs/inputs.md, "Budgets": `budget.idle_seconds`): the
-    role's model sent no bytes, or its tool, hook or MCP call printed nothing and did not
-    end, for that long. `silent` names it: `{"kind": "provider"|"tool"|"hook"|"mcp",
-    "name", "command", "seconds"}` (the result's role `idle`, the `role.idle` event)."""
+    """The no-progress watchdog (`budget.idle_seconds`; docs/inputs.md, "The no-progress
+    watchdog"): the role's model sent no bytes, or its tool, hook or MCP call printed
+    nothing and did not end, for that long. `silent` names it: `{"kind":
+    "provider"|"tool"|"hook"|"mcp", "name", "command", "seconds"}` (the result's role
+    `idle`, the `role.idle` event)."""
 
     def __init__(self, silent: dict[str, object]) -> None:
         self.silent = silent

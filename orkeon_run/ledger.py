@@ -1,4 +1,4 @@
-"""The step's ledger: what a step has spent of its budget (docs/inputs.md, "Budgets").
+"""The step's ledger: what a step has spent of its budget (docs/inputs.md, "`budget`").
 
 Every model turn, tool run and hook run is charged here, at the moment it ends. When the
 ledger reaches a limit no new turn or call starts: callers ask `check()` (raises) or
@@ -15,19 +15,19 @@ and its calls charge a `RoleLedger`, which charges the step's ledger as well and
 its role alone when the role's limit is reached (its siblings go on); the step's limits
 still hold over all of them.
 
-`budget.idle_seconds` is the no-progress watchdog (docs/inputs.md, "Budgets"): no budget
-that is spent, but the longest a role's model may send no bytes, or its tool, hook or MCP
-call print nothing without ending. Whoever waits on one of those asks `idle_seconds` and,
-when the silence lasts that long, raises errors.Idle; the agent ends the role and calls
-`went_idle`: the step records `exhausted: "idle"` and what was silent, and the role's
-siblings go on.
+`budget.idle_seconds` is the no-progress watchdog (docs/inputs.md, "The no-progress
+watchdog"): no budget that is spent, but the longest a role's model may send no bytes, or
+its tool, hook or MCP call print nothing without ending. Whoever waits on one of those
+asks `idle_seconds` and, when the silence lasts that long, raises errors.Idle; the agent
+ends the role and calls `went_idle`: the step records `exhausted: "idle"` and what was
+silent, and the role's siblings go on.
 
 A budget spans a run's attempts: a `--resume` seeds the ledger with what the earlier
 attempts spent (`seed`, from the last result's `budget`), so its limits hold over the
 whole run, and `snapshot()` gives the whole run's figures beside the last attempt's
 (`attempt`, `attempts`). `turns`, `tokens` and `usd` are checked before an answer starts,
 so roles running at once pass a limit by at most one answer in flight per role:
-`overshoot` says by how much (docs/inputs.md, "Budgets").
+`overshoot` says by how much (docs/inputs.md, "`budget`").
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""A step's budget limits, as the inputs give them (docs/inputs.md, "Budgets"): the
+"""A step's budget limits, as the inputs give them (docs/inputs.md, "`budget`"): the
 step's (`BudgetLimits`) and each role's own (`RoleLimits`). The ledger (ledger.py) counts
 what is spent against them."""
 

@@ -41,7 +41,7 @@ NOUNS = {"turns": ("turn", "turns"), "tokens": ("token", "tokens")}
 
 def amount(which: str, value: float | None) -> str:
     """A budget's quantity (`seconds`, `turns`, `tokens`, `usd`): `12.5 s`, `40 turns`,
-    `1,200 tokens`, `$0.41`; `unknown` for none."""
+    `1,200 tokens`, `$0.4100`; `unknown` for none."""
     if value is None:
         return "unknown"
     if which == "seconds":

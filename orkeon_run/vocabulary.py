@@ -17,9 +17,10 @@ SCHEMA_VERSION = 2
 StepStatus = Literal["succeeded", "failed", "budget_exhausted", "interrupted", "error"]
 # Why a step did not succeed: the result's `error.kind` (docs/output.md, "Exit codes").
 # "output": the role ended without an answer valid against `output_schema` (exit 1).
-# "patch": `--patch`'s file was not written: a secret or a guard path in it (exit 1).
+# `--patch`'s file not written (a secret or a guard path in it) is "audit": the change
+# did not pass a check on its way out (exit 1), as a review's failed check is.
 ErrorKind = Literal[
-    "provider", "audit", "role", "output", "patch", "budget", "input", "interrupted", "internal"
+    "provider", "audit", "role", "output", "budget", "input", "interrupted", "internal"
 ]
 # A role's status in the result document's `roles`.
 RoleStatus = Literal["succeeded", "failed", "stopped", "budget_exhausted", "interrupted"]

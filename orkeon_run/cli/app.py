@@ -21,7 +21,7 @@ from ..commands.knobs import (
 )
 from ..run.steps import STEPS
 from ..vocabulary import SCHEMAS
-from .base import InputsOpt, Output, Progress, ReportFormat, Step, WorkspaceOpt, exit_with
+from .base import BareOpt, InputsOpt, Output, Progress, ReportFormat, Step, WorkspaceOpt, exit_with
 from .jobs import jobs_app
 
 app = typer.Typer(
@@ -125,6 +125,7 @@ def run(
             "patch for `orkeon apply`.",
         ),
     ] = None,
+    bare: BareOpt = False,
 ) -> None:
     """Run one step with its crew (or the pipeline). Exit 0 succeeded, 1 failed, 2 bad
     input, 3 a budget ran out, 4 the model provider failed (try again later), 130
@@ -156,7 +157,13 @@ def run(
         github_comment=github_comment,
         dry_run=dry_run,
         patch=patch,
+        bare=bare,
     )
+
+
+class ValidateOutput(StrEnum):
+    text = "text"
+    json = "json"
 
 
 @app.command()
@@ -187,11 +194,30 @@ def validate(
         typer.Option("--step", help="Also run the checks this step needs (request, plan, repair)."),
     ] = None,
     workspace: WorkspaceOpt = None,
+    bare: Annotated[
+        bool,
+        typer.Option(
+            "--bare",
+            help="Check the inputs as a bare run would (or ORKEON_BARE=1), and list what a "
+            "normal run would have read besides them.",
+        ),
+    ] = False,
+    output: Annotated[
+        ValidateOutput,
+        typer.Option("--output", help="text (default) or json (one object on stdout)."),
+    ] = ValidateOutput.text,
 ) -> None:
     """Parse and check the inputs and every file they name; start and stop each MCP server."""
     from ..commands import validate as command
 
-    exit_with(command.main, inputs, step=step.value if step else None, workspace=workspace)
+    exit_with(
+        command.main,
+        inputs,
+        step=step.value if step else None,
+        workspace=workspace,
+        bare=bare,
+        output=output.value,
+    )
 
 
 @hooks_app.command("list")
@@ -232,7 +258,7 @@ def hooks_trust(
     ] = None,
 ) -> None:
     """Trust the workspace's .orkeon/settings.json, .orkeon/crews/, .orkeon/checks/,
-    .mcp.json and instruction files (AGENTS.md, CLAUDE.md) as they are."""
+    .mcp.json, plugin folders and instruction files (AGENTS.md, CLAUDE.md) as they are."""
     from ..commands import hooks
 
     exit_with(hooks.trust_main, workspace, inputs)

@@ -44,6 +44,15 @@ WorkspaceOpt = Annotated[
         "--workspace", metavar="DIR", help="Folder the crew works in (default: inputs, then .)."
     ),
 ]
+BareOpt = Annotated[
+    bool,
+    typer.Option(
+        "--bare",
+        help="Read no configuration the inputs do not name: no user folder, no workspace "
+        "settings, .mcp.json, crews, review checks or instruction files, no trust records "
+        "(or ORKEON_BARE=1).",
+    ),
+]
 
 
 def exit_with(command: Callable[..., int], *args: Any, **kwargs: Any) -> NoReturn:
@@ -66,3 +75,12 @@ class ReportFormat(StrEnum):
     junit = "junit"
     json = "json"
     patch = "patch"
+
+
+class MergeFormat(StrEnum):
+    """`jobs merge --format`: a report's formats but `patch` (jobs are many workspaces)."""
+
+    md = "md"
+    html = "html"
+    junit = "junit"
+    json = "json"

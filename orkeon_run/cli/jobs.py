@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from .base import ReportFormat, exit_with
+from .base import BareOpt, MergeFormat, exit_with
 
 jobs_app = typer.Typer(
     help="Many jobs: check a job list, run one shard of it, slice it for CI, merge the results.",
@@ -53,11 +53,11 @@ JobsArg = Annotated[
 
 
 @jobs_app.command("validate")
-def jobs_validate(jobs: JobsArg) -> None:
+def jobs_validate(jobs: JobsArg, bare: BareOpt = False) -> None:
     """Check the whole job list and every job's inputs; run nothing."""
     from ..commands import jobs as commands
 
-    exit_with(commands.validate, str(jobs))
+    exit_with(commands.validate, str(jobs), bare=bare)
 
 
 @jobs_app.command("run")
@@ -76,13 +76,16 @@ def jobs_run(
     max_usd: CapUsd = None,
     max_tokens: CapTokens = None,
     max_seconds: CapSeconds = None,
+    bare: BareOpt = False,
 ) -> None:
     """Run one shard of the list. Exit 0 all succeeded, 1 some failed, 3 budgets (or jobs
     skipped for the batch's cap), 4 provider, 130 interrupted."""
     from ..commands import jobs as commands
 
     caps = {"usd": max_usd, "tokens": max_tokens, "seconds": max_seconds}
-    exit_with(commands.run, str(jobs), shard=shard, concurrency=concurrency, out=out, caps=caps)
+    exit_with(
+        commands.run, str(jobs), shard=shard, concurrency=concurrency, out=out, caps=caps, bare=bare
+    )
 
 
 @jobs_app.command("matrix")
@@ -136,8 +139,8 @@ def jobs_merge(
         typer.Argument(metavar="DIR", help="Folders holding job folders (--out of each shard)."),
     ],
     fmt: Annotated[
-        ReportFormat, typer.Option("--format", help="json | md | html | junit (not patch)")
-    ] = ReportFormat.json,
+        MergeFormat, typer.Option("--format", help="json (default), md, html or junit.")
+    ] = MergeFormat.json,
     output: Annotated[
         str | None, typer.Option("--output", "-o", metavar="FILE", help="Write here, not stdout.")
     ] = None,

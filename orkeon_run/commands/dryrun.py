@@ -37,6 +37,7 @@ def main(
     workspace: str | None = None,
     output: str | None = None,
     knobs: dict[str, str | None] | None = None,
+    bare: bool = False,
 ) -> int:
     if inputs is None:
         raise InputError("--inputs: required for --dry-run")
@@ -48,7 +49,10 @@ def main(
         flags=flag_values(**(knobs or {})),
         knobs=True,
         hook_files="warn",
+        bare=bare,
     )
+    if config.sources is not None:
+        config.sources.release()  # a bare run's plugin data folder: no hook runs here
     plan = what_would_run(config)
     if output == "json":
         sys.stdout.write(json.dumps(plan, ensure_ascii=False) + "\n")
@@ -63,6 +67,7 @@ def what_would_run(config: RunConfig) -> dict[str, Any]:
     return {
         "step": config.step,
         "workspace": str(config.workspace),
+        "bare": config.bare,
         "steps": [_step(config, name) for name in steps],
         "hooks": _hooks(config),
         "mcp_servers": _servers(config),
@@ -82,7 +87,8 @@ def _step(config: RunConfig, name: str) -> dict[str, Any]:
     if name == config.step:
         crew = config.crew
     else:  # a pipeline's later step: its crew as the run would load it
-        crew = load_crew(name, config.workspace) if step_module(name) else None
+        crews = config.sources.crews if config.sources else config.workspace
+        crew = load_crew(name, crews) if step_module(name) else None
     roles = [{"role": r.name, "tools": list(r.tools)} for r in crew.roles] if crew else []
     out: dict[str, Any] = {"name": name, "roles": roles}
     if name == "dev-batches":
@@ -190,6 +196,8 @@ def _estimate(config: RunConfig) -> dict[str, Any]:
 
 def text(plan: Mapping[str, Any]) -> str:
     lines = [f"dry run of {plan['step']} in {plan['workspace']}: nothing runs, nothing is written"]
+    if plan.get("bare"):
+        lines.append("bare: only the configuration the inputs name")
     for step in plan["steps"]:
         lines.append(f"step {step['name']}" + (f" ({step['note']})" if step.get("note") else ""))
         for r in step["roles"]:

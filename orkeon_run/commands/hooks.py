@@ -218,6 +218,8 @@ def _config(inputs: str, workspace: str | None) -> Any:
 def list_main(inputs: str, *, workspace: str | None = None) -> int:
     """The hooks, numbered and in order, then the MCP tools each crew role gets."""
     config = _config(inputs, workspace)
+    if config.sources is not None:
+        config.sources.release()  # ORKEON_BARE=1: the plugins' data folder, unused here
     lines = list_lines(config.inputs.native_hooks) + settings_lines(config.settings_hooks)
     if config.mcp_servers:
         lines += role_lines(config)
@@ -232,16 +234,20 @@ def check_main(inputs: str, *, tool: str, path: str, workspace: str | None = Non
             f"--tool: unknown tool {tool!r} (one of: {', '.join(TOOLS)}, or mcp__SERVER__TOOL)"
         )
     config = _config(inputs, workspace)
-    lines, code = anyio.run(
-        lambda: check(
-            config.inputs.native_hooks,
-            workspace=config.workspace,
-            shell_rules=config.shell_rules,
-            tool=tool,
-            path=path,
-            settings_config=config.settings_hooks,
+    try:
+        lines, code = anyio.run(
+            lambda: check(
+                config.inputs.native_hooks,
+                workspace=config.workspace,
+                shell_rules=config.shell_rules,
+                tool=tool,
+                path=path,
+                settings_config=config.settings_hooks,
+            )
         )
-    )
+    finally:
+        if config.sources is not None:
+            config.sources.release()  # ORKEON_BARE=1: the plugins' data folder
     for line in lines:
         write_line(sys.stdout, line)
     return code

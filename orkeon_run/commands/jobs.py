@@ -35,10 +35,10 @@ def _folder(text: str) -> Path:
     return Path(os.path.expanduser(text)).resolve()
 
 
-def validate(src: str) -> int:
-    """Check the whole list: its shape, and every job's inputs."""
+def validate(src: str, *, bare: bool = False) -> int:
+    """Check the whole list: its shape, and every job's inputs (as bare runs: `bare`)."""
     jobs = joblist.read(src)
-    joblist.check_inputs(jobs.jobs, jobs.name, warn=_warn)
+    joblist.check_inputs(jobs.jobs, jobs.name, warn=_warn, bare=bare)
     n = len(jobs.jobs)
     sys.stdout.write(f"{units.count(n, 'job')} {'is' if n == 1 else 'are'} valid\n")
     return 0
@@ -73,16 +73,18 @@ def run(
     concurrency: int,
     out: str,
     caps: Mapping[str, str | None] | None = None,
+    bare: bool = False,
 ) -> int:
     """Run shard I/N of the list into OUT (execute.py); print the summary as JSON. `caps`:
-    the batch's (`--max-usd` ... as text, jobs/cap.py)."""
+    the batch's (`--max-usd` ... as text, jobs/cap.py). `bare`: every job is a bare run
+    (docs/inputs.md, "Hermetic runs"; ORKEON_BARE=1 does the same)."""
     index, total = parse_shard(shard)
     if not 1 <= concurrency <= MAX_CONCURRENCY:
         raise InputError(f"--concurrency: {concurrency} is not between 1 and {MAX_CONCURRENCY}")
     limits = batch_caps(caps or {}, os.environ)
     jobs = joblist.read(src)
     mine = [job for job in jobs.jobs if shard_of(job.id, total) == index]
-    joblist.check_inputs(mine, jobs.name, warn=_warn, need_price="usd" in limits)
+    joblist.check_inputs(mine, jobs.name, warn=_warn, need_price="usd" in limits, bare=bare)
     folder = _folder(out)
     if folder.exists() and not folder.is_dir():
         raise InputError(f"--out: not a folder: {out}")
@@ -91,7 +93,9 @@ def run(
     if problems:
         raise InputError(problems)
     cap = BatchCap(limits, concurrency) if limits else None
-    code, summary = anyio.run(execute.run_shard, mine, folder, f"{index}/{total}", concurrency, cap)
+    code, summary = anyio.run(
+        execute.run_shard, mine, folder, f"{index}/{total}", concurrency, cap, bare
+    )
     # ASCII escapes: an error line may hold a lone surrogate (a JSON "\\ud800" a model
     # sent), which no UTF-8 stdout can take as it is.
     sys.stdout.write(json.dumps(summary) + "\n")

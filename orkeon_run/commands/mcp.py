@@ -155,7 +155,8 @@ def role_lines(config: RunConfig) -> list[str]:
     crews = []
     for step in STEPS:
         try:
-            crews.append(load_crew(step, config.workspace, roles=step_module(step).ROLES))
+            where = config.sources.crews if config.sources else config.workspace
+            crews.append(load_crew(step, where, roles=step_module(step).ROLES))
         except InputError:
             continue  # `validate --step` reports a broken crew
     wanted = {

@@ -33,19 +33,21 @@ def main(
     github_comment: bool = False,
     dry_run: bool = False,
     patch: str | None = None,
+    bare: bool = False,
 ) -> int:
     """Run one step; print the result as `output` asks; show `progress` on stderr; return
     the step's exit code. `knobs` are the flags `--model`, `--max-usd`, ... by their
     parameter names (`max_usd`), as text. `github_comment`: keep one comment on the pull
     request up to date (report/pr_comment.py; what it needs is checked before anything
     runs). `patch`: `--patch FILE` (relative: to the current folder), the inputs' `patch`
-    (run/patch_out.py)."""
+    (run/patch_out.py). `bare`: read no configuration the inputs do not name
+    (config/sources.py)."""
     if dry_run:
         if resume is not None or run_dir is not None:
             raise InputError("--dry-run: not with --resume or --run-dir (nothing is written)")
         from .dryrun import main as dry
 
-        return dry(step, inputs, workspace=workspace, output=output, knobs=knobs)
+        return dry(step, inputs, workspace=workspace, output=output, knobs=knobs, bare=bare)
     if inputs is None and resume is None:
         raise InputError("--inputs: required (or --resume RUN_DIR)")
     if resume is not None and run_dir is not None:
@@ -71,6 +73,7 @@ def main(
         stream=stream,
         progress=choose(progress, output=mode),
         flags=flag_values(**(knobs or {})),
+        bare=bare,
     )
     live = None
     if where is not None:

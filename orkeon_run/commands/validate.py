@@ -8,28 +8,51 @@ or stdio MCP server whose program PATH finds inside the workspace (`.venv/bin`,
 (docs/security.md, "Guards"). Where the inputs name hooks and the veil that hides orkeon's
 processes from them cannot be made here, it says so too (the hooks would run as they
 are). Each instruction file found (config/instructions.py) gets a line on stdout: trusted
-and given, untrusted or changed since trusted and not given, or not read and why."""
+and given, untrusted or changed since trusted and not given, or not read and why. A bare
+check (`--bare`, ORKEON_BARE=1: config/sources.py) lists what a normal run would also have
+read (each file, whether it exists and is trusted); `--output json` prints one object
+instead of the lines (docs/inputs.md, "Hermetic runs")."""
 
 from __future__ import annotations
 
+import json
 import os
 import sys
+from typing import Any
 
 from ..config.inputs import load_document
 from ..config.instructions import describe
+from ..config.sources import listing
 from ..escape import write_line
-from ..run.prepare import prepare, stdin_tty
+from ..run.prepare import RunConfig, prepare, stdin_tty
 from .mcp import validate_lines
 
 
-def main(inputs: str, *, step: str | None = None, workspace: str | None = None) -> int:
+def main(
+    inputs: str,
+    *,
+    step: str | None = None,
+    workspace: str | None = None,
+    bare: bool = False,
+    output: str = "text",
+) -> int:
+    tty = stdin_tty()
     config = prepare(
         load_document(inputs),
         step=step,
         workspace=workspace,
-        stdin_is_tty=stdin_tty(),
+        stdin_is_tty=tty,
         hook_files="error",  # a hook that cannot run would refuse every call
+        bare=bare,
     )
+    try:
+        return _report(config, tty, output)
+    finally:
+        if config.sources is not None:
+            config.sources.release()  # a bare check's plugin data folder
+
+
+def _report(config: RunConfig, tty: bool, output: str) -> int:
     for line in config.warnings:
         write_line(sys.stderr, f"warning: {line}")
     from ..config.pins import hook_commands, in_workspace_programs
@@ -73,7 +96,30 @@ def main(inputs: str, *, step: str | None = None, workspace: str | None = None) 
     lines += [describe(f) for f in config.instructions.files]
     for line in warnings:
         write_line(sys.stderr, f"warning: {line}")
+    unread = None
+    if config.bare:
+        names = config.inputs.instructions.files
+        unread = listing(config.workspace, os.environ, tty, instruction_files=names)
+    if output == "json":
+        doc: dict[str, Any] = {"valid": True, "bare": config.bare, "lines": lines}
+        if unread is not None:
+            doc["not_read"] = unread
+        sys.stdout.write(json.dumps(doc, ensure_ascii=False) + "\n")
+        return 0
     for line in lines:
         write_line(sys.stdout, line)
+    if unread is not None:
+        write_line(
+            sys.stdout, "bare: only what the inputs name is read; a normal run would also read:"
+        )
+        for entry in unread:
+            write_line(sys.stdout, f"  {entry['kind']}: {entry['path']} ({_state(entry)})")
     sys.stdout.write("inputs are valid\n")
     return 0
+
+
+def _state(entry: dict[str, Any]) -> str:
+    if not entry["exists"]:
+        return "missing"
+    trusted = entry["trusted"]
+    return "exists" if trusted is None else f"exists, {'trusted' if trusted else 'not trusted'}"

@@ -181,7 +181,7 @@ class ShellInputs(Frozen):
     # "off" runs them unconfined. Only the inputs set these, never a settings file.
     sandbox: Literal["auto", "off"] = "auto"
     # true: every host; false: none; a list: only those hosts, through orkeon's proxy
-    # (policy/hosts.py has the entries' grammar; docs/inputs.md, "Shell settings").
+    # (policy/hosts.py has the entries' grammar; docs/inputs.md, "`sandbox` and `network`").
     network: Network = False
 
 

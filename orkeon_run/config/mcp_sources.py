@@ -14,6 +14,8 @@ another's would start a program nobody wrote down):
    the caller named it, so it is trusted);
 5. the `mcp_servers` input.
 
+A bare run reads only 4 and 5 (config/sources.py).
+
 Only a file's `mcpServers` key is read. An untrusted workspace file starts nothing and is
 not checked: a warning names the servers it would have started. A file that is used and
 has a bad `mcpServers` is an InputError naming the file and the field. The hooks of the
@@ -30,14 +32,12 @@ from typing import Any
 from ..errors import InputError
 from .inputs import Inputs
 from .mcp import McpServer, name_problems, servers_from_settings
+from .sources import Sources, run_sources
 from .trust import (
     TRUST_ENV,
-    default_config_dir,
     doc_is_trusted,
     env_trusts,
-    mcp_json_path,
     mcp_json_trusted,
-    project_settings_path,
     read_settings_doc,
 )
 
@@ -50,17 +50,20 @@ def load_servers(
     environ: Mapping[str, str] | None = None,
     stdin_is_tty: bool | None = None,
     warn: Callable[[str], None],
+    sources: Sources | None = None,
 ) -> dict[str, McpServer]:
-    """Every MCP server of the run, by name, in the order first named (module docstring)."""
+    """Every MCP server of the run, by name, in the order first named (module docstring),
+    from the files `sources` reads (default a normal run's: config/sources.py)."""
     env = os.environ if environ is None else environ
-    folder = config_dir or default_config_dir(env)
+    src = sources or run_sources(workspace, env, config_dir=config_dir)
+    folder = src.config_dir
     merged: dict[str, McpServer] = {}
 
     def add(servers: Mapping[str, McpServer]) -> None:
         merged.update(servers)
 
-    user = folder / "settings.json"
-    if user.exists():
+    user = src.user_settings
+    if user is not None and user.exists():
         add(servers_from_settings(read_settings_doc(user), str(user)))
 
     def trusted_settings(doc: Mapping[str, Any]) -> bool:
@@ -74,10 +77,10 @@ def load_servers(
         )
 
     for path, trusted in (
-        (project_settings_path(workspace), trusted_settings),
-        (mcp_json_path(workspace), trusted_mcp_json),
+        (src.workspace_settings, trusted_settings),
+        (src.mcp_json, trusted_mcp_json),
     ):
-        if path.exists():
+        if path is not None and path.exists():
             add(_workspace_file(path, workspace, trusted, env, stdin_is_tty, warn))
 
     problems: list[str] = []
@@ -139,18 +142,18 @@ def untrusted_servers(
     config_dir: Path | None = None,
     environ: Mapping[str, str] | None = None,
     stdin_is_tty: bool | None = None,
+    sources: Sources | None = None,
 ) -> dict[str, Path]:
     """Server name -> the workspace file that has it but is not trusted (never, or changed
-    since): for the error of a crew that names such a server (run/mcp_checks.py)."""
+    since): for the error of a crew that names such a server (run/mcp_checks.py). None of
+    a file `sources` does not read."""
     env = os.environ if environ is None else environ
-    folder = config_dir or default_config_dir(env)
+    src = sources or run_sources(workspace, env, config_dir=config_dir)
+    folder = src.config_dir
     out: dict[str, Path] = {}
-    checks = (
-        (project_settings_path(workspace), doc_is_trusted),
-        (mcp_json_path(workspace), mcp_json_trusted),
-    )
+    checks = ((src.workspace_settings, doc_is_trusted), (src.mcp_json, mcp_json_trusted))
     for path, trusted in checks:
-        if not path.is_file():
+        if path is None or not path.is_file():
             continue
         try:
             doc = read_settings_doc(path)

@@ -1,7 +1,7 @@
 """The `network` setting of the shell (`shell.network`, which the audit's build and test
 share) and of a stdio MCP server (`mcp_servers.NAME.network`): `true` (every host), `false`
 (none) or an allow-list of host names (policy/hosts.py has the entries' grammar; docs/inputs.md,
-"Shell settings"). A bad entry is one error line naming it: `shell.network[1]: …`."""
+"`sandbox` and `network`"). A bad entry is one error line naming it: `shell.network[1]: …`."""
 
 from __future__ import annotations
 

@@ -166,12 +166,15 @@ def in_workspace_programs(
     return out
 
 
-def pin(workspace: Path, commands: Iterable[Sequence[str]], search_path: str) -> Pins:
-    """The digests of the workspace's guard files and of every file `commands` (each a
-    list of words) name. Raises InputError naming a file that exists but cannot be read:
-    orkeon cannot tell later whether it changed."""
+def pin(
+    workspace: Path, commands: Iterable[Sequence[str]], search_path: str, guards: bool = True
+) -> Pins:
+    """The digests of the workspace's guard files (unless not `guards`: a bare run reads
+    none of them, config/sources.py) and of every file `commands` (each a list of words)
+    name. Raises InputError naming a file that exists but cannot be read: orkeon cannot
+    tell later whether it changed."""
     ws = Path(os.path.realpath(workspace))
-    rels: dict[str, None] = dict.fromkeys(guard_files(ws))
+    rels: dict[str, None] = dict.fromkeys(guard_files(ws) if guards else ())
     for words in commands:
         rels.update(dict.fromkeys(named_files(ws, words, search_path)))
     digests: dict[str, str] = {}
@@ -217,8 +220,9 @@ def run_pins(
     settings: Mapping[str, Sequence[object]],
     servers: Iterable[Sequence[str]],
     environ: Mapping[str, str],
+    guards: bool = True,
 ) -> Pins:
-    """The run's pins: the guard files, and the files of its hooks and stdio MCP servers'
-    commands (`servers`: each one's argv), found on `environ`'s PATH."""
+    """The run's pins: the guard files (with `guards`), and the files of its hooks and
+    stdio MCP servers' commands (`servers`: each one's argv), found on `environ`'s PATH."""
     commands = [*hook_commands(native, settings), *(list(s) for s in servers if s)]
-    return pin(workspace, commands, environ.get("PATH", os.defpath))
+    return pin(workspace, commands, environ.get("PATH", os.defpath), guards)

@@ -12,7 +12,8 @@ sources that gives it:
      `null` is: no limit);
   4. the settings files, `Orkeon:Run:Model`, `MaxUsd`, `MaxTurns`, `MaxTokens`,
      `MaxSeconds`, `MaxIdle`, `Concurrency`: the workspace's `.orkeon/settings.json` when it is
-     trusted, then the user's `$ORKEON_CONFIG_DIR/settings.json`;
+     trusted, then the user's `$ORKEON_CONFIG_DIR/settings.json` (neither in a bare run:
+     config/sources.py);
   5. the crew's defaults (its budget; concurrency 4). The model has none: a step's run
      that 1-4 give no model is an input error (run/prepare.py, MODEL_REQUIRED).
 
@@ -36,10 +37,10 @@ from typing import Annotated, Any
 
 from pydantic import Field, TypeAdapter, ValidationError
 
-from ..environ import config_dir
 from ..errors import InputError
 from .inputs import PROVIDER_NAMES
 from .layered import layered_base
+from .sources import Sources
 from .trust import read_settings_doc
 
 # knob -> (its flag, its variable, its settings-file key, its key in --inputs)
@@ -281,18 +282,11 @@ def _settings_class() -> Any:
     return Knobs
 
 
-def settings_files(
-    workspace: Path, *, trusted: bool, environ: Mapping[str, str]
-) -> tuple[Path | None, ...]:
+def settings_files(sources: Sources, *, trusted: bool) -> tuple[Path | None, ...]:
     """The settings files the knobs are read from, highest precedence first: the
     workspace's (only when trusted: a cloned repository must not pick the model or lift the
-    budget) and the user's."""
-    try:
-        user: Path | None = config_dir(environ) / "settings.json"
-    except RuntimeError:  # no home folder to find ~/.config in
-        user = None
-    ws = workspace / ".orkeon" / "settings.json" if trusted else None
-    return (ws, user)
+    budget) and the user's; None where the run's sources read none (config/sources.py)."""
+    return (sources.workspace_settings if trusted else None, sources.user_settings)
 
 
 def flag_values(**given: Any) -> dict[str, str | None]:

@@ -1,5 +1,5 @@
 """Where the shell tool's two program-rule settings come from (the rules themselves are
-`programs.ShellRules`; docs/inputs.md, "Shell settings").
+`programs.ShellRules`; docs/inputs.md, "Where the two settings come from").
 
 The settings, highest precedence first:
   1. `--inputs` `shell` fields that are given (not None);
@@ -9,6 +9,7 @@ The settings, highest precedence first:
   3. the workspace's `.orkeon/settings.json`, only when the workspace is trusted (a cloned
      repository must not widen what the model may run);
   4. the user's `$ORKEON_CONFIG_DIR/settings.json` (default `~/.config/orkeon/`).
+A bare run reads neither file (config/sources.py).
 In the files the keys nest: `{"Orkeon": {"Tools": {"Shell": {"AllowInterpreters": true}}}}`.
 Key names match case-insensitively, as in .NET configuration; other keys are ignored.
 
@@ -29,6 +30,7 @@ from ..environ import config_dir
 from ..errors import InputError
 from ..policy.programs import ShellRules
 from .layered import layered_base
+from .sources import Sources, run_sources
 from .trust import read_settings_doc
 
 if TYPE_CHECKING:
@@ -51,16 +53,16 @@ def resolve_shell_rules(
     workspace_trusted: bool,
     environ: Mapping[str, str] | None = None,
     config_dir: Path | None = None,
+    sources: Sources | None = None,
 ) -> ShellRules:
-    """The step's ShellRules from --inputs, the environment and the two settings files.
-    A bad value raises InputError naming where it came from (file and key, or variable);
-    a missing file is fine."""
+    """The step's ShellRules from --inputs, the environment and the two settings files
+    (those `sources` reads: default a normal run's, config/sources.py). A bad value raises
+    InputError naming where it came from (file and key, or variable); a missing file is
+    fine."""
     env = os.environ if environ is None else environ
-    try:
-        user_file: Path | None = (config_dir or user_config_dir(env)) / "settings.json"
-    except RuntimeError:  # no home folder to find ~/.config in
-        user_file = None
-    ws_file = workspace / ".orkeon" / "settings.json" if workspace_trusted else None
+    src = sources or run_sources(workspace, env, config_dir=config_dir)
+    user_file = src.user_settings
+    ws_file = src.workspace_settings if workspace_trusted else None
 
     given: dict[str, Any] = {}
     if inputs_shell.allow_interpreters is not None:

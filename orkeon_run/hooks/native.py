@@ -169,8 +169,9 @@ async def run_hook(
     `env` is the shell tool's environment (None: orkeon's own), since a hook runs "with the
     shell tool". A hook whose files (`pins`: the run's pinned files, config/pins.py) changed
     since the run started is not run: `could not run: FILE changed since the run started`.
-    With `idle` (the watchdog, docs/inputs.md, "Budgets"), a hook that prints nothing for
-    that long and does not end is killed with its process group: `NativeRun.idle`.
+    With `idle` (the watchdog, docs/inputs.md, "The no-progress watchdog"), a hook that
+    prints nothing for that long and does not end is killed with its process group:
+    `NativeRun.idle`.
     """
     if hook.event not in RUN_EVENTS:
         raise ValueError(f"hook #{hook.n}: {hook.event} hooks are stored, not run")

@@ -3,8 +3,8 @@
 agent loop at each session event, and never asks whether there are hooks: `Hooks()` is the
 set that does nothing.
 
-`Chain` folds several sets in contract order (docs/hooks.md, "Native and settings-shape
-hooks together"): pre-tool, the first set that refuses ends the call and later sets do not
+`Chain` folds several sets in contract order (docs/hooks.md, "The two contracts
+side by side"): pre-tool, the first set that refuses ends the call and later sets do not
 run; post-tool, every set runs, each adding its pre-tool context lines and then its own
 lines; session events, every set runs and the first block or keep-going answer counts;
 the environment changes of the sets apply in order.

@@ -1,6 +1,6 @@
 """Where every hook's process starts (native hooks, settings-shape command hooks, and the
 sourcing of the files SessionStart hooks wrote): `proc_loop.arun` under the veil that hides
-orkeon's processes (tools/sandbox/veil.py; docs/security.md, "Your hooks"). The one place
+orkeon's processes (tools/sandbox/veil.py; docs/security.md, "Hooks"). The one place
 to tune what a hook's start costs.
 
     res = await spawn.arun(argv, cwd=workspace, timeout=limit, env=env)

@@ -55,11 +55,17 @@ def exit_code(outcomes: list[str], interrupted: bool) -> int:
 
 
 async def run_shard(
-    jobs: list[Job], out: Path, shard: str, concurrency: int, cap: BatchCap | None = None
+    jobs: list[Job],
+    out: Path,
+    shard: str,
+    concurrency: int,
+    cap: BatchCap | None = None,
+    bare: bool = False,
 ) -> tuple[int, dict[str, Any]]:
     """Run `jobs` (one shard's, already checked) into `out`; (exit code, summary). With
     `cap` (the batch's, jobs/cap.py) each job starts on its share of what is left, or is
-    skipped once a capped total is spent; the summary's `cap` says spent against cap."""
+    skipped once a capped total is spent; the summary's `cap` says spent against cap.
+    `bare`: each job is a bare run (config/sources.py)."""
     out.mkdir(parents=True, exist_ok=True)
     stop = anyio.Event()
     interrupted = False
@@ -85,7 +91,7 @@ async def run_shard(
                 continue
             result = None
             try:
-                result = await _run_job(job, out, shard, stop, share)
+                result = await _run_job(job, out, shard, stop, share, bare)
             except Exception as exc:  # its folder cannot be written (a full disk): go on
                 logs.get().error("job crashed", job=job.id, exc_info=exc)
                 _say(f"job {job.id}: not run: {type(exc).__name__}: {exc}")
@@ -133,7 +139,12 @@ async def run_shard(
 
 
 async def _run_job(
-    job: Job, out: Path, shard: str, stop: anyio.Event, share: dict[str, float] | None = None
+    job: Job,
+    out: Path,
+    shard: str,
+    stop: anyio.Event,
+    share: dict[str, float] | None = None,
+    bare: bool = False,
 ) -> dict[str, Any] | None:
     """Run one job; its result document (None: it did not start)."""
     jd = out / job.id
@@ -160,6 +171,7 @@ async def _run_job(
             stop=stop,
             share=share,
             hidden=[out],  # every sibling job's folder and the seals (docs/scale.md)
+            bare=bare,
         )
     except clone.CloneFailed as exc:
         _not_started(jd, job, f"workspace: {exc}")

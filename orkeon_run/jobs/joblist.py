@@ -111,13 +111,15 @@ def check_inputs(
     *,
     warn: Callable[[str], None] | None = None,
     need_price: bool = False,
+    bare: bool = False,
 ) -> None:
     """Each job's inputs checked as `orkeon validate --step STEP --workspace WS` checks them.
     A git workspace is not fetched: its inputs are checked against an empty folder, and
     what needs the workspace's files (a plan or spec file, the workspace's own crews and
     settings) is checked when the job runs. Raises InputError naming every problem;
     `warn` gets each distinct warning once. `need_price`: the batch has a cost cap
-    (`jobs run --max-usd`), so each job's model must have a known price."""
+    (`jobs run --max-usd`), so each job's model must have a known price. `bare`: checked
+    as bare runs (config/sources.py)."""
     problems: list[str] = []
     warned: set[str] = set()
     tty = stdin_tty()
@@ -142,6 +144,7 @@ def check_inputs(
                     workspace=empty if git else str(job.workspace),
                     stdin_is_tty=tty,
                     need_model=True,
+                    bare=bare,
                 )
                 for line in config.warnings:
                     note(line)

@@ -5,6 +5,7 @@ tools/sandbox/policy.py) and the audit (run/audit/) all read it.
 
 - every `.git`, at any depth (each reader finds those its own way: a walk, git's folders);
 - `WORKSPACE_GUARDS`: `.orkeon/settings.json`, `.orkeon/hooks/`, `.orkeon/crews/`,
+  `.orkeon/checks/` (a review's check changed by a role would drop out of a later review),
   `.claude/settings*.json`, `.claude/hooks/`, `.mcp.json`;
 - the run's pinned files (config/pins.py): every file in the workspace that a trusted
   command names or loads (a hook's script, a stdio MCP server's), given by the run.
@@ -37,6 +38,7 @@ WORKSPACE_GUARDS = (
     ".orkeon/settings.json",
     ".orkeon/hooks/",
     ".orkeon/crews/",
+    ".orkeon/checks/",
     ".claude/settings*.json",
     ".claude/hooks/",
     ".mcp.json",

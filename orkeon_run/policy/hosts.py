@@ -1,4 +1,4 @@
-"""The network allow-list's grammar (docs/inputs.md, "Shell settings": `shell.network`).
+"""The network allow-list's grammar (docs/inputs.md, "`sandbox` and `network`": `shell.network`).
 
 An entry is a host name (`registry.npmjs.org`), a wildcard for its subdomains
 (`*.example.org`: `a.example.org`, `a.b.example.org`, not `example.org` itself), either with

@@ -1,4 +1,5 @@
-"""Rules (`tool` or `tool(pattern)`) and the step's rule sets (docs/inputs.md, "Rules").
+"""Rules (`tool` or `tool(pattern)`) and the step's rule sets (docs/inputs.md, "Rule syntax",
+"Rule sets").
 
 A rule names one tool, by its orkeon name or its Claude Code alias (`Bash`, `Write`, `Edit`,
 `Read`, `Glob`, `Grep`), or tools of an MCP server as Claude Code's permission rules do:

@@ -26,12 +26,13 @@ def result_document(
     pinned_changed: Sequence[str] | None = None,
     network: Mapping[str, int] | None = None,
     mcp_sandbox: dict[str, str] | None = None,
+    bare: bool = False,
 ) -> dict[str, Any]:
     """The result document of a step that ended with `outcome`; `sandbox` is the run's
     shell sandbox state; `pinned_changed` the pinned files that changed (None: not
     looked at, as when the run could not start); `network` its allow-lists' counts
     (`StepRun.network`), to which a pipeline's steps' are added; `mcp_sandbox` its stdio
-    MCP servers' confinement (None: it has none)."""
+    MCP servers' confinement (None: it has none); `bare`: a hermetic run (`--bare`)."""
 
     kind = outcome.error_kind
     error = None
@@ -49,6 +50,7 @@ def result_document(
         "audits": list(outcome.audits),
         "error": error,
         "sandbox": sandbox,
+        "bare": bare,
     }
     refused = int((network or {}).get("refused", 0))
     if mcp_sandbox is not None:

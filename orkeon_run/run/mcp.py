@@ -79,12 +79,15 @@ def origins(sr: StepRun, servers: Mapping[str, object]) -> dict[str, tuple[str, 
     """Server name -> the workspace's own files that configure a server of that name (its
     `.orkeon/settings.json`, `.mcp.json`, a `settings` input file inside the workspace), read
     as the run starts: a change to one of them since then keeps the server from starting
-    (docs/security.md, "Guards"). A name several files hold gets them all (fail closed)."""
-    from ..config.trust import mcp_json_path, project_settings_path, read_settings_doc
+    (docs/security.md, "Guards"). A name several files hold gets them all (fail closed).
+    The workspace's own files only where the run reads them (not bare: config/sources.py)."""
+    from ..config.sources import run_sources
+    from ..config.trust import read_settings_doc
     from ..errors import InputError
 
     ws = sr.workspace
-    files = [project_settings_path(ws), mcp_json_path(ws)]
+    src = sr.config.sources or run_sources(ws, sr.environ or os.environ)
+    files = [p for p in (src.workspace_settings, src.mcp_json) if p is not None]
     files += [Path(os.path.expanduser(f)) for f in sr.inputs.settings]
     out: dict[str, tuple[str, ...]] = {}
     for path in dict.fromkeys(p if p.is_absolute() else ws / p for p in files):

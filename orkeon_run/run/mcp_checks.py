@@ -19,6 +19,7 @@ from ..tools.mcp.select import pattern_problem
 
 if TYPE_CHECKING:
     from ..config.crews import Crew
+    from ..config.sources import Sources
 
 
 def servers_of(
@@ -27,11 +28,14 @@ def servers_of(
     env: Mapping[str, str],
     stdin_is_tty: bool | None,
     warn: Callable[[str], None],
+    sources: Sources | None = None,
 ) -> dict[str, McpServer]:
     redacted = redacted_problems(inputs.mcp_servers)
     if redacted:
         raise InputError(redacted)
-    return load_servers(inputs, workspace=ws, environ=env, stdin_is_tty=stdin_is_tty, warn=warn)
+    return load_servers(
+        inputs, workspace=ws, environ=env, stdin_is_tty=stdin_is_tty, warn=warn, sources=sources
+    )
 
 
 def check_entries(

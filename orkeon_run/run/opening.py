@@ -73,6 +73,7 @@ def open_run(
     progress: str = "none",
     flags: Mapping[str, str | None] | None = None,
     nested: bool = False,
+    bare: bool = False,
 ) -> OpenRun:
     """Prepare the run and open its directory. Input problems raise InputError (exit 2)
     before anything is written; so does a run directory another run holds, or a resumed
@@ -81,14 +82,16 @@ def open_run(
     plain, none) is shown on stderr; traces are exported when the OTEL_* variables ask for
     them (run/telemetry.py). `flags` are the command line's knobs (prepare.py). `nested`:
     a step of a pipeline, whose knobs, warnings, progress and traces are the pipeline's
-    (steps/chain.py)."""
+    (steps/chain.py). `bare`: read no configuration the inputs do not name (`--bare`;
+    also ORKEON_BARE, and a resumed run that was bare: its state.json says so)."""
     step_module(step)  # an unknown step is a usage error before anything is read
     resumed = None
     if resume_dir is not None:
         resumed = resumed_run(resolve(resume_dir), step, doc, environ)
         doc = resumed.doc
+        bare = bare or resumed.state.get("bare") is True
     try:
-        config, redactor = _prepared(step, doc, resumed, workspace, environ, flags, nested)
+        config, redactor = _prepared(step, doc, resumed, workspace, environ, flags, nested, bare)
         rd, run_id, state = _where(step, config, resumed, run_dir)
     except BaseException:
         if resumed is not None:
@@ -141,6 +144,7 @@ def _prepared(
     environ: Mapping[str, str] | None,
     flags: Mapping[str, str | None] | None,
     nested: bool,
+    bare: bool,
 ) -> tuple[RunConfig, Redactor]:
     """The run's checked configuration (its warnings said, unless the pipeline said them)
     and what its records redact; the seals' folder checked before anything is written."""
@@ -154,6 +158,7 @@ def _prepared(
         knobs=not nested,
         hook_files="skip" if nested else "warn",
         pinned=resumed.pinned if resumed else None,
+        bare=bare,
     )
     if not nested:
         for line in config.warnings:
@@ -175,6 +180,8 @@ def _where(
     rd = resolve(run_dir) if run_dir else default_run_dir(config.workspace, run_id)
     state: dict[str, Any] = {"run_id": run_id, "step": step, "pins": config.pins.saved}
     state["instructions"] = config.instructions.saved  # the texts the roles were given
+    if config.bare:  # a --resume stays bare
+        state["bare"] = True
     if config.plan is not None:  # the plan as it is now: --resume and repairs run it
         state["plan"] = pin(config.plan, config.plan_rel)
     return rd, run_id, state

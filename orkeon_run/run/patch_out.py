@@ -11,7 +11,7 @@ run's change as a file a separate, privileged job applies with `orkeon apply`
 - `finish` (the step succeeded): the change since the base (patch_build.py), attributed
   to the batch and roles that wrote each file (the changes log's paths), scanned
   (patch_scan.py), then written whole (renamed into place). A hit fails the step: status
-  "failed", `error.kind` "patch" (exit 1), each hit's path and rule named, the secret never;
+  "failed", `error.kind` "audit" (exit 1), each hit's path and rule named, the secret never;
   no FILE is written. A step that did not succeed writes none.
 """
 
@@ -119,7 +119,7 @@ async def finish(sr: StepRun, outcome: StepOutcome) -> StepOutcome:
 
 def _failed(sr: StepRun, outcome: StepOutcome, why: str) -> StepOutcome:
     sr.events.emit("patch.refused", step=sr.step, message=why)
-    return replace(outcome, status="failed", kind="patch", error=why)
+    return replace(outcome, status="failed", kind="audit", error=why)
 
 
 def _write(sr: StepRun, t: PatchTarget, base: str) -> dict[str, Any] | list[patch_scan.Hit]:

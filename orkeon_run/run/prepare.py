@@ -28,7 +28,7 @@ from ..config.mcp_sources import untrusted_servers
 from ..config.pins import NO_PINS, Pins, run_pins
 from ..config.run_settings import resolve, settings_files
 from ..config.shell_settings import resolve_shell_rules
-from ..config.trust import is_trusted
+from ..config.sources import Sources, bare_requested, run_sources
 from ..errors import InputError
 from ..hooks.claude.sources import load_settings_hooks
 from ..hooks.native_files import missing_files
@@ -82,6 +82,9 @@ class RunConfig:
     instructions: Instructions = NO_INSTRUCTIONS
     # `--patch FILE`: where the run's change goes, and the commit it is made against.
     patch: PatchTarget | None = None
+    # Where configuration beyond the inputs was looked for (config/sources.py): a bare
+    # run's holds none of those places. Set by `prepare`, from its workspace.
+    sources: Sources | None = None
 
     @property
     def mcp_needed(self) -> dict[str, McpServer]:
@@ -91,6 +94,11 @@ class RunConfig:
             return {}
         named = {p[0] for r in self.crew.roles for t in r.tools if (p := split_pattern(t))}
         return {n: s for n, s in self.mcp_servers.items() if normalize(n) in named}
+
+    @property
+    def bare(self) -> bool:
+        """A hermetic run (`--bare`, ORKEON_BARE=1): only the inputs' configuration."""
+        return self.sources is not None and self.sources.bare
 
     @property
     def key_env(self) -> str | None:
@@ -111,6 +119,7 @@ def prepare(
     hook_files: Literal["error", "warn", "skip"] = "skip",
     pinned: tuple[Plan, str] | None = None,
     need_model: bool | None = None,
+    bare: bool = False,
 ) -> RunConfig:
     """The checked configuration of a run of `step` (None: no step) from the inputs `doc`.
 
@@ -123,7 +132,8 @@ def prepare(
     looked for (`"skip"`). `pinned` is the plan a resumed run pinned in its state (and its
     path): the step runs it, whatever the plan file now holds. `need_model` (default: when
     a step is given): a document with no `model`, once the knobs are folded in, is an input
-    error (MODEL_REQUIRED)."""
+    error (MODEL_REQUIRED). `bare` (or ORKEON_BARE in `environ`): read no configuration the
+    inputs do not name (config/sources.py): the one place that is decided."""
     env = os.environ if environ is None else environ
     found = Problems()
     warnings: list[str] = []
@@ -132,35 +142,49 @@ def prepare(
         doc, repair, pinned = _from_failed_run(doc, env, found, pinned)
     inputs = parse_inputs(doc)
     ws = resolve_workspace(inputs, workspace)
-    trusted = is_trusted(ws, environ=env, stdin_is_tty=stdin_is_tty)
+    sources = run_sources(ws, env, bare=bare_requested(bare, env))
+    trusted = sources.workspace_trusted(env, stdin_is_tty)
     if knobs:
-        folded = found.collect(lambda: _knobs(doc, flags, env, ws, trusted))
+        files = settings_files(sources, trusted=trusted)
+        folded = found.collect(lambda: resolve(doc, flags=flags, environ=env, files=files))
         if folded is not None and folded is not doc:
             doc = folded
             inputs = parse_inputs(doc)
     needed = step is not None if need_model is None else need_model
     if needed and "model" not in doc and not found.lines:  # a bad knob may have named it
         found.lines.append(MODEL_REQUIRED)
-    module, crew, default_budget = _step_parts(step, ws, found)
+    module, crew, default_budget = _step_parts(step, sources.crews, found)
     gate = found.collect(lambda: _gate(inputs))
     found.collect(lambda: check_model(inputs.model, env))
     servers = found.collect(
-        lambda: mcp_checks.servers_of(inputs, ws, env, stdin_is_tty, warnings.append)
+        lambda: mcp_checks.servers_of(inputs, ws, env, stdin_is_tty, warnings.append, sources)
     )
     settings = found.collect(
-        lambda: _settings_hooks(inputs, ws, env, stdin_is_tty, warnings.append, servers or {})
+        lambda: load_settings_hooks(
+            inputs,
+            workspace=ws,
+            environ=env,
+            stdin_is_tty=stdin_is_tty,
+            warn=warnings.append,
+            mcp_servers=list(servers or {}),
+            sources=sources,
+        )
     )
-    shell_rules = found.collect(lambda: _shell_rules(inputs, ws, env, trusted))
+    shell_rules = found.collect(
+        lambda: resolve_shell_rules(
+            inputs.shell, workspace=ws, workspace_trusted=trusted, environ=env, sources=sources
+        )
+    )
     if hook_files != "skip":
         missing = missing_files(inputs.native_hooks, ws, env.get("PATH", os.defpath))
         (found.lines if hook_files == "error" else warnings).extend(missing)
     if crew is not None and servers is not None:
-        untrusted = untrusted_servers(ws, environ=env, stdin_is_tty=stdin_is_tty)
+        untrusted = untrusted_servers(ws, environ=env, stdin_is_tty=stdin_is_tty, sources=sources)
         found.collect(lambda: mcp_checks.check_entries(crew, servers, untrusted))
     plan = None
     plan_rel = ""
     if module is not None:
-        checked = found.collect(lambda: module.check(inputs, ws, pinned))
+        checked = found.collect(lambda: module.check(inputs, ws, pinned, sources))
         if isinstance(checked, tuple):
             plan, plan_rel = checked
     patch = found.collect(lambda: patch_target(inputs, step, ws))
@@ -172,19 +196,24 @@ def prepare(
     if step is not None and not found.lines:
         argvs = [s.argv for s in (servers or {}).values()]
         pins = (
-            found.collect(lambda: run_pins(ws, inputs.native_hooks, settings or {}, argvs, env))
+            found.collect(
+                lambda: run_pins(
+                    ws, inputs.native_hooks, settings or {}, argvs, env, sources.pin_guards
+                )
+            )
             or NO_PINS
         )
     if found.lines:
         raise InputError(sorted(set(found.lines)))
     planned = plan or (inputs.plan if isinstance(inputs.plan, Plan) else None)  # validate's
     roots = [root for b in planned.batches for r in b.roles for root in r.roots] if planned else []
-    # --bare (docs/inputs.md) reads none: the lead wires its flag into `bare=` here.
     instructions = load_instructions(
         ws,
         inputs.instructions.files,
         roots,
         everywhere=hasattr(module, "default_budget"),  # a pipeline: its plan comes later
+        bare=not sources.instructions,  # --bare reads none (config/sources.py)
+        config_dir=sources.config_dir,
         environ=env,
         stdin_is_tty=stdin_is_tty,
     )
@@ -217,6 +246,7 @@ def prepare(
         pins=pins,
         instructions=instructions,
         patch=patch,
+        sources=sources,
     )
 
 
@@ -254,18 +284,19 @@ def _from_failed_run(
 
 
 def _step_parts(
-    step: str | None, ws: Path, found: Problems
+    step: str | None, crews: Path | None, found: Problems
 ) -> tuple[StepModule | None, Crew | None, BudgetLimits]:
     """The step's module, its crew (None for a step that runs other steps' crews, and for
-    no step) and the budget it has when the inputs give none."""
+    no step) and the budget it has when the inputs give none. `crews`: the workspace whose
+    `.orkeon/crews/` may replace the built-in crews (`Sources.crews`; None: none)."""
     default_budget = BudgetLimits()
     if step is None:
         return None, None, default_budget
     module = step_module(step)
     if hasattr(module, "default_budget"):  # a step that runs other steps' crews
-        budget = found.collect(lambda: module.default_budget(ws))
+        budget = found.collect(lambda: module.default_budget(crews))
         return module, None, budget or default_budget
-    crew = found.collect(lambda: _crew(step, ws, module.ROLES))
+    crew = found.collect(lambda: _crew(step, crews, module.ROLES))
     return module, crew, crew.budget if crew is not None else default_budget
 
 
@@ -293,17 +324,6 @@ def stop_block_cap(budget: BudgetLimits, env: Mapping[str, str]) -> BudgetLimits
     return budget.model_copy(update={"stop_blocks": int(raw)})
 
 
-def _knobs(
-    doc: Any,
-    flags: Mapping[str, str | None] | None,
-    env: Mapping[str, str],
-    ws: Path,
-    trusted: bool,
-) -> Any:
-    files = settings_files(ws, trusted=trusted, environ=env)
-    return resolve(doc, flags=flags, environ=env, files=files)
-
-
 def resolve_workspace(inputs: Inputs, override: str | None) -> Path:
     raw = override or inputs.workspace or "."
     # os.path.expanduser: Path.expanduser raises RuntimeError for an unknown ~user (an
@@ -328,28 +348,6 @@ def _gate(inputs: Inputs) -> Gate:
     return Gate.from_inputs(inputs.gate)
 
 
-def _settings_hooks(
-    inputs: Inputs,
-    ws: Path,
-    env: Mapping[str, str],
-    stdin_is_tty: bool | None,
-    warn: Callable[[str], None],
-    servers: Mapping[str, McpServer],
-) -> dict[str, list[MatcherGroup]]:
-    return load_settings_hooks(
-        inputs,
-        workspace=ws,
-        environ=env,
-        stdin_is_tty=stdin_is_tty,
-        warn=warn,
-        mcp_servers=list(servers),
-    )
-
-
-def _shell_rules(inputs: Inputs, ws: Path, env: Mapping[str, str], trusted: bool) -> ShellRules:
-    return resolve_shell_rules(inputs.shell, workspace=ws, workspace_trusted=trusted, environ=env)
-
-
 def patch_target(inputs: Inputs, step: str | None, ws: Path) -> PatchTarget | None:
     """`patch`, checked (run/patch_out.py); None when the inputs give none."""
     if inputs.patch is None:
@@ -360,7 +358,7 @@ def patch_target(inputs: Inputs, step: str | None, ws: Path) -> PatchTarget | No
     return target(inputs, step, ws)
 
 
-def _crew(step: str, ws: Path, roles: tuple[str, ...]) -> Crew:
+def _crew(step: str, ws: Path | None, roles: tuple[str, ...]) -> Crew:
     # Loaded for a step only (TOML, the crews' rules): `orkeon validate` without a step
     # starts without them (bench_startup.py).
     from ..config.crews import load_crew

@@ -194,6 +194,12 @@ class Result(_Doc):
         "unconfined); unavailable (no sandbox could be made here: shell calls were refused)"
     )
     network: NetworkBlock
+    bare: bool = Field(
+        default=False,
+        description="a hermetic run (--bare, ORKEON_BARE=1): no configuration was read but "
+        "what the inputs name (no user folder, no workspace settings, .mcp.json, crews, "
+        "review checks, instruction files, trust records; docs/inputs.md)",
+    )
     mcp_sandbox: dict[str, Literal["on", "off", "unavailable"]] | None = Field(
         default=None,
         description="runs with stdio MCP servers only: each one's confinement: on (in the "

@@ -46,12 +46,14 @@ async def run(
     stop: anyio.Event | None = None,
     share: Mapping[str, float] | None = None,
     hidden: Sequence[Path] = (),
+    bare: bool = False,
 ) -> dict[str, Any]:
     """Run one step in the running event loop (`anyio.run(partial(run, ...))` for one
     command; many runs share one loop in `orkeon jobs run`, docs/scale.md); return the
     result document. The preparation runs in the loop's thread and blocks it briefly.
     `watch_signals`, `stop` and `share` are `execute`'s. `hidden`: more folders every
-    sandbox of the run hides (a job's whole output folder)."""
+    sandbox of the run hides (a job's whole output folder). `bare`: read no configuration
+    the inputs do not name (config/sources.py)."""
     opened = open_run(
         step,
         doc,
@@ -60,6 +62,7 @@ async def run(
         resume_dir=resume_dir,
         stream=stream,
         environ=environ,
+        bare=bare,
     )
     opened.config = replace(opened.config, confinement=opened.config.confinement.hiding(hidden))
     return await execute(opened, watch_signals=watch_signals, stop=stop, share=share)
@@ -81,6 +84,8 @@ async def execute(
             logs.end_file(started)
         # The audit's git keeps a sandbox up for the run: none outlives it.
         sandbox.release_workspace(opened.config.workspace)
+        if opened.config.sources is not None:  # a bare run's own plugin data folder
+            opened.config.sources.release()
 
 
 async def _execute(
@@ -109,7 +114,8 @@ async def _execute(
         # The run directory could not be written: nothing ran; say why, on stdout too.
         try:
             outcome = StepOutcome(status="error", error=str(opened.failure))
-            result = result_document(opened.run_id, step, outcome, ledger, config.confinement.state)
+            state = config.confinement.state
+            result = result_document(opened.run_id, step, outcome, ledger, state, bare=config.bare)
             events.emit_final("result", **result)
             return result
         finally:
@@ -251,15 +257,17 @@ async def _finish(sr: StepRun, outcome: StepOutcome) -> dict[str, Any]:
     """Write the result (result.json, the `result` event) and return it. A result.json the
     disk refuses makes the run's status "error" with that cause; the document is returned
     (and printed) all the same."""
-    pins, net, boxed = sr.unpinned, sr.network, sr.mcp_sandbox
-    result = result_document(sr.run_id, sr.step, outcome, sr.ledger, sr.sandbox, pins, net, boxed)
+    pins, net, boxed, bare = sr.unpinned, sr.network, sr.mcp_sandbox, sr.config.bare
+    result = result_document(
+        sr.run_id, sr.step, outcome, sr.ledger, sr.sandbox, pins, net, boxed, bare
+    )
     try:
         sr.write_record("result.json", result)
     except RecordsError as exc:
         if result["status"] != "error":
             failed = StepOutcome(status="error", roles=outcome.roles, error=str(exc))
             result = result_document(
-                sr.run_id, sr.step, failed, sr.ledger, sr.sandbox, pins, net, boxed
+                sr.run_id, sr.step, failed, sr.ledger, sr.sandbox, pins, net, boxed, bare
             )
         logs.get().error("the run cannot write its records", error=str(exc))
     if sr.events.redactor is not None:

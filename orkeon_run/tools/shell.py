@@ -58,7 +58,7 @@ async def shell(
     made, is not run: the answer is the text `[refused: the shell sandbox is not available
     here: REASON]`. Without, it runs with every right of orkeon's user. With `idle`, a
     command that prints nothing for that long and does not end has its process group
-    killed and raises errors.Idle (the watchdog, docs/inputs.md, "Budgets")."""
+    killed and raises errors.Idle (the watchdog, docs/inputs.md, "The no-progress watchdog")."""
     if sandbox is not None:
         avail = probe(sandbox.bwrap)
         if not avail.ok:

@@ -1,5 +1,5 @@
 """Trust of a workspace's `.orkeon/settings.json` (Claude Code's hooks contract,
-docs/hooks.md, "Security")."""
+docs/hooks.md, "Trust")."""
 
 from __future__ import annotations
 

@@ -403,3 +403,16 @@ def test_a_job_sees_no_sibling_and_no_seal_and_runs_sandboxed_in_its_clone(
         assert (out / name / "workspace" / "src" / "x.py").read_text() == "x = 1\n"
     # The sibling "second" peeked at had run before it: there was something to see.
     assert (out / "first" / "events.jsonl").is_file() and any((out / "_seals").iterdir())
+
+
+def test_merge_offers_only_the_formats_it_writes(tmp_path: Path, capsys) -> None:
+    """docs/scale.md: `jobs merge --format` is json, md, html or junit; `patch` (one
+    workspace's change) is no merged report: its --help does not offer it, and asking for
+    it is one line and exit 2."""
+    code, _, err = in_process(capsys, "jobs", "merge", str(tmp_path), "--format", "patch")
+    assert code == 2
+    assert "'patch' is not one of 'md', 'html', 'junit', 'json'" in err
+    assert "Traceback" not in err
+    assert run_cli(["jobs", "merge", "--help"]) == 0
+    out = capsys.readouterr().out
+    assert "<md|html|junit|json>" in out and "patch" not in out

@@ -118,7 +118,7 @@ def test_the_writer_and_the_planner_still_write_their_own_output(tmp_path: Path)
 GUARD_PATHS = [
     ".git", ".git/config", ".git/hooks/pre-commit", "vendor/lib/.git/hooks/post-checkout",
     ".orkeon/settings.json", ".orkeon/hooks/guard.py", ".orkeon/crews/dev-batches.toml",
-    ".orkeon/runs/r1/state.json", ".orkeon/spec.md", ".claude/settings.json",
+    ".orkeon/checks/security.md", ".orkeon/runs/r1/state.json", ".orkeon/spec.md", ".claude/settings.json",
     ".claude/settings.local.json", ".claude/hooks/check.py", ".mcp.json",
 ]  # fmt: skip
 

@@ -99,7 +99,7 @@ def test_operator_hooks_run_outside_the_sandbox(tmp_path: Path) -> None:
 
 
 def test_operator_hooks_cannot_read_orkeons_memory(tmp_path: Path) -> None:
-    """docs/security.md, "Your hooks": native and settings-shape hooks keep their rights
+    """docs/security.md, "Hooks": native and settings-shape hooks keep their rights
     (here: writing outside the workspace) but run where /proc/<orkeon> is not visible, so
     a hook tricked into running the model's code cannot read the key from its environ."""
     ws = make_workspace(tmp_path, FILES)
@@ -339,7 +339,7 @@ def test_validate_says_whether_the_sandbox_can_be_made(tmp_path: Path) -> None:
 
 
 def test_validate_says_when_hooks_cannot_be_kept_from_orkeons_memory(tmp_path: Path) -> None:
-    """docs/security.md, "Your hooks": where the veil cannot be made, hooks run as they
+    """docs/security.md, "Hooks": where the veil cannot be made, hooks run as they
     are and `orkeon validate` says so (only when the inputs name hooks)."""
     hooks = json.dumps(
         {"workspace": str(tmp_path), "hooks": [{"event": "stop", "command": "true"}]}

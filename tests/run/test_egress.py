@@ -1,4 +1,4 @@
-"""Egress by allow-list (docs/security.md, "Network"; docs/inputs.md, "Shell settings";
+"""Egress by allow-list (docs/security.md, "Network"; docs/inputs.md, "`sandbox` and `network`";
 docs/output.md, `network.refused` and the result's `network`): with `"shell": {"network":
 [...]}` a sandboxed command keeps its own network namespace and reaches only orkeon's
 proxy, which lets the listed hosts through and refuses the rest; each refused host is an

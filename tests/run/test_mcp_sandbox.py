@@ -1,5 +1,5 @@
 """Stdio MCP servers confined by default (docs/tools.md, "How servers run"; docs/security.md,
-"Who is trusted with what"), black box: `orkeon run dev-batches` through the runner, the
+"Who is trusted"), black box: `orkeon run dev-batches` through the runner, the
 scripted model calling a real stdio server (tests/kit/fakes/mcp_server.py, built with the
 SDK) as a hostile model would, on the real kernel."""
 

@@ -1,6 +1,6 @@
 """`--patch FILE` through the command line with the scripted model (docs/output.md, "The
 patch"): "writes the run's changes as a git binary patch against the commit the run
-started from, with a manifest"; "a hit fails the step: exit 1, `error.kind` "patch", the
+started from, with a manifest"; "a hit fails the step: exit 1, `error.kind` "audit", the
 path and the rule named, the secret itself never printed; no FILE is written"; "a `patch`
 inside the workspace's guards, on a step that writes none, or in a workspace that is no
 git repository with a commit is exit 2, nothing run" (docs/inputs.md, "patch")."""
@@ -108,7 +108,7 @@ def test_a_secret_in_the_change_fails_the_step_and_is_never_printed(
     calls = [write("src/a.py", "a = 2\n"), write("src/conf.py", "x = 1\n" + content)]
     code, result, err = run_json(capsys, "dev-batches", ws, "--patch", str(out), doc=inputs(calls))
     assert code == 1
-    assert result["status"] == "failed" and result["error"]["kind"] == "patch"
+    assert result["status"] == "failed" and result["error"]["kind"] == "audit"
     assert f"src/conf.py:2 ({rule})" in result["error"]["message"]
     assert "patch" not in result
     assert not out.exists()  # neither written nor the stale one left for the next job
@@ -124,7 +124,7 @@ def test_a_workflow_in_the_change_fails_the_step_as_a_guard(
     code, result, _ = run_json(
         capsys, "dev-batches", ws, "--patch", str(out), doc=inputs(calls, [".github/"])
     )
-    assert code == 1 and result["error"]["kind"] == "patch"
+    assert code == 1 and result["error"]["kind"] == "audit"
     assert ".github/workflows/ci.yml (guard .github/workflows/)" in result["error"]["message"]
     assert not out.exists()
 

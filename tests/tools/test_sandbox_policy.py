@@ -113,9 +113,10 @@ def sealed(args: list[str], folder: str) -> bool:
 
 
 def test_a_workspace_inside_a_hidden_folder_is_shown_and_writable(off_tmp: Path) -> None:
-    """docs/scale.md, "Jobs": a job's workspace (OUT/ID/workspace) lies in the output
-    folder its sandbox hides; bubblewrap used to fail making its mount point in the
-    read-only cover (`Can't mkdir OUT/ID/workspace: Read-only file system`)."""
+    """docs/scale.md, "Jobs are isolated from each other": a job's workspace
+    (OUT/ID/workspace) lies in the output folder its sandbox hides; bubblewrap used to fail
+    making its mount point in the read-only cover (`Can't mkdir OUT/ID/workspace:
+    Read-only file system`)."""
     require_sandbox()
     out = off_tmp / "out"
     ws = out / "job1" / "workspace"

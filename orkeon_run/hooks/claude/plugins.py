@@ -9,13 +9,15 @@ In each command, `${CLAUDE_PLUGIN_ROOT}` / `$CLAUDE_PLUGIN_ROOT` become the plug
 folder and `${CLAUDE_PLUGIN_DATA}` / `$CLAUDE_PLUGIN_DATA` its data folder, and both
 variables are set in the command's environment. The data folder lasts across runs and is
 outside the workspace: `CONFIG_DIR/plugins/data/NAME-HASH/` (HASH: of the plugin folder's
-real path, so two plugins of one name keep apart), made when the plugin is loaded. A
+real path, so two plugins of one name keep apart), made when the plugin is loaded; a bare
+run's is a new empty folder, removed when orkeon exits (config/sources.py). A
 substituted path names the script, so a plugin's script inside the workspace is pinned by
 content as any hook script (config/pins.py).
 
 A plugin folder inside the workspace is used only once trusted (config/trust.py: a digest
 of every file in it, recorded by `orkeon hooks trust`); an untrusted one is skipped with a
-warning naming the fix. A folder that is missing, lacks `hooks/hooks.json`, or whose
+warning naming the fix (a bare run reads no trust records: there only
+`ORKEON_TRUST_PROJECT_HOOKS=1` trusts it). A folder that is missing, lacks `hooks/hooks.json`, or whose
 files are not JSON of the right shape is an InputError naming `plugins[I]` and the file.
 """
 
@@ -29,9 +31,11 @@ from pathlib import Path
 from typing import Any
 
 from ...config.inputs import MatcherGroup, PluginRef
+from ...config.sources import Sources
 from ...config.trust import (
     PLUGIN_MANIFEST,
     TRUST_ENV,
+    env_trusts,
     plugin_trusted,
     read_settings_doc,
 )
@@ -44,10 +48,11 @@ HOOKS_FILE = Path("hooks") / "hooks.json"
 Config = dict[str, list[MatcherGroup]]
 
 
-def data_folder(config_dir: Path, name: str, root: Path) -> Path:
+def data_folder(data_root: Path, name: str, root: Path) -> Path:
+    """The plugin's data folder in `data_root` (`Sources.plugin_data()`)."""
     safe = re.sub(r"[^A-Za-z0-9._-]", "-", name) or "plugin"
     tag = hashlib.sha256(os.path.realpath(root).encode("utf-8")).hexdigest()[:8]
-    return config_dir / "plugins" / "data" / f"{safe}-{tag}"
+    return data_root / f"{safe}-{tag}"
 
 
 def substitute(text: str, values: Mapping[str, str]) -> str:
@@ -93,7 +98,7 @@ def load_plugin(
     name: str,
     *,
     workspace: Path,
-    config_dir: Path,
+    sources: Sources,
     environ: Mapping[str, str],
     stdin_is_tty: bool | None,
     parse: Callable[[Mapping[str, Any], str], Config],
@@ -116,19 +121,27 @@ def load_plugin(
     plugin = _name(root, where)
     ws = Path(os.path.realpath(workspace))
     inside = root == ws or ws in root.parents
-    if inside and not plugin_trusted(
-        ws, root, config_dir=config_dir, environ=environ, stdin_is_tty=stdin_is_tty
-    ):
+    if inside and not _trusted(ws, root, sources, environ, stdin_is_tty):
         warn(
             f"{where}: {root}: a plugin inside the workspace is not trusted and its hooks "
             f"were skipped; trust it as it is now with `orkeon hooks trust --workspace "
             f"{ws}`, or set {TRUST_ENV}=1 (honoured only when stdin is not a terminal)"
         )
         return {}
-    data = data_folder(config_dir, plugin, root)
+    data = data_folder(sources.plugin_data(), plugin, root)
     data.mkdir(parents=True, exist_ok=True)
     ref = PluginRef(name=plugin, root=str(root), data=str(data))
     return {event: _with_plugin(groups, ref) for event, groups in config.items()}
+
+
+def _trusted(
+    ws: Path, root: Path, sources: Sources, environ: Mapping[str, str], tty: bool | None
+) -> bool:
+    if not sources.trust_records:  # a bare run: only the variable trusts
+        return env_trusts(environ, tty)
+    return plugin_trusted(
+        ws, root, config_dir=sources.config_dir, environ=environ, stdin_is_tty=tty
+    )
 
 
 __all__ = ["HOOKS_FILE", "PLUGIN_DATA", "PLUGIN_ROOT", "data_folder", "load_plugin", "substitute"]

@@ -10,6 +10,8 @@ Sources, merged per event and never overwritten, in this order:
 5. each plugin the `plugins` input names, in order (plugins.py; one inside the workspace
    only when trusted), as Claude Code adds plugins' hooks after its settings files'.
 
+A bare run reads only 3-5 (config/sources.py: `--bare`).
+
 A file that is missing (when named), not JSON, or of the wrong shape is an InputError
 naming the file and the field, before anything runs. Only a file's `hooks` key is read;
 the rest of a `.claude/settings.json` (permissions, env, ...) is left alone. Unknown event
@@ -29,12 +31,11 @@ from pydantic import TypeAdapter, ValidationError
 from ...catalog import TOOLS
 from ...config.errorlines import error_lines
 from ...config.inputs import SETTINGS_EVENTS, Inputs, MatcherGroup
+from ...config.sources import Sources, run_sources
 from ...config.trust import (
     TRUST_ENV,
-    default_config_dir,
     doc_is_trusted,
     env_trusts,
-    project_settings_path,
     read_settings_doc,
 )
 from ...errors import InputError
@@ -111,7 +112,7 @@ def _raw_commands(node: Any) -> list[str]:
 def _add_project(
     project: Path,
     workspace: Path,
-    folder: Path,
+    folder: Path | None,
     env: Mapping[str, str],
     stdin_is_tty: bool | None,
     add: Callable[[str, Config], None],
@@ -152,11 +153,13 @@ def load_settings_hooks(
     stdin_is_tty: bool | None = None,
     warn: Callable[[str], None],
     mcp_servers: Iterable[str] = (),
+    sources: Sources | None = None,
 ) -> Config:
-    """Every settings-shape hook of the run, merged in source order (module docstring).
+    """Every settings-shape hook of the run, merged in source order (module docstring),
+    from the files `sources` reads (default a normal run's: config/sources.py).
     `mcp_servers`: the names of the run's MCP servers, whose tools a matcher may name."""
     env = os.environ if environ is None else environ
-    folder = config_dir or default_config_dir(env)
+    src = sources or run_sources(workspace, env, config_dir=config_dir)
     merged: Config = {}
     mcp_prefixes = [server_prefix(s) for s in mcp_servers]
 
@@ -175,13 +178,13 @@ def load_settings_hooks(
             warn(line)
         add(str(path), parse_hooks(doc, str(path)))
 
-    user = folder / "settings.json"
-    if user.exists():
+    user = src.user_settings
+    if user is not None and user.exists():
         add_file(user)
 
-    project = project_settings_path(workspace)
-    if project.exists():
-        _add_project(project, workspace, folder, env, stdin_is_tty, add, warn)
+    project = src.workspace_settings
+    if project is not None and project.exists():
+        _add_project(project, workspace, src.config_dir, env, stdin_is_tty, add, warn)
 
     problems: list[str] = []
     for i, name in enumerate(inputs.settings):
@@ -208,7 +211,7 @@ def load_settings_hooks(
             i,
             name,
             workspace=workspace,
-            config_dir=folder,
+            sources=src,
             environ=env,
             stdin_is_tty=stdin_is_tty,
             parse=parse_hooks,

@@ -125,7 +125,7 @@ class Tracker:
         self.limits = {k: v for k, v in budget.items() if v and k in self.used}
         self._next = {k: v * MARKS[0] / 100 for k, v in self.limits.items()}
         # A resumed run: the budget spans attempts, so its use starts from the earlier
-        # attempts' (docs/inputs.md, "Budgets"); a mark they passed is not said again.
+        # attempts' (docs/inputs.md, "`budget`"); a mark they passed is not said again.
         for which, value in (e.get("earlier") or {}).items():
             if which in self.used and isinstance(value, (int, float)):
                 self._add(which, value)

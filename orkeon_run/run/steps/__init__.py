@@ -3,12 +3,14 @@
 A step module defines:
 
 - `ROLES`: the roles its crew must have (`crews/STEP.toml`);
-- `check(inputs, workspace, pinned)`: the checks its inputs need before anything runs
-  (raises InputError naming the field); returns `(plan, plan_rel)` for a step that runs a
-  plan (`pinned`, the plan a resumed run pinned, when given), else None;
+- `check(inputs, workspace, pinned, sources)`: the checks its inputs need before anything
+  runs (raises InputError naming the field); returns `(plan, plan_rel)` for a step that
+  runs a plan (`pinned`, the plan a resumed run pinned, when given), else None; `sources`
+  (config/sources.py) says which of the workspace's own files it may read;
 - `async run(sr) -> StepOutcome`;
-- optionally `default_budget(workspace) -> BudgetLimits`, for a step with no crew of its
-  own that runs other steps (`pipeline`): its budget when the inputs give none.
+- optionally `default_budget(crews) -> BudgetLimits`, for a step with no crew of its own
+  that runs other steps (`pipeline`): its budget when the inputs give none (`crews`: the
+  workspace whose crews count, `Sources.crews`; None: the built-in ones).
 
 Adding a step is one module here, one line in `STEPS` and its crew in `crews/STEP.toml`
 (docs/architecture.md). `STEPS` is the one list of steps: the command line's STEP, the
@@ -25,6 +27,7 @@ from ...errors import UsageError
 
 if TYPE_CHECKING:
     from ...config.inputs import Inputs, Plan
+    from ...config.sources import Sources
     from ..context import StepOutcome, StepRun
 
 STEPS: dict[str, str] = {
@@ -42,7 +45,11 @@ class StepModule(Protocol):
     ROLES: tuple[str, ...]
 
     def check(
-        self, inputs: Inputs, workspace: Path, pinned: tuple[Plan, str] | None = None
+        self,
+        inputs: Inputs,
+        workspace: Path,
+        pinned: tuple[Plan, str] | None = None,
+        sources: Sources | None = None,
     ) -> tuple[Plan, str] | None: ...
 
     async def run(self, sr: StepRun) -> StepOutcome: ...

@@ -39,7 +39,10 @@ ROLES = ("worker",)
 
 
 def check(
-    inputs: Inputs, workspace: Path, pinned: tuple[Plan, str] | None = None
+    inputs: Inputs,
+    workspace: Path,
+    pinned: tuple[Plan, str] | None = None,
+    sources: object = None,
 ) -> tuple[Plan, str]:
     """The plan to run: the one the run pinned (a resumed run), else the inputs'."""
     return pinned if pinned is not None else load_plan(workspace, inputs.plan)

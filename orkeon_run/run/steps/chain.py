@@ -1,5 +1,5 @@
 """pipeline: dev-spec, dev-plan and dev-batches in one run; on a failed batch, tasks-repair
-for its roles, then dev-batches resumed (docs/output.md, "pipeline"; docs/ci.md).
+for its roles, then dev-batches resumed (docs/output.md, "A pipeline's result"; docs/ci.md).
 
 Each step is a run of its own, through the runner's own pieces (`open_run`, `execute`) in
 this process, in `RUN_DIR/steps/NAME/` (`dev-spec`, `dev-plan`, `dev-batches`,
@@ -51,7 +51,7 @@ STAGES = ("dev-spec", "dev-plan", "dev-batches")
 STEPS_DIR = "steps"
 
 
-def check(inputs: Inputs, workspace: Path, pinned: object = None) -> None:
+def check(inputs: Inputs, workspace: Path, pinned: object = None, sources: object = None) -> None:
     spec.check(inputs, workspace)
     if isinstance(inputs.plan, Plan):
         raise InputError(
@@ -60,11 +60,11 @@ def check(inputs: Inputs, workspace: Path, pinned: object = None) -> None:
         )
 
 
-def default_budget(workspace: Path) -> BudgetLimits:
+def default_budget(workspace: Path | None) -> BudgetLimits:
     """The budget when neither the inputs nor a knob give one: the dev-spec, dev-plan and
     dev-batches crews' budgets added up (5400 s for the built-in crews); a limit one of
     them does not set is not set. Loading the crews, tasks-repair's too, checks them all
-    before anything runs."""
+    before anything runs. `workspace`: the one whose crews count (None: the built-in)."""
     crews = [load_crew(s, workspace, roles=step_module(s).ROLES) for s in STAGES]
     load_crew("tasks-repair", workspace, roles=step_module("tasks-repair").ROLES)
     total: dict[str, Any] = {}
@@ -136,6 +136,7 @@ class Pipeline:
                 stream=None,
                 environ=sr.environ,
                 nested=True,
+                bare=sr.config.bare,
             )
         except UsageError as exc:
             problems = exc.problems if isinstance(exc, InputError) else [str(exc)]

@@ -22,7 +22,7 @@ MAX_RETRIES = 2
 ROLES = ("planner",)
 
 
-def check(inputs: Inputs, workspace: Path, pinned: object = None) -> None:
+def check(inputs: Inputs, workspace: Path, pinned: object = None, sources: object = None) -> None:
     if not (workspace / inputs.spec).is_file():
         raise InputError(f"spec: no such file in the workspace: {inputs.spec} (run dev-spec first)")
 

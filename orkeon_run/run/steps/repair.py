@@ -5,7 +5,7 @@ the role's own failure). Then the audit runs again over what this repair changed
 the role's roots, with the build and tests.
 
 The plan, audit, shell settings and hooks come from the failed run's saved inputs unless
-given again: `prepare` merges them into the inputs once (docs/inputs.md, "tasks-repair").
+given again: `prepare` merges them into the inputs once (docs/inputs.md, "`repair`").
 """
 
 from __future__ import annotations
@@ -27,7 +27,10 @@ ROLES = ("repairer",)
 
 
 def check(
-    inputs: Inputs, workspace: Path, pinned: tuple[Plan, str] | None = None
+    inputs: Inputs,
+    workspace: Path,
+    pinned: tuple[Plan, str] | None = None,
+    sources: object = None,
 ) -> tuple[Plan, str]:
     """The plan the repair runs: `pinned` (the failed run's, or a resumed repair's own),
     else the one the inputs give."""

@@ -21,6 +21,7 @@ from ... import logs
 from ...config.answers import compile_schema
 from ...config.inputs import Inputs
 from ...config.review import CheckInput
+from ...config.sources import Sources
 from ...errors import InputError, StepError
 from ...vocabulary import ErrorKind
 from ..context import StepOutcome, StepRun
@@ -35,11 +36,13 @@ ROLES = ("reviewer",)
 DIFF_CHARS = 60_000
 
 
-def check(inputs: Inputs, workspace: Path, pinned: object = None) -> None:
+def check(
+    inputs: Inputs, workspace: Path, pinned: object = None, sources: Sources | None = None
+) -> None:
     if inputs.review is None:
         raise InputError("review: review needs {base: REF} | {commit: REF} | {uncommitted: true}")
     resolve(inputs.review, workspace)
-    load_checks(inputs.review, workspace, logs.warn)
+    load_checks(inputs.review, workspace, logs.warn, sources)
 
 
 def slugs(checks: list[CheckInput]) -> list[str]:
@@ -104,7 +107,7 @@ async def run(sr: StepRun) -> StepOutcome:
         # One runner for both: it reads the repository's filter drivers once.
         git = git_of(sr.workspace, how)
         change = read_change(resolve(review, sr.workspace, git=git), sr.workspace, how, git)
-        checks = load_checks(review, sr.workspace, logs.warn)
+        checks = load_checks(review, sr.workspace, logs.warn, sr.config.sources)
     except InputError as exc:
         return error_outcome(StepError(str(exc)))
     validator = compile_schema(CHECK_SCHEMA, "review")

@@ -15,6 +15,7 @@ from pydantic import ValidationError
 
 from ...config.inputs import error_lines
 from ...config.review import CheckInput, ReviewInputs
+from ...config.sources import Sources
 from ...config.trust import checks_dir, checks_trusted
 from ...errors import InputError
 from ...policy.pathglob import PathGlob
@@ -84,13 +85,19 @@ def front_matter(path: Path) -> CheckInput:
 
 
 def load_checks(
-    review: ReviewInputs, workspace: Path, warn: Callable[[str], None]
+    review: ReviewInputs,
+    workspace: Path,
+    warn: Callable[[str], None],
+    sources: Sources | None = None,
 ) -> list[CheckInput]:
-    """The inputs' checks, then the trusted check files'; InputError for a broken file,
-    names given twice, or no check at all."""
+    """The inputs' checks, then the trusted check files' (none when `sources` reads no
+    check folder: a bare run, config/sources.py); InputError for a broken file, names given
+    twice, or no check at all."""
     checks = list(review.checks)
-    folder = checks_dir(workspace)
-    files = sorted(p for p in folder.glob("*.md") if p.is_file()) if folder.is_dir() else []
+    folder = checks_dir(workspace) if sources is None else sources.checks
+    files = []
+    if folder is not None and folder.is_dir():
+        files = sorted(p for p in folder.glob("*.md") if p.is_file())
     if files and not checks_trusted(workspace):
         warn(
             f"{folder}: {len(files)} check file(s) left out: not trusted (run `orkeon hooks "

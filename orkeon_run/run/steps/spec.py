@@ -23,7 +23,7 @@ from .roles import SavedRole, crew_of, role_agent, role_context, stat_key, works
 ROLES = ("analyst", "writer")
 
 
-def check(inputs: Inputs, workspace: Path, pinned: object = None) -> None:
+def check(inputs: Inputs, workspace: Path, pinned: object = None, sources: object = None) -> None:
     if not (inputs.request or "").strip():
         raise InputError("request: dev-spec needs a request (what to build, as text)")
 

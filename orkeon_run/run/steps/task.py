@@ -23,7 +23,7 @@ from .roles import crew_of, role_agent, role_context
 ROLES = ("agent",)
 
 
-def check(inputs: Inputs, workspace: Path, pinned: object = None) -> None:
+def check(inputs: Inputs, workspace: Path, pinned: object = None, sources: object = None) -> None:
     if not (inputs.request or "").strip():
         raise InputError("request: task needs a request (what to do, as text)")
     if inputs.output_schema is not None:

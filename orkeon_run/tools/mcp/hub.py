@@ -202,7 +202,7 @@ class McpHub:
         """Call tool `name` (`mcp__SERVER__TOOL`) with `arguments`, for at most `timeout`
         seconds (the tool limit, or what is left of the step's budget if less), for a role
         whose roots are `roots` (a confined server's process for them answers). With
-        `idle` (the watchdog, docs/inputs.md, "Budgets"): a call the server neither
+        `idle` (the watchdog, docs/inputs.md, "The no-progress watchdog"): a call the server neither
         answers nor reports progress on for that long is cancelled and errors.Idle
         raised; each progress notification gives it `idle` seconds more. The server, which
         other roles share, keeps running."""

@@ -34,14 +34,14 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from functools import cache, partial
+from functools import cache
 from pathlib import Path
 from typing import Any
 
 from ... import proc
 from .bwrap import command, mounts, unseen
 from .policy import SandboxPolicy
-from .spawner import spawner
+from .spawner import start_server
 
 ENABLED = True
 # What server.py answers when a command's namespaces cannot be made (server.INIT_FAILED;
@@ -122,28 +122,19 @@ class Session:
     def __init__(self, policy: SandboxPolicy, bwrap: Path) -> None:
         self.policy = policy
         self.view = mounts(policy, None)
-        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         python = os.path.realpath(sys.executable)
-        server = [python, "-I", "-S", "-c", _source(), str(theirs.fileno())]
-        argv = command(policy, server, cwd=policy.workspace, tmp=None, bwrap=bwrap, server=True)
-        start = partial(
-            subprocess.Popen, argv, cwd=policy.workspace, env={"PATH": os.defpath},
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-            pass_fds=(theirs.fileno(),), start_new_session=True,
-        )  # fmt: skip
+
+        def argv(fd: int) -> list[str]:
+            server = [python, "-I", "-S", "-c", _source(), str(fd)]
+            return command(policy, server, cwd=policy.workspace, tmp=None, bwrap=bwrap,
+                           server=True)  # fmt: skip
+
         try:
-            self.popen: subprocess.Popen[bytes] = spawner.call(start)
+            self.popen, self.sock, answer = start_server(
+                argv, cwd=str(policy.workspace), timeout=START_TIMEOUT, stderr=True
+            )
         except OSError as exc:
-            ours.close()
             raise SessionError(f"bubblewrap could not start: {exc}") from None
-        finally:
-            theirs.close()
-        self.sock = ours
-        try:
-            ready = select.select([ours], [], [], START_TIMEOUT)[0] and ours.recv(4096)
-        except OSError:
-            ready = b""
-        answer = json.loads(ready) if ready else {}
         if "ready" not in answer:
             self.close()
             assert self.popen.stderr is not None

@@ -1,7 +1,13 @@
-"""The thread that starts every kept-up bubblewrap (session.py's sandboxes, veil.py's veil)."""
+"""The thread that starts every kept-up bubblewrap (session.py's sandboxes, veil.py's veil),
+and how such a server is started and greeted."""
 
 from __future__ import annotations
 
+import json
+import os
+import select
+import socket
+import subprocess
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -49,4 +55,33 @@ class _Spawner:
 spawner = _Spawner()
 
 
-__all__ = ["spawner"]
+def start_server(
+    argv_for: Callable[[int], list[str]], *, cwd: str, timeout: float, stderr: bool
+) -> tuple[subprocess.Popen[bytes], socket.socket, dict[str, Any]]:
+    """Start a server that speaks on a SOCK_SEQPACKET socket pair (`argv_for(fd)`: its
+    command line, told its end's descriptor), from the spawner's thread, in a session of
+    its own, and wait up to `timeout` s for its first message: (process, orkeon's end of
+    the socket, that message; {} when none came). `stderr`: a pipe the caller reads when
+    the greeting is missing, else /dev/null. OSError when it cannot be started."""
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    argv = argv_for(theirs.fileno())
+    try:
+        popen: subprocess.Popen[bytes] = spawner.call(lambda: subprocess.Popen(
+            argv, cwd=cwd, env={"PATH": os.defpath}, stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE if stderr else subprocess.DEVNULL,
+            pass_fds=(theirs.fileno(),), start_new_session=True,
+        ))  # fmt: skip
+    except OSError:
+        ours.close()
+        raise
+    finally:
+        theirs.close()
+    try:
+        ready = select.select([ours], [], [], timeout)[0] and ours.recv(4096)
+        greeting = json.loads(ready) if ready else {}
+    except (OSError, ValueError):
+        greeting = {}
+    return popen, ours, greeting if isinstance(greeting, dict) else {}
+
+
+__all__ = ["spawner", "start_server"]

@@ -1,4 +1,4 @@
-"""The veil over orkeon's processes for the operator's hooks (docs/security.md, "Your hooks"):
+"""The veil over orkeon's processes for the operator's hooks (docs/security.md, "Hooks"):
 a hook keeps every right it has (the whole file system writable as the user may, the
 network, the devices, `/run`'s sockets, the user's capabilities) but runs in a PID
 namespace of its own with `/proc` mounted for it, so `/proc/<orkeon>` (the model key in
@@ -27,7 +27,6 @@ import atexit
 import contextlib
 import json
 import os
-import select
 import socket
 import subprocess
 import sys
@@ -39,7 +38,7 @@ from pathlib import Path
 from ... import proc
 from ...environ import traced
 from .bwrap import bundled_bwrap
-from .spawner import spawner
+from .spawner import start_server
 
 PROBE_TIMEOUT = 20.0  # a loaded CI machine; a working veil answers in milliseconds
 _VEIL = ("--unshare-pid", "--bind", "/", "/",
@@ -137,24 +136,13 @@ class KeptVeil:
     """One veil kept up: `start` a hook in it (same contract as `proc.spawn`)."""
 
     def __init__(self, bwrap: Path) -> None:
-        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        server = [os.path.realpath(sys.executable), "-I", "-S", "-c", _server_source(),
-                  str(theirs.fileno())]  # fmt: skip
-        argv = [os.fspath(bwrap), *_VEIL, "--die-with-parent", "--", *server]
-        try:
-            self.popen: subprocess.Popen[bytes] = spawner.call(lambda: subprocess.Popen(
-                argv, cwd="/", env={"PATH": os.defpath}, stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                pass_fds=(theirs.fileno(),), start_new_session=True,
-            ))  # fmt: skip
-        finally:
-            theirs.close()
-        self.sock = ours
-        try:
-            ready = select.select([ours], [], [], PROBE_TIMEOUT)[0] and ours.recv(4096)
-        except OSError:
-            ready = b""
-        if "ready" not in (json.loads(ready) if ready else {}):
+        python = os.path.realpath(sys.executable)
+        self.popen, self.sock, greeting = start_server(
+            lambda fd: [os.fspath(bwrap), *_VEIL, "--die-with-parent", "--",
+                        python, "-I", "-S", "-c", _server_source(), str(fd)],
+            cwd="/", timeout=PROBE_TIMEOUT, stderr=False,
+        )  # fmt: skip
+        if "ready" not in greeting:
             self.close()
             raise OSError("the veil's spawner did not start")
 

@@ -4,7 +4,7 @@
 kill_server.py EVENTS SERVER REQUEST
 
 A hook runs where orkeon's processes, its servers among them, are not visible (a PID
-namespace of its own: docs/security.md, "Your hooks"), so it cannot signal the server
+namespace of its own: docs/security.md, "Hooks"), so it cannot signal the server
 itself: it writes REQUEST, where the test (which can) waits for it and sends SIGKILL to
 the pid of SERVER's `mcp.server` started event. The hook then waits until the run recorded
 that the server ended (its `mcp.server` exited event, in EVENTS, the run's events.jsonl),

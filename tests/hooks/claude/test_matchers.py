@@ -1,5 +1,5 @@
 """Matchers of settings-shape hooks (Claude Code's hooks contract, docs/hooks.md,
-"Configuration shape")."""
+"Matchers")."""
 
 from __future__ import annotations
 

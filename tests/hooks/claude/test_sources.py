@@ -1,5 +1,5 @@
 """Where settings-shape hooks come from and how they merge (issue 4 "Sources"; Claude
-Code's hooks contract, docs/hooks.md "Where hooks live"), and bad configuration (exit 2
+Code's hooks contract, docs/hooks.md "Sources"), and bad configuration (exit 2
 naming the file and the field)."""
 
 from __future__ import annotations

@@ -216,8 +216,10 @@ def test_the_audits_git_runs_no_program_the_repository_config_names(repo: Path, 
 
 @pytest.mark.parametrize("kind", ["repo", "plain"])
 @pytest.mark.parametrize(
-    "guard", [".orkeon/hooks/pre.py", ".orkeon/settings.json", ".orkeon/crews/dev-batches.toml"]
-)
+    "guard",
+    [".orkeon/hooks/pre.py", ".orkeon/settings.json", ".orkeon/crews/dev-batches.toml",
+     ".orkeon/checks/security.md"],
+)  # fmt: skip
 def test_a_changed_guard_under_orkeon_is_outside_the_roots(kind, guard, request):
     """.orkeon/ holds orkeon's outputs (exempt) and the run's guards (not exempt)."""
     ws = request.getfixturevalue(kind)
