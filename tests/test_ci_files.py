@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 import yaml
-from kit import DATA, ROOT
+from kit import DATA, ROOT, process
 from kit.cli import orkeon
 
 BLOCK = re.compile(r"^( *)```yaml\n(.*?)^\1```", re.M | re.S)
@@ -142,10 +142,8 @@ def test_the_docs_gitlab_files_match_gitlabs_schema(tmp_path: Path) -> None:
     jobs.write_text(json.dumps({"id": "a", "step": "dev-spec", "workspace": "w-a",
                                 "inputs": {"request": "x"}}) + "\n")  # fmt: skip
     for path in shards:
-        made = subprocess.run(
-            [sys.executable, "-m", "orkeon_run", "jobs", "matrix", str(jobs), "--shards", "4",
-             "--for", "gitlab"], capture_output=True, text=True, timeout=120,
-        )  # fmt: skip
+        made = process.orkeon("jobs", "matrix", str(jobs), "--shards", "4", "--for", "gitlab",
+                              env=os.environ)  # fmt: skip
         assert made.returncode == 0, made.stderr
         path.write_text(made.stdout + path.read_text())
     check_jsonschema("vendor.gitlab-ci", files)

@@ -119,6 +119,7 @@ def test_sigkill_at_random_points_then_resume(tmp_path: Path) -> None:
     env = environ(tmp_path)
     env["PYTHONPATH"] = str(ROOT)
     env["ORKEON_LOG_LEVEL"] = "warning"
+    # killed mid-run, then run again: Popen, not kit.process
     orkeon = [sys.executable, "-m", "orkeon_run", "run", "dev-batches", "--output", "json"]
     first = [*orkeon, "--inputs", f"@{doc}", "--workspace", str(ws), "--run-dir", str(rd)]
     again = [*orkeon, "--resume", str(rd)]

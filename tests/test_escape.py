@@ -6,11 +6,10 @@ written only by orkeon's own GitHub code", whatever the renderer."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from kit.process import orkeon
 from kit.steps import environ, make_workspace, scripted
 
 from orkeon_run import escape
@@ -49,12 +48,10 @@ def hostile_workspace(tmp: Path) -> Path:
     return ws
 
 
-def orkeon(tmp: Path, env: dict[str, str], *argv: str) -> subprocess.CompletedProcess[str]:
+def environment(tmp: Path, env: dict[str, str]) -> dict[str, str]:
+    """orkeon's environment with no colour or CI setting of this process's, then `env`."""
     base = {k: v for k, v in environ(tmp).items() if k not in ("FORCE_COLOR", "NO_COLOR", "GITHUB_ACTIONS")}  # fmt: skip
-    return subprocess.run(
-        [sys.executable, "-m", "orkeon_run", *argv],
-        capture_output=True, text=True, env={**base, **env}, cwd=tmp, timeout=120,
-    )  # fmt: skip
+    return {**base, **env}
 
 
 def assert_safe(stream: str) -> None:
@@ -82,11 +79,13 @@ def test_an_untrusted_server_name_starts_no_workflow_command(tmp_path: Path, ren
     env = {**RENDERERS[renderer], "ORKEON_LOG_LEVEL": "info"}
     plan = {"batches": [{"name": "b1", "roles": [{"name": "dev", "roots": ["src/"], "task": "t"}]}]}
     doc = scripted({"b1/dev": [{"text": "done"}]}, plan=plan, budget={"seconds": 60})
-    ran = orkeon(tmp_path, env, "run", "dev-batches", "--workspace", str(ws), "--progress",
-                 "plain", "--output", "json", "--inputs", json.dumps(doc))  # fmt: skip
+    ran = orkeon("run", "dev-batches", "--workspace", str(ws), "--progress", "plain",
+                 "--output", "json", "--inputs", json.dumps(doc),
+                 cwd=tmp_path, env=environment(tmp_path, env))  # fmt: skip
     assert ran.returncode == 0, ran.stderr
     assert_safe(ran.stderr)
-    checked = orkeon(tmp_path, env, "validate", "--workspace", str(ws), "--inputs", "{}")
+    checked = orkeon("validate", "--workspace", str(ws), "--inputs", "{}", cwd=tmp_path,
+                     env=environment(tmp_path, env))  # fmt: skip
     assert checked.returncode == 0, checked.stderr
     assert_safe(checked.stderr)
     if renderer == "JSON lines":  # every log record is one JSON object on one line

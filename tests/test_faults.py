@@ -25,7 +25,6 @@ import shlex
 import shutil
 import signal
 import socket
-import subprocess
 import sys
 import threading
 import time
@@ -39,6 +38,7 @@ from kit.fakes import anthropic_api
 from kit.fakes.anthropic_api import AnthropicFake
 from kit.fakes.protocols import PROTOCOLS, Protocol
 from kit.mcp import namespaced
+from kit.process import orkeon
 from kit.steps import environ, make_workspace, run_step, write
 
 from orkeon_run.__main__ import main
@@ -262,19 +262,12 @@ def test_native_hook_printing_100_mb_on_one_line(tmp_path: Path, ws: Path) -> No
     inputs = tmp_path / "inputs.json"
     inputs.write_text(json.dumps(d))
     rd = tmp_path / "run"
-    env = environ(tmp_path)
-    env["PYTHONPATH"] = str(ROOT)
-    argv = [sys.executable, "-m", "orkeon_run", "run", "dev-batches", "--inputs", f"@{inputs}"]
-    argv += ["--workspace", str(ws), "--run-dir", str(rd), "--output", "json"]
-    proc = subprocess.Popen(
-        argv, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE
-    )
-    try:
-        out, err = proc.communicate(timeout=25)
-    finally:
-        proc.kill()
-    assert proc.returncode == 0, err.decode()
-    result = json.loads(out)
+    env = environ(tmp_path, PYTHONPATH=str(ROOT))
+    args = ["run", "dev-batches", "--inputs", f"@{inputs}", "--workspace", str(ws)]
+    proc = orkeon(*args, "--run-dir", str(rd), "--output", "json", cwd=tmp_path, env=env,
+                  timeout=25)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout)
     # The refusal is the model's to read; the role goes on and ends, nothing was written.
     events = check_run(rd, result, status="succeeded", exit_code=0)
     (call,) = calls_of(events)
@@ -308,14 +301,11 @@ def test_peak_memory_with_a_100_mb_hook(tmp_path: Path, ws: Path) -> None:
     inputs = tmp_path / "inputs.json"
     inputs.write_text(json.dumps(d))
     rd = tmp_path / "run"
-    env = environ(tmp_path)
-    env["PYTHONPATH"] = str(ROOT)
-    argv = [sys.executable, "-m", "orkeon_run", "run", "dev-batches", "--inputs", f"@{inputs}"]
-    argv += ["--workspace", str(ws), "--run-dir", str(rd), "--output", "json"]
-    out = subprocess.run(
-        [sys.executable, "-c", PEAK_OF, *argv], cwd=tmp_path, env=env, capture_output=True,
-        text=True, check=True,
-    )  # fmt: skip
+    env = environ(tmp_path, PYTHONPATH=str(ROOT))
+    args = ["run", "dev-batches", "--inputs", f"@{inputs}", "--workspace", str(ws)]
+    out = orkeon(*args, "--run-dir", str(rd), "--output", "json", cwd=tmp_path, env=env,
+                 timeout=None, wrap=[sys.executable, "-c", PEAK_OF])  # fmt: skip
+    assert out.returncode == 0, out.stderr
     code, peak_kib = map(int, out.stdout.split())
     assert code == 0
     result = strict_json((rd / "result.json").read_bytes())

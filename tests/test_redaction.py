@@ -10,14 +10,13 @@ Anthropic Messages API, and reads what that server was sent: the model's side of
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 from kit.fakes import anthropic_api
 from kit.fakes.anthropic_api import AnthropicFake
+from kit.process import orkeon
 from kit.steps import environ, make_workspace
 
 from orkeon_run.environ import MIN_SECRET_CHARS, REDACTED, Redactor
@@ -126,11 +125,10 @@ def test_no_secret_reaches_the_records_or_the_model(tmp_path: Path) -> None:
         # Native hooks are a list, settings-shape ones an object: the native one comes from
         # a second run below.
         env = {**environ(tmp_path), KEY_ENV: KEY, "DEPLOY_TOKEN": TOKEN}
-        proc = subprocess.run(
-            [sys.executable, "-m", "orkeon_run", "run", "dev-batches", "--inputs",
-             json.dumps(doc), "--workspace", str(ws), "--run-dir", str(rd),
-             "--output", "json", "--progress", "plain"],
-            capture_output=True, text=True, env=env, cwd=tmp_path, timeout=60,
+        proc = orkeon(
+            "run", "dev-batches", "--inputs", json.dumps(doc), "--workspace", str(ws),
+            "--run-dir", str(rd), "--output", "json", "--progress", "plain",
+            cwd=tmp_path, env=env,
         )  # fmt: skip
         sent = [json.dumps(r.body) for r in server.requests]
     assert proc.returncode == 0, proc.stderr
@@ -154,14 +152,7 @@ def test_no_secret_reaches_the_records_or_the_model(tmp_path: Path) -> None:
     assert_clean(rd, proc.stdout + proc.stderr)
     assert f"TOKEN={REDACTED}" in proc.stderr
     for fmt in ("md", "json", "html", "junit"):
-        report = subprocess.run(
-            [sys.executable, "-m", "orkeon_run", "report", str(rd), "--format", fmt],
-            capture_output=True,
-            text=True,
-            env=environ(tmp_path),
-            cwd=tmp_path,
-            timeout=60,
-        )
+        report = orkeon("report", str(rd), "--format", fmt, cwd=tmp_path)
         assert report.returncode == 0, report.stderr
         assert KEY not in report.stdout and TOKEN not in report.stdout
 

@@ -11,14 +11,13 @@ from __future__ import annotations
 import json
 import shlex
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 from kit import ROOT
 from kit.cli import pipeline_doc
+from kit.process import orkeon
 from kit.steps import environ, make_workspace
 
 CREW_MARK = "CREW-OVERRIDE-PROMPT"
@@ -28,20 +27,6 @@ WRITE_SPEC = {
         {"tool": "file_write", "input": {"file_path": ".orkeon/spec.md", "content": "# Spec\n"}}
     ]
 }
-
-
-def orkeon(
-    tmp: Path, *args: str, env: dict[str, str] | None = None
-) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "orkeon_run", *args],
-        capture_output=True,
-        text=True,
-        env={**environ(tmp), **(env or {})},
-        cwd=tmp,
-        stdin=subprocess.DEVNULL,  # not a terminal: ORKEON_TRUST_PROJECT_HOOKS is honoured
-        timeout=120,
-    )
 
 
 def hook(mark: Path) -> dict[str, Any]:
@@ -87,15 +72,18 @@ def setup(tmp: Path) -> tuple[Path, Path, Path, dict[str, Any]]:
         "hooks": hook(marks / "inputs-hook"),
         "plugins": [str(plugin)],
     }
-    trusted = orkeon(tmp, "hooks", "trust", "--workspace", str(ws))
+    trusted = orkeon("hooks", "trust", "--workspace", str(ws), cwd=tmp)
     assert trusted.returncode == 0, trusted.stderr
     return ws, cfg, marks, doc
 
 
-def dev_spec(tmp: Path, ws: Path, doc: dict[str, Any], *args: str, **kw: Any) -> Any:
+def dev_spec(
+    tmp: Path, ws: Path, doc: dict[str, Any], *args: str, env: dict[str, str] | None = None
+) -> Any:
     return orkeon(
-        tmp, "run", "dev-spec", "--workspace", str(ws), "--output", "json",
-        "--progress", "none", "--inputs", json.dumps(doc), *args, **kw,
+        "run", "dev-spec", "--workspace", str(ws), "--output", "json",
+        "--progress", "none", "--inputs", json.dumps(doc), *args,
+        cwd=tmp, env=environ(tmp, **(env or {})),
     )  # fmt: skip
 
 
@@ -127,7 +115,7 @@ def test_the_configuration_around_a_normal_run_takes_effect(tmp_path: Path) -> N
     plan = json.loads(dry.stdout)
     commands = " ".join(h["command"] for h in plan["hooks"])
     assert plan["bare"] is False and "user-hook" in commands and "ws-hook" in commands
-    checked = orkeon(tmp_path, "validate", "--inputs", json.dumps(doc), "--workspace", str(ws))
+    checked = orkeon("validate", "--inputs", json.dumps(doc), "--workspace", str(ws), cwd=tmp_path)
     assert checked.returncode == 2  # the user's and the project's servers cannot start
     assert "usersrv" in checked.stderr and "wssrv" in checked.stderr
 
@@ -157,8 +145,8 @@ def test_a_bare_run_takes_only_what_the_inputs_name(tmp_path: Path, how: str) ->
     commands = " ".join(h["command"] for h in plan["hooks"])
     assert plan["bare"] is True and "inputs-hook" in commands and "plugin-hook" in commands
     assert "user-hook" not in commands and "ws-hook" not in commands
-    listed = orkeon(tmp_path, "hooks", "list", "--inputs", json.dumps(doc), "--workspace",
-                    str(ws), env={"ORKEON_BARE": "1"})  # fmt: skip
+    listed = orkeon("hooks", "list", "--inputs", json.dumps(doc), "--workspace",
+                    str(ws), env=environ(tmp_path, ORKEON_BARE="1"), cwd=tmp_path)  # fmt: skip
     assert listed.returncode == 0, listed.stderr
     assert "inputs-hook" in listed.stdout and "user-hook" not in listed.stdout
 
@@ -197,7 +185,7 @@ def test_validate_bare_lists_what_a_normal_run_would_read(tmp_path: Path) -> Non
     ws, cfg, _, doc = setup(tmp_path)
     (ws / ".mcp.json").write_text(json.dumps({"mcpServers": {"other": {"command": "x"}}}))
     base = ["validate", "--bare", "--inputs", json.dumps(doc), "--workspace", str(ws)]
-    text = orkeon(tmp_path, *base)
+    text = orkeon(*base, cwd=tmp_path)
     assert text.returncode == 0, text.stderr  # no server of the user's or the project's
     lines = text.stdout.splitlines()
     assert f"  user settings: {cfg / 'settings.json'} (exists)" in lines
@@ -209,7 +197,9 @@ def test_validate_bare_lists_what_a_normal_run_would_read(tmp_path: Path) -> Non
     assert f"  instruction file: {ws / 'AGENTS.md'} (exists, trusted)" in lines
     assert lines[-1] == "inputs are valid"
 
-    as_json = orkeon(tmp_path, *base, "--output", "json", env={"ORKEON_BARE": "true"})
+    as_json = orkeon(
+        *base, "--output", "json", env=environ(tmp_path, ORKEON_BARE="true"), cwd=tmp_path
+    )
     assert as_json.returncode == 0, as_json.stderr
     doc_out = json.loads(as_json.stdout)
     assert doc_out["valid"] is True and doc_out["bare"] is True
@@ -220,14 +210,14 @@ def test_validate_bare_lists_what_a_normal_run_would_read(tmp_path: Path) -> Non
     }  # fmt: skip
     assert by_kind["user settings"]["trusted"] is None  # a user file needs no trust
     assert by_kind["workspace review checks"]["exists"] is False
-    normal = orkeon(tmp_path, "validate", "--inputs", json.dumps(doc), "--output", "json",
-                    "--workspace", str(ws))  # fmt: skip
+    normal = orkeon("validate", "--inputs", json.dumps(doc), "--output", "json",
+                    "--workspace", str(ws), cwd=tmp_path)  # fmt: skip
     assert (
         normal.returncode == 2
     )  # the user's server cannot start (the changed .mcp.json: untrusted)
     (tmp_path / "config" / "settings.json").write_text("{}")
-    normal = orkeon(tmp_path, "validate", "--inputs", json.dumps(doc), "--output", "json",
-                    "--workspace", str(ws))  # fmt: skip
+    normal = orkeon("validate", "--inputs", json.dumps(doc), "--output", "json",
+                    "--workspace", str(ws), cwd=tmp_path)  # fmt: skip
     assert normal.returncode == 0, normal.stderr
     given = "instructions: AGENTS.md: trusted, given to every role"
     assert json.loads(normal.stdout) == {"valid": True, "bare": False, "lines": [given]}
@@ -258,12 +248,12 @@ def test_jobs_run_bare_makes_every_job_bare(tmp_path: Path) -> None:
     job = {"id": "one", "step": "dev-spec", "workspace": str(ws), "inputs": doc}
     jobs.write_text(json.dumps(job) + "\n")
     (cfg / "settings.json").write_text("{not json")
-    normal = orkeon(tmp_path, "jobs", "validate", str(jobs))
+    normal = orkeon("jobs", "validate", str(jobs), cwd=tmp_path)
     assert normal.returncode == 2 and f"{cfg / 'settings.json'}: not JSON" in normal.stderr
-    checked = orkeon(tmp_path, "jobs", "validate", str(jobs), "--bare")
+    checked = orkeon("jobs", "validate", str(jobs), "--bare", cwd=tmp_path)
     assert checked.returncode == 0, checked.stderr
     out = tmp_path / "out"
-    done = orkeon(tmp_path, "jobs", "run", str(jobs), "--out", str(out), "--bare")
+    done = orkeon("jobs", "run", str(jobs), "--out", str(out), "--bare", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert json.loads((out / "one" / "result.json").read_text())["bare"] is True
     assert {p.name for p in marks.iterdir()} == {"inputs-hook", "plugin-hook"}
@@ -279,7 +269,15 @@ def test_a_resumed_bare_run_stays_bare(tmp_path: Path) -> None:
     assert list(marks.iterdir()) == []  # the writer did not start
     rd = ws / ".orkeon" / "runs" / json.loads(first.stdout)["run_id"]
     again = orkeon(
-        tmp_path, "run", "dev-spec", "--resume", str(rd), "--max-turns", "10", "--output", "json"
+        "run",
+        "dev-spec",
+        "--resume",
+        str(rd),
+        "--max-turns",
+        "10",
+        "--output",
+        "json",
+        cwd=tmp_path,
     )
     assert again.returncode == 0, again.stderr
     assert json.loads(again.stdout)["bare"] is True
@@ -292,8 +290,8 @@ def test_a_bare_pipeline_runs_every_step_bare(tmp_path: Path) -> None:
     ws, _, marks, doc = setup(tmp_path)
     piped = pipeline_doc(hooks=doc["hooks"], plugins=doc["plugins"])
     done = orkeon(
-        tmp_path, "run", "pipeline", "--workspace", str(ws), "--output", "json",
-        "--progress", "none", "--bare", "--inputs", json.dumps(piped),
+        "run", "pipeline", "--workspace", str(ws), "--output", "json",
+        "--progress", "none", "--bare", "--inputs", json.dumps(piped), cwd=tmp_path
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout)
@@ -311,7 +309,7 @@ def test_a_bare_review_reads_no_check_files(tmp_path: Path) -> None:
     given = json.dumps({"model": doc["model"], "review": review})
     base = ["validate", "--step", "review", "--workspace", str(ws), "--inputs", given]
     trust_env = {"ORKEON_TRUST_PROJECT_HOOKS": "1"}
-    normal = orkeon(tmp_path, *base, env=trust_env)
+    normal = orkeon(*base, env=environ(tmp_path, **trust_env), cwd=tmp_path)
     assert normal.returncode == 2 and "broken.md: no front matter" in normal.stderr
-    bare = orkeon(tmp_path, *base, "--bare", env=trust_env)
+    bare = orkeon(*base, "--bare", env=environ(tmp_path, **trust_env), cwd=tmp_path)
     assert bare.returncode == 0, bare.stderr

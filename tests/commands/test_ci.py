@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from kit import ORKEON, git
+from kit import git, process
 from kit.cli import clean_environment, orkeon, run_dir, run_json
 from kit.steps import environ, events, make_workspace, write
 
@@ -41,11 +41,10 @@ def spec_doc(**more):
 def test_bare_orkeon_prints_its_help_whole_and_exits_2(tmp_path, argv):
     """The help as --help prints it, line by line (not squeezed into one error line); exit
     2, since nothing ran: a CI script whose command word came out empty fails."""
-    proc = subprocess.run([*ORKEON, *argv], capture_output=True, text=True, env=environ(tmp_path))
+    proc = process.orkeon(*argv, cwd=tmp_path, timeout=None)
     assert proc.returncode == 2
     assert proc.stderr == ""
-    help_text = subprocess.run([*ORKEON, *argv, "--help"], capture_output=True, text=True,
-                               env=environ(tmp_path)).stdout  # fmt: skip
+    help_text = process.orkeon(*argv, "--help", cwd=tmp_path, timeout=None).stdout
     assert proc.stdout.rstrip("\n") == help_text.rstrip("\n")
     assert proc.stdout.startswith(f"Usage: orkeon {' '.join(argv)}".rstrip() + " [OPTIONS] COMMAND")
     assert "\nCommands:\n" in proc.stdout

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from kit import ORKEON
+from kit.process import orkeon
 
 from orkeon_run import __version__
 from orkeon_run.__main__ import main
@@ -47,7 +48,7 @@ def test_run_help_names_every_option(capsys):
 
 
 def test_version_in_a_real_process():
-    proc = subprocess.run([*ORKEON, "--version"], capture_output=True, text=True)
+    proc = orkeon("--version", env=os.environ, timeout=None)
     assert proc.returncode == 0
     assert proc.stdout == f"orkeon {__version__}\n"
     assert proc.stderr == ""
@@ -81,7 +82,7 @@ def test_version_does_not_import_typer_or_pydantic():
     ],
 )
 def test_usage_errors_exit_2_in_one_line(argv, expected):
-    proc = subprocess.run([*ORKEON, *argv], capture_output=True, text=True)
+    proc = orkeon(*argv, env=os.environ, timeout=None)
     assert proc.returncode == 2, proc.stderr
     assert proc.stdout == ""
     lines = proc.stderr.strip().splitlines()

@@ -12,8 +12,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from kit import FAKES, ROOT, spawn
+from kit import FAKES, ROOT
 from kit.mcp import spec_crew, use_crew
+from kit.process import orkeon
 from kit.steps import call, calls, environ, make_workspace, scripted, write
 
 TASKS = {"command": [sys.executable, str(FAKES / "mcp_tasks_server.py")]}
@@ -28,13 +29,6 @@ def ws(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("ORKEON_CONFIG_DIR", str(tmp_path / "config"))
     monkeypatch.delenv("ORKEON_TRUST_PROJECT_HOOKS", raising=False)
     return make_workspace(tmp_path, {"README.md": "# app\n"})
-
-
-def orkeon(cwd: Path, *args: str) -> tuple[int, str, str]:
-    """`orkeon ARGS` run to its end in a child process: exit code, stdout, stderr."""
-    proc = spawn(*args, env={**environ(cwd), "PYTHONPATH": str(ROOT)}, cwd=cwd)
-    out, err = proc.communicate()  # the suite's time-out is the hang guard
-    return proc.returncode, out, err
 
 
 def test_a_tool_that_requires_tasks_is_not_offered_and_validate_names_it(
@@ -59,26 +53,28 @@ def test_a_tool_that_requires_tasks_is_not_offered_and_validate_names_it(
     inputs = tmp_path / "inputs.json"
     inputs.write_text(json.dumps(scripted(script, request="r", mcp_servers={"tasks": TASKS})))
     rd = tmp_path / "run"
-    code, out, err = orkeon(
-        tmp_path, "run", "dev-spec", "--inputs", f"@{inputs}", "--workspace", str(ws),
+    env = environ(tmp_path, PYTHONPATH=str(ROOT))
+    done = orkeon(
+        "run", "dev-spec", "--inputs", f"@{inputs}", "--workspace", str(ws),
         "--run-dir", str(rd), "--output", "json",
+        cwd=tmp_path, env=env, timeout=None,  # the suite's time-out is the hang guard
     )  # fmt: skip
-    assert code == 0, err
-    assert json.loads(out)["status"] == "succeeded"
-    assert f"orkeon: {LEFT_OUT}" in err.splitlines()
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["status"] == "succeeded"
+    assert f"orkeon: {LEFT_OUT}" in done.stderr.splitlines()
     research, echo = calls(rd, "analyst")
     # Not offered: for the run it does not exist, so nothing reaches the server.
     assert (research["outcome"], research["refused_by"]) == ("refused", None)
     assert research["result"] == "error: there is no tool named 'mcp__tasks__research'"
     assert (echo["outcome"], echo["result"]) == ("ran", "plain")
 
-    code, out, err = orkeon(
-        tmp_path, "validate", "--inputs", f"@{inputs}", "--workspace", str(ws),
-        "--step", "dev-spec",
+    done = orkeon(
+        "validate", "--inputs", f"@{inputs}", "--workspace", str(ws), "--step", "dev-spec",
+        cwd=tmp_path, env=env, timeout=None,
     )  # fmt: skip
-    assert code == 0, err
+    assert done.returncode == 0, done.stderr
     command = shlex.join(TASKS["command"])
-    server, valid = out.splitlines()
+    server, valid = done.stdout.splitlines()
     assert server == f"mcp server tasks (stdio: {command}): 1 tool: mcp__tasks__echo"
     assert valid == "inputs are valid"
-    assert LEFT_OUT in err.splitlines()
+    assert LEFT_OUT in done.stderr.splitlines()

@@ -40,7 +40,7 @@ def test_ctrl_c_before_the_run_starts_is_exit_130_and_one_line(tmp_path) -> None
     """Exit 130: interrupted. Ctrl-C while orkeon waits for its inputs on stdin (no run,
     so no result yet)."""
     argv = [sys.executable, "-m", "orkeon_run", "validate", "--inputs", "-"]
-    proc = subprocess.Popen(
+    proc = subprocess.Popen(  # signalled while it waits on its stdin: Popen, not kit.process
         argv, stdin=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path
     )
     _reading_stdin(proc.pid)
@@ -76,7 +76,7 @@ def test_a_reader_that_goes_away_is_exit_1_and_no_internal_error(tmp_path) -> No
     script.write_text("{}")
     doc = json.dumps({"model": {"provider": "scripted", "script": str(script)}})
     argv = [sys.executable, "-m", "orkeon_run", "validate", "--inputs", "-"]
-    proc = subprocess.Popen(
+    proc = subprocess.Popen(  # its stdout closed before it writes: Popen, not kit.process
         argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=tmp_path
     )
     assert proc.stdout is not None and proc.stdin is not None

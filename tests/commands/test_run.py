@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 from kit import DATA
+from kit.process import orkeon
 from kit.steps import environ, make_workspace
 
 CC_HOOKS = DATA / "cc_hooks" / "claude"
@@ -40,27 +41,13 @@ WRITE_SPEC = {
 }
 
 
-def orkeon(
-    tmp: Path, *args: str, stdin: str | None = None, timeout: float = 60
-) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "orkeon_run", *args],
-        input=stdin,
-        capture_output=True,
-        text=True,
-        env=environ(tmp),
-        cwd=tmp,
-        timeout=timeout,
-    )
-
-
 def dev_spec(
     tmp: Path, ws: Path, doc: dict[str, Any], output: str = "json"
 ) -> subprocess.CompletedProcess[str]:
     """`orkeon run dev-spec` on `ws` with `doc` as its inputs."""
     return orkeon(
-        tmp, "run", "dev-spec", "--workspace", str(ws), "--output", output,
-        "--inputs", json.dumps(doc),
+        "run", "dev-spec", "--workspace", str(ws), "--output", output,
+        "--inputs", json.dumps(doc), cwd=tmp
     )  # fmt: skip
 
 
@@ -135,7 +122,9 @@ def test_a_spent_budget_exits_3_and_says_which(tmp_path):
 
 def test_bad_inputs_exit_2_and_write_nothing(tmp_path):
     ws = make_workspace(tmp_path, FILES)
-    proc = orkeon(tmp_path, "run", "dev-spec", "--workspace", str(ws), "--inputs", '{"request": 5}')
+    proc = orkeon(
+        "run", "dev-spec", "--workspace", str(ws), "--inputs", '{"request": 5}', cwd=tmp_path
+    )
     assert proc.returncode == 2
     assert proc.stdout == ""
     assert proc.stderr.strip().splitlines() == ["orkeon: request: Input should be a valid string"]
@@ -146,8 +135,8 @@ def test_inputs_from_stdin_and_an_explicit_run_dir(tmp_path):
     ws = make_workspace(tmp_path, FILES)
     rd = tmp_path / "runs" / "one"
     proc = orkeon(
-        tmp_path, "run", "dev-spec", "--workspace", str(ws), "--run-dir", str(rd),
-        "--inputs", "-", "--output", "json", stdin=json.dumps(spec_inputs([WRITE_SPEC])),
+        "run", "dev-spec", "--workspace", str(ws), "--run-dir", str(rd),
+        "--inputs", "-", "--output", "json", stdin=json.dumps(spec_inputs([WRITE_SPEC])), cwd=tmp_path
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     assert sorted(p.name for p in rd.iterdir()) == [
@@ -163,15 +152,15 @@ def test_inputs_from_stdin_and_an_explicit_run_dir(tmp_path):
     assert saved["workspace"] == str(ws)  # so --resume acts on the same tree
     # A run directory is never reused by a new run: what it holds is not overwritten.
     again = orkeon(
-        tmp_path, "run", "dev-spec", "--workspace", str(ws), "--run-dir", str(rd),
-        "--inputs", json.dumps(spec_inputs([WRITE_SPEC])),
+        "run", "dev-spec", "--workspace", str(ws), "--run-dir", str(rd),
+        "--inputs", json.dumps(spec_inputs([WRITE_SPEC])), cwd=tmp_path
     )  # fmt: skip
     assert again.returncode == 2
     assert "already holds a run" in again.stderr
 
 
 def test_resume_of_a_missing_run_is_a_usage_error(tmp_path):
-    proc = orkeon(tmp_path, "run", "dev-batches", "--resume", str(tmp_path / "nope"))
+    proc = orkeon("run", "dev-batches", "--resume", str(tmp_path / "nope"), cwd=tmp_path)
     assert proc.returncode == 2
     assert "not a run directory" in proc.stderr
 
@@ -205,8 +194,8 @@ def test_a_claude_code_hook_script_runs_unchanged_in_a_real_run(tmp_path):
         },
     }
     proc = orkeon(
-        tmp_path, "run", "dev-batches", "--workspace", str(ws), "--output", "stream-json",
-        "--inputs", json.dumps(doc),
+        "run", "dev-batches", "--workspace", str(ws), "--output", "stream-json",
+        "--inputs", json.dumps(doc), cwd=tmp_path
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     events = [json.loads(x) for x in proc.stdout.splitlines()]
@@ -227,16 +216,16 @@ def test_resume_keeps_the_run_id_and_refuses_another_step(tmp_path):
     rd = tmp_path / "runs" / "nightly"
     doc = spec_inputs([{"text": "not yet"}, WRITE_SPEC])
     first = orkeon(
-        tmp_path, "run", "dev-spec", "--workspace", str(ws), "--run-dir", str(rd),
-        "--output", "json", "--inputs", json.dumps(doc),
+        "run", "dev-spec", "--workspace", str(ws), "--run-dir", str(rd),
+        "--output", "json", "--inputs", json.dumps(doc), cwd=tmp_path
     )  # fmt: skip
     assert first.returncode == 1, first.stderr
     run_id = json.loads(first.stdout)["run_id"]
     assert run_id != "nightly"
-    wrong = orkeon(tmp_path, "run", "dev-plan", "--resume", str(rd))
+    wrong = orkeon("run", "dev-plan", "--resume", str(rd), cwd=tmp_path)
     assert wrong.returncode == 2
     assert f"{rd} is a dev-spec run, not dev-plan" in wrong.stderr
-    again = orkeon(tmp_path, "run", "dev-spec", "--resume", str(rd), "--output", "json")
+    again = orkeon("run", "dev-spec", "--resume", str(rd), "--output", "json", cwd=tmp_path)
     assert again.returncode == 0, again.stderr
     assert json.loads(again.stdout)["run_id"] == run_id
 
@@ -300,7 +289,7 @@ def test_on_a_terminal_the_summary_is_text_and_logs_are_for_people(tmp_path):
     import pty
 
     ws = make_workspace(tmp_path, FILES)
-    leader, follower = pty.openpty()
+    leader, follower = pty.openpty()  # a terminal on its output: Popen, not kit.process
     proc = subprocess.Popen(
         [sys.executable, "-m", "orkeon_run", "run", "dev-spec", "--workspace", str(ws),
          "--inputs", json.dumps(spec_inputs([WRITE_SPEC]))],

@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
-import sys
 import threading
 from pathlib import Path
 from typing import Any
 
 from kit.fakes import openai_api
+from kit.process import orkeon
 from kit.steps import environ, events, make_workspace
 
 from orkeon_run.commands.summary import summary
@@ -31,19 +30,6 @@ WRITE_SPEC = {
 # costs $0.002.
 PRICE = {"input_per_mtok": 1.0, "output_per_mtok": 10.0}
 USAGE = {"input_tokens": 1000, "output_tokens": 100}
-
-
-def orkeon(
-    tmp: Path, *args: str, env: dict[str, str] | None = None
-) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "orkeon_run", *args],
-        capture_output=True,
-        text=True,
-        env={**environ(tmp), **(env or {})},
-        cwd=tmp,
-        timeout=120,
-    )
 
 
 def spec_doc(**budget: Any) -> dict[str, Any]:
@@ -66,8 +52,8 @@ def first_attempt(tmp: Path, doc: dict[str, Any]) -> tuple[Path, dict[str, Any]]
     ws = make_workspace(tmp, FILES)
     rd = tmp / "run"
     proc = orkeon(
-        tmp, "run", "dev-spec", "--workspace", str(ws), "--run-dir", str(rd),
-        "--output", "json", "--inputs", json.dumps(doc),
+        "run", "dev-spec", "--workspace", str(ws), "--run-dir", str(rd),
+        "--output", "json", "--inputs", json.dumps(doc), cwd=tmp
     )  # fmt: skip
     assert proc.returncode == 1, proc.stderr
     return rd, json.loads(proc.stdout)
@@ -84,7 +70,16 @@ def test_a_resumed_result_reports_the_whole_run_beside_its_last_attempt(tmp_path
 
     out = tmp_path / "github_output"
     gh = {"GITHUB_ACTIONS": "true", "GITHUB_OUTPUT": str(out)}
-    proc = orkeon(tmp_path, "run", "dev-spec", "--resume", str(rd), "--output", "json", env=gh)
+    proc = orkeon(
+        "run",
+        "dev-spec",
+        "--resume",
+        str(rd),
+        "--output",
+        "json",
+        env=environ(tmp_path, **gh),
+        cwd=tmp_path,
+    )
     assert proc.returncode == 0, proc.stderr
     b2 = json.loads(proc.stdout)["budget"]
     assert b2["attempts"] == 2
@@ -100,7 +95,7 @@ def test_a_resumed_result_reports_the_whole_run_beside_its_last_attempt(tmp_path
     start = events(rd, "run.start")[-1]
     assert start["earlier"]["turns"] == 2 and start["attempt"] == 2
     # A third attempt counts on from the second's whole-run figures.
-    again = orkeon(tmp_path, "run", "dev-spec", "--resume", str(rd), "--output", "json")
+    again = orkeon("run", "dev-spec", "--resume", str(rd), "--output", "json", cwd=tmp_path)
     b3 = json.loads(again.stdout)["budget"]
     assert b3["attempts"] == 3
     assert " over 3 attempts (this one: " in summary(json.loads(again.stdout))
@@ -113,7 +108,7 @@ def test_the_budget_spans_attempts(tmp_path: Path) -> None:
     resumed writer finish (exit 0); the 3-turn budget stops it after one more answer."""
     rd, first = first_attempt(tmp_path, spec_doc(turns=3))
     assert first["budget"]["turns"] == 2
-    proc = orkeon(tmp_path, "run", "dev-spec", "--resume", str(rd), "--output", "json")
+    proc = orkeon("run", "dev-spec", "--resume", str(rd), "--output", "json", cwd=tmp_path)
     assert proc.returncode == 3, proc.stderr
     result = json.loads(proc.stdout)
     assert result["budget"]["exhausted"] == "turns"
@@ -128,7 +123,7 @@ def test_a_resume_whose_earlier_attempts_spent_a_limit_says_so_and_a_higher_one_
     (exit 3) with a warning that says so; give a higher limit to go on"."""
     rd, first = first_attempt(tmp_path, spec_doc(turns=2))
     assert (first["budget"]["turns"], first["budget"]["exhausted"]) == (2, None)
-    stuck = orkeon(tmp_path, "run", "dev-spec", "--resume", str(rd), "--output", "json")
+    stuck = orkeon("run", "dev-spec", "--resume", str(rd), "--output", "json", cwd=tmp_path)
     assert stuck.returncode == 3, stuck.stderr
     assert (
         "--resume: the earlier attempts spent the turn budget (2 of 2 turns); the budget "
@@ -136,8 +131,8 @@ def test_a_resume_whose_earlier_attempts_spent_a_limit_says_so_and_a_higher_one_
     ) in stuck.stderr
     assert json.loads(stuck.stdout)["budget"]["attempt"]["turns"] == 0
     more = json.dumps({"budget": {"turns": 10}})
-    proc = orkeon(tmp_path, "run", "dev-spec", "--resume", str(rd), "--output", "json",
-                  "--inputs", more)  # fmt: skip
+    proc = orkeon("run", "dev-spec", "--resume", str(rd), "--output", "json",
+                  "--inputs", more, cwd=tmp_path)  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     b = json.loads(proc.stdout)["budget"]
     assert (b["attempts"], b["turns"], b["attempt"]["turns"]) == (3, 4, 2)
@@ -184,9 +179,9 @@ def test_roles_crossing_a_limit_together_pass_it_by_one_answer_each_and_the_resu
                "budget": {"turns": 2, "usd": 0.3}}  # fmt: skip
         # (the batch changes no file: a warning, not a failed audit, by default)
         proc = orkeon(
-            tmp_path, "run", "dev-batches", "--workspace", str(ws), "--run-dir",
+            "run", "dev-batches", "--workspace", str(ws), "--run-dir",
             str(tmp_path / "run"), "--output", "json", "--inputs", json.dumps(doc),
-            env={"TOTALS_KEY": "sk-test"},
+            env=environ(tmp_path, TOTALS_KEY="sk-test"), cwd=tmp_path
         )  # fmt: skip
         asked = len(server.requests)
     assert proc.returncode == 0, proc.stderr

@@ -6,26 +6,12 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from kit.steps import environ
+from kit.process import orkeon
 
 MiB = 1 << 20
-
-
-def orkeon(tmp: Path, *args: str, stdin: int | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "orkeon_run", *args],
-        stdin=stdin if stdin is not None else subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        env=environ(tmp),
-        cwd=tmp,
-        timeout=30,
-    )
 
 
 def nested(depth: int) -> str:
@@ -50,7 +36,7 @@ def test_a_device_or_a_fifo_is_refused_before_reading(tmp_path: Path, command: s
     fifo = tmp_path / "inputs.fifo"
     os.mkfifo(fifo)  # opening it for reading would wait for a writer; reading /dev/zero, forever
     for source in ("/dev/zero", str(fifo), str(tmp_path)):
-        proc = orkeon(tmp_path, *command.split(), "--inputs", f"@{source}")
+        proc = orkeon(*command.split(), "--inputs", f"@{source}", cwd=tmp_path)
         assert (proc.returncode, proc.stdout) == (2, ""), proc.stderr
         assert proc.stderr == f"orkeon: inputs: not a regular file: {source}\n"
 
@@ -58,14 +44,14 @@ def test_a_device_or_a_fifo_is_refused_before_reading(tmp_path: Path, command: s
 def test_more_than_16_mib_is_refused(tmp_path: Path) -> None:
     big = tmp_path / "big.json"
     big.write_text(json.dumps({"request": "x" * (16 * MiB)}))
-    proc = orkeon(tmp_path, "validate", "--inputs", f"@{big}")
+    proc = orkeon("validate", "--inputs", f"@{big}", cwd=tmp_path)
     assert (proc.returncode, proc.stderr) == (2, f"orkeon: inputs: {big} holds more than 16 MiB\n")
     with open("/dev/zero", "rb") as zero:
-        proc = orkeon(tmp_path, "validate", "--inputs", "-", stdin=zero.fileno())
+        proc = orkeon("validate", "--inputs", "-", stdin=zero.fileno(), cwd=tmp_path)
     assert (proc.returncode, proc.stderr) == (2, "orkeon: inputs (stdin): more than 16 MiB\n")
     ok = tmp_path / "ok.json"
     ok.write_text(json.dumps({"request": "x" * (16 * MiB - 20)}))  # just under: read and checked
-    assert orkeon(tmp_path, "validate", "--inputs", f"@{ok}").returncode == 0
+    assert orkeon("validate", "--inputs", f"@{ok}", cwd=tmp_path).returncode == 0
 
 
 def test_a_document_nested_too_deep_is_an_input_error(tmp_path: Path) -> None:
@@ -73,7 +59,7 @@ def test_a_document_nested_too_deep_is_an_input_error(tmp_path: Path) -> None:
     for text, ok in ((nested(64), True), (nested(65), False), (nested(1000), False)):
         path = tmp_path / "doc.json"
         path.write_text(text)
-        proc = orkeon(tmp_path, "validate", "--inputs", f"@{path}")
+        proc = orkeon("validate", "--inputs", f"@{path}", cwd=tmp_path)
         if ok:
             assert proc.returncode == 0, proc.stderr
         else:
@@ -82,14 +68,16 @@ def test_a_document_nested_too_deep_is_an_input_error(tmp_path: Path) -> None:
                 f"orkeon: inputs ({path}): nested deeper than 64 levels\n",
             )
     # Deeper than Python's JSON decoder goes, inline: no RecursionError either.
-    proc = orkeon(tmp_path, "run", "dev-spec", "--inputs", "[" * 60_000 + "]" * 60_000)
+    proc = orkeon(
+        "run", "dev-spec", "--inputs", "[" * 60_000 + "]" * 60_000, cwd=tmp_path, timeout=30
+    )
     assert (proc.returncode, proc.stderr) == (2, "orkeon: inputs: nested deeper than 64 levels\n")
 
 
 def test_a_plan_file_nested_too_deep_names_the_plan(tmp_path: Path) -> None:
     (tmp_path / "plan.json").write_text("[" * 5000 + "]" * 5000)
-    proc = orkeon(tmp_path, "validate", "--step", "dev-batches", "--workspace", str(tmp_path),
-                  "--inputs", json.dumps({"plan": "plan.json", "model": {"provider": "scripted"}}))  # fmt: skip
+    proc = orkeon("validate", "--step", "dev-batches", "--workspace", str(tmp_path),
+                  "--inputs", json.dumps({"plan": "plan.json", "model": {"provider": "scripted"}}), cwd=tmp_path)  # fmt: skip
     assert proc.returncode == 2
     assert proc.stderr == f"orkeon: plan ({tmp_path / 'plan.json'}): nested deeper than 64 levels\n"
 
@@ -99,7 +87,7 @@ def test_an_api_key_env_that_names_no_variable(tmp_path: Path, name: str) -> Non
     """`"api_key_env": ""` passed validate and crashed run."""
     doc = {"request": "r", "model": {"provider": "openai", "model": "m", "api_key_env": name}}
     for command in ("validate", "run dev-spec"):
-        proc = orkeon(tmp_path, *command.split(), "--inputs", json.dumps(doc))
+        proc = orkeon(*command.split(), "--inputs", json.dumps(doc), cwd=tmp_path)
         assert (proc.returncode, proc.stdout) == (2, "")
         assert proc.stderr == (
             "orkeon: model.api_key_env: must name an environment variable (not empty, no '=')\n"

@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kit.jobs import environ, orkeon, template
+from kit.jobs import environ, template
+from kit.process import orkeon
 from kit.steps import scripted, write
 
 from orkeon_run.commands.jobs import batch_caps

@@ -17,7 +17,8 @@ import pytest
 from kit import DATA, git, spawn
 from kit.fakes import openai_api
 from kit.fakes.server import Recorded, Reply
-from kit.jobs import KINDS, environ, make_list, orkeon, template
+from kit.jobs import KINDS, environ, make_list, template
+from kit.process import orkeon
 from kit.steps import calls, scripted, shell, write
 
 from orkeon_run.cli import run_cli

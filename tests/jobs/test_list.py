@@ -14,7 +14,8 @@ from xml.etree import ElementTree as ET
 import pytest
 import yaml
 from kit import ORKEON
-from kit.jobs import environ, make_list, orkeon
+from kit.jobs import environ, make_list
+from kit.process import orkeon
 from kit.steps import scripted, write
 
 from orkeon_run.cli import run_cli

@@ -5,6 +5,7 @@
 - `kit.steps`: a git workspace in tmp_path, a step run as `orkeon run` runs it, inputs for
   the scripted model, and readers of what the run wrote.
 - `kit.cli`: `orkeon` in this process through its entry point, in a clean environment.
+- `kit.process`: `orkeon` in a child process, run to its end (the one way a test does).
 - `kit.agent`: one role's agent over real parts (pipeline, hooks, ledger, transcript).
 - `kit.hooks`: settings-shape hooks driven directly; answer.py's command.
 - `kit.jobs`, `kit.mcp`, `kit.report`, `kit.sandbox`: what the tests of those parts share.

@@ -1,16 +1,15 @@
 """Helpers for the `orkeon jobs` tests and bench/bench_jobs.py: tiny scripted jobs in tiny
-git workspaces (copies of one template repository), a job list beside them, and the real
-`orkeon` command in a child process."""
+git workspaces (copies of one template repository), a job list beside them, and the
+environment of the real `orkeon` command in a child process (kit.process.orkeon)."""
 
 from __future__ import annotations
 
 import json
 import shutil
-import subprocess
 from pathlib import Path
 from typing import Any
 
-from . import ORKEON, ROOT, git, steps
+from . import ROOT, git, steps
 from .steps import scripted, write
 
 PLAN = {"batches": [{"name": "b1", "roles": [{"name": "api", "roots": ["src/"], "task": "t"}]}]}
@@ -81,12 +80,4 @@ def make_list(
 def environ(tmp: Path, **more: str) -> dict[str, str]:
     """orkeon's environment (steps.environ) in a child: the checkout importable, only the
     per-job summary lines on stderr."""
-    return {**steps.environ(tmp), "PYTHONPATH": str(ROOT), "ORKEON_LOG_LEVEL": "warning", **more}
-
-
-def orkeon(
-    *args: str, env: dict[str, str], cwd: Path | None = None
-) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [*ORKEON, *args], env=env, cwd=cwd, capture_output=True, text=True, timeout=120
-    )
+    return steps.environ(tmp, PYTHONPATH=str(ROOT), ORKEON_LOG_LEVEL="warning", **more)

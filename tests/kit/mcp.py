@@ -146,6 +146,22 @@ def spec_crew(analyst: list[str], allow: list[str], deny: list[str] = ()) -> str
     )
 
 
+def worker_crew(tools: list[str]) -> str:
+    """A dev-batches crew whose one role, `worker`, is offered `tools`, every one allowed
+    under its one rule set."""
+    return (
+        'step = "dev-batches"\n'
+        "[[roles]]\n"
+        'name = "worker"\n'
+        'prompt = "prompts/worker.md"\n'
+        f"tools = {json.dumps(tools)}\n"
+        'rule_sets = ["w"]\n'
+        "[[rule_sets]]\n"
+        'name = "w"\n'
+        f"allow = {json.dumps(tools)}\n"
+    )
+
+
 def use_crew(ws: Path, step: str, text: str) -> None:
     """`text` as the workspace's crew for `step`, trusted (ORKEON_CONFIG_DIR must be set)."""
     from orkeon_run.config.trust import record_crews_trust

@@ -33,11 +33,12 @@ def make_workspace(root: Path, files: dict[str, str], *, git: bool = True) -> Pa
     return ws.resolve()
 
 
-def environ(tmp: Path) -> dict[str, str]:
-    """orkeon's environment: no user settings, nothing from the developer's shell config."""
+def environ(tmp: Path, **more: str) -> dict[str, str]:
+    """orkeon's environment: no user settings, nothing from the developer's shell config
+    (no ORKEON_* of this process, the config folder tmp/config); then `more` over it."""
     env = {k: v for k, v in os.environ.items() if not k.lower().startswith("orkeon")}
     env["ORKEON_CONFIG_DIR"] = str(tmp / "config")
-    return env
+    return {**env, **more}
 
 
 def run_step(

@@ -7,27 +7,20 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 from kit.fakes import openai_api
+from kit.process import orkeon
 from kit.steps import environ, make_workspace
-
-
-def orkeon(tmp: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in environ(tmp).items() if not k.endswith("_API_KEY")}
-    return subprocess.run(
-        [sys.executable, "-m", "orkeon_run", *args],
-        capture_output=True, text=True, env=env, cwd=tmp, timeout=120,
-    )  # fmt: skip
 
 
 def task(tmp: Path, model: dict[str, Any]) -> subprocess.CompletedProcess[str]:
     ws = make_workspace(tmp, {"README.md": "# demo\n"})
     doc = {"request": "say hello", "model": model}
-    return orkeon(tmp, "run", "task", "--workspace", str(ws), "--output", "json",
-                  "--inputs", json.dumps(doc))  # fmt: skip
+    env = {k: v for k, v in environ(tmp).items() if not k.endswith("_API_KEY")}
+    return orkeon("run", "task", "--workspace", str(ws), "--output", "json",
+                  "--inputs", json.dumps(doc), cwd=tmp, env=env)  # fmt: skip
 
 
 def test_a_keyless_local_server_runs_with_no_key_set_and_gets_no_authorization(

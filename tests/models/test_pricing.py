@@ -4,14 +4,14 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
+from kit.process import orkeon
+from kit.steps import environ
 
 from orkeon_run.config.inputs import AnthropicModel, OpenAIModel, ScriptedModel
 from orkeon_run.errors import InputError
@@ -168,11 +168,8 @@ def test_check_price_names_model_price() -> None:
 
 
 def orkeon_validate(tmp_path: Path, doc: dict[str, Any]) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "OPENAI_API_KEY": "sk-test", "ORKEON_CONFIG_DIR": str(tmp_path)}
-    return subprocess.run(
-        [sys.executable, "-m", "orkeon_run", "validate", "--inputs", json.dumps(doc)],
-        capture_output=True, text=True, env=env, cwd=tmp_path, timeout=60,
-    )  # fmt: skip
+    env = environ(tmp_path, OPENAI_API_KEY="sk-test")
+    return orkeon("validate", "--inputs", json.dumps(doc), cwd=tmp_path, env=env)
 
 
 def test_a_usd_budget_without_a_price_is_exit_2(tmp_path: Path) -> None:

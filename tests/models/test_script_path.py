@@ -6,20 +6,16 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
-from kit.steps import environ, make_workspace
+from kit.process import orkeon
+from kit.steps import make_workspace
 
 
 def run_task(tmp: Path, script: str) -> subprocess.CompletedProcess[str]:
     ws = make_workspace(tmp, {"README.md": "# demo\n"})
     doc = {"request": "x", "model": {"provider": "scripted", "script": script}}
-    return subprocess.run(
-        [sys.executable, "-m", "orkeon_run", "run", "task", "--workspace", str(ws),
-         "--inputs", json.dumps(doc)],
-        capture_output=True, text=True, env=environ(tmp), cwd=tmp, timeout=60,
-    )  # fmt: skip
+    return orkeon("run", "task", "--workspace", str(ws), "--inputs", json.dumps(doc), cwd=tmp)
 
 
 def test_an_at_path_is_named_as_written_with_a_hint(tmp_path: Path) -> None:

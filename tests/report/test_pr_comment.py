@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 from kit.fakes.github_api import GitHubFake
+from kit.process import orkeon
 from kit.steps import environ, make_workspace
 
 from orkeon_run.github_api import GitHub
@@ -52,6 +53,7 @@ def start(tmp: Path, github: GitHubFake, doc: dict[str, Any], **env: str) -> sub
         "ORKEON_GITHUB_TOKEN": "ghs_test",
         "ORKEON_GITHUB_COMMENT_INTERVAL": str(INTERVAL),
     }
+    # runs on while the test answers as GitHub and lets its hook go: Popen, not kit.process
     return subprocess.Popen(argv, cwd=tmp, env={**base, **env}, text=True,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
 
@@ -178,13 +180,11 @@ def test_a_resumed_run_edits_its_own_comment(tmp_path: Path, github: GitHubFake)
     (created,) = github.creates
     edits = len(github.edits)
     rd = tmp_path / "ws" / ".orkeon" / "runs" / first["run_id"]
-    again = subprocess.run(
-        [sys.executable, "-m", "orkeon_run", "run", "dev-batches", "--resume", str(rd),
-         "--progress", "none", "--output", "json", "--github-comment"],
-        cwd=tmp_path, env={**environ(tmp_path), "GITHUB_API_URL": github.url,
-                           "GITHUB_REPOSITORY": "acme/app", "ORKEON_GITHUB_TOKEN": "ghs_test",
-                           "GITHUB_EVENT_PATH": str(tmp_path / "event.json")},
-        capture_output=True, text=True, timeout=300,
+    again = orkeon(
+        "run", "dev-batches", "--resume", str(rd), "--progress", "none", "--output", "json",
+        "--github-comment", cwd=tmp_path, timeout=300,
+        env=environ(tmp_path, GITHUB_API_URL=github.url, GITHUB_REPOSITORY="acme/app",
+                    ORKEON_GITHUB_TOKEN="ghs_test", GITHUB_EVENT_PATH=str(tmp_path / "event.json")),
     )  # fmt: skip
     assert again.returncode == 1, again.stderr
     assert json.loads(again.stdout)["run_id"] == first["run_id"]

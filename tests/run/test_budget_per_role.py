@@ -5,13 +5,12 @@ go on, and the step's own limits still hold over all of them (ledger.RoleLedger)
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
-from kit.steps import calls, environ, make_workspace, run_step, write
+from kit.process import orkeon
+from kit.steps import calls, make_workspace, run_step, write
 
 from orkeon_run.errors import BudgetExhausted
 from orkeon_run.ledger import BudgetLimits, Ledger, RoleLedger, RoleLimits
@@ -107,13 +106,6 @@ def test_the_steps_limit_still_holds_over_the_roles(tmp_path: Path) -> None:
     assert result["error"]["message"].startswith("the step's turn budget is spent")
 
 
-def orkeon(tmp: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "orkeon_run", *args],
-        capture_output=True, text=True, env=environ(tmp), cwd=tmp, timeout=60,
-    )  # fmt: skip
-
-
 @pytest.mark.parametrize(
     ("per_role", "line"),
     [
@@ -126,16 +118,16 @@ def orkeon(tmp: Path, *args: str) -> subprocess.CompletedProcess[str]:
 )
 def test_a_bad_per_role_limit_exits_2_naming_it(tmp_path: Path, per_role: Any, line: str) -> None:
     doc = {"model": {"provider": "scripted"}, "plan": PLAN, "budget": {"per_role": per_role}}
-    proc = orkeon(tmp_path, "run", "dev-batches", "--workspace", str(tmp_path),
-                  "--inputs", json.dumps(doc))  # fmt: skip
+    proc = orkeon("run", "dev-batches", "--workspace", str(tmp_path),
+                  "--inputs", json.dumps(doc), cwd=tmp_path)  # fmt: skip
     assert (proc.returncode, proc.stdout, proc.stderr) == (2, "", f"orkeon: {line}\n")
 
 
 def test_a_per_role_limit_not_below_the_steps_is_a_warning(tmp_path: Path) -> None:
     doc = {"model": {"provider": "scripted"}, "plan": PLAN,
            "budget": {"turns": 40, "per_role": {"turns": 40, "tokens": 1000}}}  # fmt: skip
-    proc = orkeon(tmp_path, "validate", "--step", "dev-batches", "--workspace", str(tmp_path),
-                  "--inputs", json.dumps(doc))  # fmt: skip
+    proc = orkeon("validate", "--step", "dev-batches", "--workspace", str(tmp_path),
+                  "--inputs", json.dumps(doc), cwd=tmp_path)  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     assert proc.stderr == (
         "warning: budget.per_role.turns: 40 is not below the step's 40: the step's limit is "

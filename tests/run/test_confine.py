@@ -9,7 +9,6 @@ import json
 import os
 import shlex
 import socket
-import subprocess
 import sys
 import threading
 from pathlib import Path
@@ -17,8 +16,9 @@ from typing import Any
 
 import pytest
 from kit import DATA
+from kit.process import orkeon
 from kit.sandbox import LINUX_ONLY, require_sandbox
-from kit.steps import calls, environ, events, make_workspace, run_step, scripted, shell, write
+from kit.steps import calls, events, make_workspace, run_step, scripted, shell, write
 
 from orkeon_run.tools import sandbox as sb
 
@@ -40,16 +40,6 @@ def plan(roots: list[str], name: str = "a") -> dict[str, Any]:
 def batch(script: list[dict[str, Any]], roots: list[str] | None = None, **more: Any) -> Any:
     """A dev-batches inputs document with one role, b1/a, under `roots` (src/a/)."""
     return scripted({"b1/a": script}, plan=plan(roots or ["src/a/"]), **more)
-
-
-def orkeon(
-    tmp: Path, *args: str, wrap: list[str] | None = None
-) -> subprocess.CompletedProcess[str]:
-    """`orkeon ARGS` as a process (run with `wrap` in front, when given)."""
-    argv = [*(wrap or []), PY, "-m", "orkeon_run", *args]
-    return subprocess.run(
-        argv, capture_output=True, text=True, env=environ(tmp), cwd=tmp, timeout=300
-    )
 
 
 # --- on --------------------------------------------------------------------------------
@@ -199,8 +189,8 @@ def test_off_runs_unconfined_says_so_once_and_records_it(tmp_path: Path) -> None
     script = [{"tool_calls": [shell("touch src/b/sneaky.txt"), shell("touch src/b/two.txt")]}]
     inputs = tmp_path / "inputs.json"
     inputs.write_text(json.dumps(batch(script, shell={"sandbox": "off"})))
-    proc = orkeon(tmp_path, "run", "dev-batches", "--inputs", f"@{inputs}", "--workspace",
-                  str(ws), "--output", "json", "--progress", "none")  # fmt: skip
+    proc = orkeon("run", "dev-batches", "--inputs", f"@{inputs}", "--workspace",
+                  str(ws), "--output", "json", "--progress", "none", cwd=tmp_path, timeout=300)  # fmt: skip
     assert proc.returncode == 1, proc.stderr
     result = json.loads(proc.stdout)
     assert result["sandbox"] == "off"
@@ -266,8 +256,8 @@ def test_where_no_sandbox_can_be_made_validate_starts_no_confined_server_and_say
         "boxed": {"command": [PY, planting, str(off_tmp / "boxed.txt")]},
         "free": {"command": [PY, planting, str(off_tmp / "free.txt")], "sandbox": "off"},
     }
-    proc = orkeon(tmp_path, "validate", "--inputs", json.dumps({"mcp_servers": servers}),
-                  "--workspace", str(ws), wrap=no_namespaces(tmp_path))  # fmt: skip
+    proc = orkeon("validate", "--inputs", json.dumps({"mcp_servers": servers}),
+                  "--workspace", str(ws), wrap=no_namespaces(tmp_path), cwd=tmp_path, timeout=300)  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     assert not (off_tmp / "boxed.txt").exists()
     assert (off_tmp / "free.txt").is_file()
@@ -298,9 +288,9 @@ def test_where_no_sandbox_can_be_made_shell_calls_are_refused_before_the_hooks(
     inputs = tmp_path / "inputs.json"
     inputs.write_text(json.dumps(doc))
     rd = tmp_path / "run"
-    proc = orkeon(tmp_path, "run", "dev-batches", "--inputs", f"@{inputs}", "--workspace",
+    proc = orkeon("run", "dev-batches", "--inputs", f"@{inputs}", "--workspace",
                   str(ws), "--run-dir", str(rd), "--output", "json", "--progress", "none",
-                  wrap=no_namespaces(tmp_path))  # fmt: skip
+                  wrap=no_namespaces(tmp_path), cwd=tmp_path, timeout=300)  # fmt: skip
     result = json.loads(proc.stdout)
     assert result["sandbox"] == "unavailable"
     (said,) = [line for line in proc.stderr.splitlines() if "sandbox is not available" in line]
@@ -324,12 +314,16 @@ def test_where_no_sandbox_can_be_made_shell_calls_are_refused_before_the_hooks(
 
 def test_validate_says_whether_the_sandbox_can_be_made(tmp_path: Path) -> None:
     doc = json.dumps({"workspace": str(tmp_path)})
-    here = orkeon(tmp_path, "validate", "--inputs", doc)
+    here = orkeon("validate", "--inputs", doc, cwd=tmp_path, timeout=300)
     assert (here.returncode, here.stdout) == (0, "inputs are valid\n")
     assert "sandbox" not in here.stderr  # it can be made here: nothing to say
-    off = orkeon(tmp_path, "validate", "--inputs", json.dumps({"shell": {"sandbox": "off"}}))
+    off = orkeon(
+        "validate", "--inputs", json.dumps({"shell": {"sandbox": "off"}}), cwd=tmp_path, timeout=300
+    )
     assert off.returncode == 0 and "shell sandbox: off" in off.stderr
-    there = orkeon(tmp_path, "validate", "--inputs", doc, wrap=no_namespaces(tmp_path))
+    there = orkeon(
+        "validate", "--inputs", doc, wrap=no_namespaces(tmp_path), cwd=tmp_path, timeout=300
+    )
     assert (there.returncode, there.stdout) == (0, "inputs are valid\n"), there.stderr
     lines = there.stderr.splitlines()
     (said,) = [line for line in lines if "shell sandbox" in line]
@@ -344,9 +338,11 @@ def test_validate_says_when_hooks_cannot_be_kept_from_orkeons_memory(tmp_path: P
     hooks = json.dumps(
         {"workspace": str(tmp_path), "hooks": [{"event": "stop", "command": "true"}]}
     )
-    here = orkeon(tmp_path, "validate", "--inputs", hooks)
+    here = orkeon("validate", "--inputs", hooks, cwd=tmp_path, timeout=300)
     assert here.returncode == 0 and "hooks:" not in here.stderr, here.stderr
-    there = orkeon(tmp_path, "validate", "--inputs", hooks, wrap=no_bubblewrap(tmp_path))
+    there = orkeon(
+        "validate", "--inputs", hooks, wrap=no_bubblewrap(tmp_path), cwd=tmp_path, timeout=300
+    )
     assert there.returncode == 0, there.stderr
     (said,) = [line for line in there.stderr.splitlines() if line.startswith("warning: hooks:")]
     assert "orkeon's processes cannot be hidden from them here: " in said

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from kit.process import orkeon
 from kit.sandbox import require_sandbox
 from kit.steps import call, calls, environ, events, make_workspace, scripted, shell
 
@@ -154,12 +155,9 @@ def test_listed_hosts_go_through_the_proxy_and_the_rest_are_refused_and_recorded
         f"({fetch} http://other.test:{port}/audit-test --may-fail)",
     ]
     reports = {
-        fmt: subprocess.run(
-            [PY, "-m", "orkeon_run", "report", str(tmp_path / "run"), "--format", fmt],
-            capture_output=True, text=True, env=environ(tmp_path), cwd=tmp_path, timeout=60,
-        ).stdout
+        fmt: orkeon("report", str(tmp_path / "run"), "--format", fmt, cwd=tmp_path).stdout
         for fmt in ("md", "html")
-    }  # fmt: skip
+    }
     assert "2 hosts refused by the network allow-list" in reports["md"]
     assert f"| `other.test:{port}` |" in reports["md"]
     assert '<section id="network"><h2>Network refused</h2>' in reports["html"]
@@ -252,18 +250,6 @@ def test_a_bad_allow_list_entry_is_exit_2_naming_it_and_nothing_runs(
     assert not (tmp_path / "run").exists() and not (ws / "made").exists()
 
 
-MCP_CREW = """step = "dev-batches"
-[[roles]]
-name = "worker"
-prompt = "prompts/worker.md"
-tools = ["mcp__fake__*"]
-rule_sets = ["w"]
-[[rule_sets]]
-name = "w"
-allow = ["mcp__fake__*"]
-"""
-
-
 def test_a_stdio_servers_allow_list_goes_through_the_proxy_and_refusals_name_the_server(
     tmp_path: Path, server: Server, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -272,13 +258,13 @@ def test_a_stdio_servers_allow_list_goes_through_the_proxy_and_refusals_name_the
     namespace of its own, its only way out orkeon's proxy, which lets the listed host
     through and refuses the other; the refused host is a `network.refused` event whose
     command is the server, a line of the plain progress view, a count in the result."""
-    from kit.mcp import FAKE, use_crew
+    from kit.mcp import FAKE, use_crew, worker_crew
 
     require_sandbox()
     monkeypatch.setenv("ORKEON_CONFIG_DIR", str(tmp_path / "config"))
     port = server.port
     ws = make_workspace(tmp_path, {"README.md": "# app\n", "src/x.py": ""})
-    use_crew(ws, "dev-batches", MCP_CREW)
+    use_crew(ws, "dev-batches", worker_crew(["mcp__fake__*"]))
     urls = [
         f"http://allowed.test:{port}/listed",
         f"http://other.test:{port}/unlisted",
@@ -314,9 +300,6 @@ def test_a_stdio_servers_allow_list_goes_through_the_proxy_and_refusals_name_the
     assert result["network"] == {"refused": 1}
     lines = [x for x in done.stderr.splitlines() if "network: refused" in x]
     assert lines == [f"dev-batches: network: refused other.test:{port} (MCP server fake)"]
-    report = subprocess.run(
-        [PY, "-m", "orkeon_run", "report", str(tmp_path / "run"), "--format", "md"],
-        capture_output=True, text=True, env=environ(tmp_path), cwd=tmp_path, timeout=60,
-    ).stdout  # fmt: skip
+    report = orkeon("report", str(tmp_path / "run"), "--format", "md", cwd=tmp_path).stdout
     assert "1 host refused by the network allow-list" in report
     assert f"| `other.test:{port}` | `MCP server fake` |" in report

@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +16,7 @@ import pytest
 from kit import ROOT
 from kit.fakes.protocols import OPENAI, PROTOCOLS, Protocol
 from kit.fakes.server import FakeServer, unreachable_url
+from kit.process import orkeon
 from kit.steps import environ, make_workspace, read_jsonl, run_step, write
 
 from orkeon_run.agent.role import RoleResult
@@ -102,16 +101,14 @@ def test_the_command_exits_4_and_every_line_has_the_schema_version(tmp_path: Pat
     retries is exit 4; each stream-json line and events.jsonl line carries `schema_version`,
     and the result validates against `orkeon schema result`."""
     ws = make_workspace(tmp_path, FILES)
-    env = {**environ(tmp_path), OPENAI.key_env: OPENAI.key}
+    env = environ(tmp_path, **{OPENAI.key_env: OPENAI.key})
     with OPENAI.server() as server:
         server.push(OPENAI.reply("src/app.py prints hi."))  # the analyst finishes
         server.answer_always(OPENAI.rate_limited())  # the writer is rate-limited for good
         doc = {"request": "r", "model": model(OPENAI, server.base_url, max_retries=1)}
-        proc = subprocess.run(
-            [sys.executable, "-m", "orkeon_run", "run", "dev-spec", "--workspace", str(ws),
-             "--inputs", json.dumps(doc), "--output", "stream-json", "--progress", "none"],
-            capture_output=True, text=True, env=env, cwd=tmp_path, timeout=50,
-        )  # fmt: skip
+        proc = orkeon("run", "dev-spec", "--workspace", str(ws), "--inputs", json.dumps(doc),
+                      "--output", "stream-json", "--progress", "none",
+                      cwd=tmp_path, env=env, timeout=50)  # fmt: skip
     assert proc.returncode == 4, proc.stderr
     lines = [json.loads(line) for line in proc.stdout.splitlines()]
     assert lines and all(e["schema_version"] == SCHEMA_VERSION for e in lines)
@@ -131,15 +128,11 @@ def test_the_command_exits_4_and_every_line_has_the_schema_version(tmp_path: Pat
     assert saved == result and saved["schema_version"] == SCHEMA_VERSION
     events = read_jsonl(rd / "events.jsonl")
     assert all(e["schema_version"] == SCHEMA_VERSION for e in events)
-    schema = subprocess.run(
-        [sys.executable, "-m", "orkeon_run", "schema", "result"],
-        capture_output=True, text=True, env=env, cwd=tmp_path, check=True,
-    )  # fmt: skip
+    schema = orkeon("schema", "result", cwd=tmp_path, env=env, timeout=None)
+    assert schema.returncode == 0, schema.stderr
     jsonschema.validate(saved, json.loads(schema.stdout))
-    event_schema = subprocess.run(
-        [sys.executable, "-m", "orkeon_run", "schema", "event"],
-        capture_output=True, text=True, env=env, cwd=tmp_path, check=True,
-    )  # fmt: skip
+    event_schema = orkeon("schema", "event", cwd=tmp_path, env=env, timeout=None)
+    assert event_schema.returncode == 0, event_schema.stderr
     for event in events:
         jsonschema.validate(event, json.loads(event_schema.stdout))
 
@@ -207,34 +200,27 @@ def test_jobs_read_exit_4_and_the_kind_and_old_results_as_before() -> None:
     assert outcome(old, None) == "provider_failed"
 
 
-def orkeon(tmp: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "orkeon_run", *args],
-        capture_output=True, text=True, env={**environ(tmp), **env}, cwd=tmp, timeout=60,
-    )  # fmt: skip
-
-
 @pytest.mark.slow
 def test_a_run_needs_a_model(tmp_path: Path) -> None:
     """No model in the inputs, the flags, the environment or a settings file: exit 2, one
     line, nothing written. `--model` or ORKEON_MODEL give one."""
     ws = make_workspace(tmp_path, FILES)
     doc = json.dumps({"request": "r"})
-    proc = orkeon(tmp_path, "run", "dev-spec", "--workspace", str(ws), "--inputs", doc)
+    proc = orkeon("run", "dev-spec", "--workspace", str(ws), "--inputs", doc, cwd=tmp_path)
     assert (proc.returncode, proc.stdout, proc.stderr) == (2, "", MISSING)
     assert not (ws / ".orkeon").exists()
-    proc = orkeon(tmp_path, "validate", "--step", "dev-spec", "--workspace", str(ws),
-                  "--inputs", doc)  # fmt: skip
+    proc = orkeon("validate", "--step", "dev-spec", "--workspace", str(ws),
+                  "--inputs", doc, cwd=tmp_path)  # fmt: skip
     assert (proc.returncode, proc.stderr) == (2, MISSING)
     # Without a step, validate has no run to check the model for.
-    assert orkeon(tmp_path, "validate", "--inputs", doc).returncode == 0
+    assert orkeon("validate", "--inputs", doc, cwd=tmp_path).returncode == 0
     script = tmp_path / "script.json"
     script.write_text(json.dumps({"writer": [{"tool_calls": [write(".orkeon/spec.md", "s")]}]}))
     argv = ["run", "dev-spec", "--workspace", str(ws), "--inputs", doc, "--output", "json",
             "--progress", "none"]  # fmt: skip
-    by_flag = orkeon(tmp_path, *argv, "--model", f"scripted:{script}")
+    by_flag = orkeon(*argv, "--model", f"scripted:{script}", cwd=tmp_path)
     assert by_flag.returncode == 0, by_flag.stderr
-    by_env = orkeon(tmp_path, *argv, ORKEON_MODEL=f"scripted:{script}")
+    by_env = orkeon(*argv, cwd=tmp_path, env=environ(tmp_path, ORKEON_MODEL=f"scripted:{script}"))
     assert by_env.returncode == 0, by_env.stderr
     assert json.loads(by_env.stdout)["error"] is None
 

@@ -8,14 +8,13 @@ fast; every verdict waits on the run's end (its events and result), never on a s
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
-from kit import ORKEON
 from kit.fakes import openai_api
 from kit.mcp import FAKE, namespaced, running, with_hub
+from kit.process import orkeon
 from kit.steps import calls, environ, events, make_workspace, run_step, shell, write
 
 from orkeon_run import proc
@@ -207,12 +206,8 @@ def test_a_zero_or_negative_idle_limit_is_refused_naming_it(
     if "--inputs" not in args:
         args = ["--inputs", json.dumps({"plan": PLAN}), *args]
     doc = {**json.loads(args[1]), "model": model}
-    res = subprocess.run(
-        [*ORKEON, "run", "dev-batches", "--workspace", str(ws), "--inputs", json.dumps(doc),
-         *args[2:]],
-        capture_output=True, text=True, timeout=60, env={**environ(tmp_path), **env},
-        cwd=tmp_path,
-    )  # fmt: skip
+    res = orkeon("run", "dev-batches", "--workspace", str(ws), "--inputs", json.dumps(doc),
+                 *args[2:], cwd=tmp_path, env=environ(tmp_path, **env))  # fmt: skip
     assert res.returncode == 2, res.stderr
     (line,) = res.stderr.strip().splitlines()
     assert named in line and "Traceback" not in res.stderr

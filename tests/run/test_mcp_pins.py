@@ -17,22 +17,12 @@ from typing import Any
 import pytest
 from kit import FAKES
 from kit.cli import clean_environment, run_dir, run_json
-from kit.mcp import use_crew
+from kit.mcp import use_crew, worker_crew
 from kit.sandbox import LINUX_ONLY, require_sandbox
 from kit.steps import call, calls, events, make_workspace, scripted
 
 pytestmark = LINUX_ONLY
 PY = sys.executable
-CREW = """step = "dev-batches"
-[[roles]]
-name = "worker"
-prompt = "prompts/worker.md"
-tools = ["mcp__fake__*"]
-rule_sets = ["w"]
-[[rule_sets]]
-name = "w"
-allow = ["mcp__fake__*"]
-"""
 PLAN = {"batches": [{"name": "b1", "roles": [{"name": "a", "roots": ["src/"], "task": "t"}]}]}
 SERVER = {"command": [PY, "tools/srv.py", "stdio"]}
 # The pre-tool hook: rewrites FILE (argv[1]) with a line of the model's added, once.
@@ -50,7 +40,7 @@ def ws(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     clean_environment(tmp_path, monkeypatch)
     server = (FAKES / "mcp_server.py").read_text()
     ws = make_workspace(tmp_path, {"README.md": "# app\n", "src/x.py": "", "tools/srv.py": server})
-    use_crew(ws, "dev-batches", CREW)
+    use_crew(ws, "dev-batches", worker_crew(["mcp__fake__*"]))
     (tmp_path / "rewrite.py").write_text(REWRITE)
     return ws
 

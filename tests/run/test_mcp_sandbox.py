@@ -10,23 +10,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kit.mcp import FAKE, use_crew
+from kit.mcp import FAKE, use_crew, worker_crew
+from kit.process import orkeon
 from kit.sandbox import LINUX_ONLY, require_sandbox
 from kit.steps import call, calls, events, make_workspace, run_step, scripted
 
 pytestmark = LINUX_ONLY
 
 FILES = {"README.md": "# app\n", "src/a/__init__.py": "", "src/b/__init__.py": ""}
-CREW = """step = "dev-batches"
-[[roles]]
-name = "worker"
-prompt = "prompts/worker.md"
-tools = ["file_write", "mcp__fake__*"]
-rule_sets = ["w"]
-[[rule_sets]]
-name = "w"
-allow = ["file_write", "mcp__fake__*"]
-"""
 PLAN = {
     "batches": [
         {
@@ -50,7 +41,7 @@ def ws(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("ORKEON_CONFIG_DIR", str(tmp_path / "config"))
     monkeypatch.delenv("ORKEON_TRUST_PROJECT_HOOKS", raising=False)
     ws = make_workspace(tmp_path, FILES)
-    use_crew(ws, "dev-batches", CREW)
+    use_crew(ws, "dev-batches", worker_crew(["file_write", "mcp__fake__*"]))
     return ws
 
 
@@ -130,16 +121,9 @@ def test_sandbox_off_runs_the_server_unconfined_and_the_result_says_so(
 def test_a_sandbox_other_than_auto_or_off_is_exit_2_naming_the_field(tmp_path: Path) -> None:
     """docs/inputs.md, "mcp_servers": `sandbox` is "auto" or "off"; anything else is an
     input error naming the field, nothing run."""
-    import subprocess
-    import sys
-
-    from kit.steps import environ
 
     doc = {"model": "scripted:x", "mcp_servers": {"fake": {**FAKE, "sandbox": "on"}}}
-    done = subprocess.run(
-        [sys.executable, "-m", "orkeon_run", "validate", "--inputs", json.dumps(doc)],
-        capture_output=True, text=True, env=environ(tmp_path), cwd=tmp_path, timeout=120,
-    )  # fmt: skip
+    done = orkeon("validate", "--inputs", json.dumps(doc), cwd=tmp_path)
     assert done.returncode == 2, done.stderr
     (line,) = [x for x in done.stderr.splitlines() if "mcp_servers.fake.sandbox" in x]
     assert 'must be "auto"' in line and "Traceback" not in done.stderr

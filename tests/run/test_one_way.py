@@ -10,24 +10,17 @@ from __future__ import annotations
 import html
 import json
 import subprocess
-import sys
 from io import StringIO
 from pathlib import Path
 
-from kit.steps import environ, make_workspace, read_jsonl, write
+from kit.process import orkeon
+from kit.steps import make_workspace, read_jsonl, write
 from rich.console import Console
 
 from orkeon_run.run.progress.live import LiveProgress
 
 LIMITS = "5 min 00 s, 8 turns"  # {"seconds": 300, "turns": 8}
 REFUSAL = "writer: #1 file_write docs/x.md: refused by gate: [refused by the gate: Write(docs/**)]"
-
-
-def orkeon(tmp: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "orkeon_run", *args],
-        capture_output=True, text=True, env=environ(tmp), cwd=tmp, timeout=120,
-    )  # fmt: skip
 
 
 def a_run(tmp: Path) -> tuple[Path, subprocess.CompletedProcess[str]]:
@@ -51,8 +44,8 @@ def a_run(tmp: Path) -> tuple[Path, subprocess.CompletedProcess[str]]:
     }
     rd = tmp / "run"
     proc = orkeon(
-        tmp, "run", "dev-spec", "--workspace", str(ws), "--run-dir", str(rd),
-        "--progress", "plain", "--output", "json", "--inputs", json.dumps(doc),
+        "run", "dev-spec", "--workspace", str(ws), "--run-dir", str(rd),
+        "--progress", "plain", "--output", "json", "--inputs", json.dumps(doc), cwd=tmp
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     return rd, proc
@@ -77,9 +70,9 @@ def test_the_same_limit_reads_the_same_everywhere(tmp_path: Path) -> None:
     assert [e["budget"] for e in logged] == [LIMITS]
     live = live_output(rd, summary=False)
     assert " of 5 min 00 s (0 %), 5 of 8 turns (62 %)" in live
-    md = orkeon(tmp_path, "report", str(rd)).stdout
+    md = orkeon("report", str(rd), cwd=tmp_path).stdout
     assert "5 of 8 turns" in md and " charged of 5 min 00 s" in md
-    page = html.unescape(orkeon(tmp_path, "report", "--format", "html", str(rd)).stdout)
+    page = html.unescape(orkeon("report", "--format", "html", str(rd), cwd=tmp_path).stdout)
     assert "5 of 8 turns" in page and " charged of 5 min 00 s" in page
     # The counts: one of a thing is singular wherever it is counted.
     assert any(line.startswith("analyst: succeeded: 1 turn, 0 calls, ") for line in plain)

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from kit.process import orkeon
 from kit.steps import environ, make_workspace
 
 from orkeon_run.run import progress
@@ -64,10 +65,9 @@ def orkeon_run(
     tmp: Path, ws: Path, doc: dict[str, Any], *args: str, **env: str
 ) -> subprocess.CompletedProcess[str]:
     (tmp / "inputs.json").write_text(json.dumps(doc))
-    argv = [sys.executable, "-m", "orkeon_run", "run", "dev-batches", "--inputs",
-            f"@{tmp / 'inputs.json'}", "--workspace", str(ws), *args]  # fmt: skip
-    return subprocess.run(argv, capture_output=True, text=True, cwd=tmp, timeout=120,
-                          env={**environ(tmp), "ORKEON_LOG_LEVEL": "warning", **env})  # fmt: skip
+    return orkeon("run", "dev-batches", "--inputs", f"@{tmp / 'inputs.json'}",
+                  "--workspace", str(ws), *args, cwd=tmp,
+                  env=environ(tmp, **{"ORKEON_LOG_LEVEL": "warning", **env}))  # fmt: skip
 
 
 def plain_lines(stderr: str) -> list[str]:
@@ -364,7 +364,7 @@ def on_a_terminal(
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 140, 0, 0))
     # The terminal's own size, not one a COLUMNS or LINES of the test's environment gives.
     base = {k: v for k, v in environ(tmp).items() if k not in ("COLUMNS", "LINES")}
-    proc = subprocess.Popen(
+    proc = subprocess.Popen(  # stderr on a terminal: Popen, not kit.process
         argv, stdin=subprocess.DEVNULL, stdout=slave if stdout_too else subprocess.PIPE,
         stderr=slave, cwd=tmp, env={**base, "TERM": "xterm-256color", **env},
     )  # fmt: skip

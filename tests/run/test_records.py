@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from kit.process import orkeon
 from kit.steps import calls, environ, make_workspace, run_step, scripted, shell, state, write
 
 from orkeon_run.config.inputs import ShellInputs
@@ -40,17 +41,7 @@ def unconfined() -> dict[str, Any]:
     return {"sandbox": "off"} if "sandbox" in ShellInputs.model_fields else {}
 
 
-def orkeon(
-    tmp: Path, *args: str, env: dict[str, str] | None = None
-) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "orkeon_run", *args, "--output", "json", "--progress", "none"],
-        capture_output=True,
-        text=True,
-        env=env or environ(tmp),
-        cwd=tmp,
-        timeout=120,
-    )
+QUIET = ("--output", "json", "--progress", "none")  # after every command here
 
 
 @pytest.fixture
@@ -134,10 +125,12 @@ def test_a_role_copying_over_inputs_json_sends_nothing_anywhere(tmp_path: Path, 
     )
     assert json.loads((rd / "inputs.json").read_text())["model"]["provider"] == "openai"
     env = {**environ(tmp_path), KEY_ENV: KEY}
-    resumed = orkeon(tmp_path, "run", "dev-batches", "--resume", str(rd), env=env)
+    resumed = orkeon("run", "dev-batches", "--resume", str(rd), *QUIET, env=env, cwd=tmp_path)
     refused_naming(resumed, rd / "inputs.json")
     repair = {"repair": {"run": str(rd), "role": "b1/api"}}
-    repaired = orkeon(tmp_path, "run", "tasks-repair", "--inputs", json.dumps(repair), env=env)
+    repaired = orkeon(
+        "run", "tasks-repair", "--inputs", json.dumps(repair), *QUIET, env=env, cwd=tmp_path
+    )
     refused_naming(repaired, rd / "inputs.json")
     assert thief[1:] == []  # nothing was sent to the forged base_url
     assert not (ws / ".orkeon" / "runs").exists()  # the repair wrote no run either
@@ -166,7 +159,7 @@ def test_a_state_json_marked_passed_by_a_later_role_is_refused(tmp_path: Path) -
     assert fixed["status"] == "succeeded", fixed["error"]
     assert state(rd)["batches_passed"] == ["b1"]  # the forgery is in place
     lines = (rd / "events.jsonl").read_bytes()
-    resumed = orkeon(tmp_path, "run", "dev-batches", "--resume", str(rd))
+    resumed = orkeon("run", "dev-batches", "--resume", str(rd), *QUIET, cwd=tmp_path)
     refused_naming(resumed, rd / "state.json")
     assert (rd / "events.jsonl").read_bytes() == lines  # nothing ran
 
@@ -211,8 +204,8 @@ def test_a_rewritten_plan_file_widens_no_roots(tmp_path: Path) -> None:
     last = calls(rd, "b1/api")[-1]
     assert last["tool"] == "shell" and last["input"]["command"] == "touch stray.txt"
     # A resumed run keeps its plan: a new one given with --inputs is an input error.
-    again = orkeon(tmp_path, "run", "dev-batches", "--resume", str(rd),
-                   "--inputs", json.dumps({"plan": wide}))  # fmt: skip
+    again = orkeon("run", "dev-batches", "--resume", str(rd),
+                   "--inputs", json.dumps({"plan": wide}), *QUIET, cwd=tmp_path)  # fmt: skip
     assert again.returncode == 2
     assert again.stderr.startswith("orkeon: plan: a resumed run keeps the plan it started with")
 
@@ -232,7 +225,7 @@ def test_a_run_resumed_elsewhere_needs_its_seal(tmp_path: Path) -> None:
     moved = tmp_path / "artifact" / "run"
     shutil.copytree(rd, moved)
     other = {**environ(tmp_path), "ORKEON_CONFIG_DIR": str(tmp_path / "other-machine")}
-    proc = orkeon(tmp_path, "run", "dev-batches", "--resume", str(moved), env=other)
+    proc = orkeon("run", "dev-batches", "--resume", str(moved), *QUIET, env=other, cwd=tmp_path)
     assert proc.returncode == 2
     assert proc.stderr == (
         f"orkeon: --resume: {moved} has no seal here "
@@ -243,7 +236,7 @@ def test_a_run_resumed_elsewhere_needs_its_seal(tmp_path: Path) -> None:
     (tmp_path / "other-machine" / "seals").mkdir(parents=True)
     shutil.copy(seal, tmp_path / "other-machine" / "seals")
     (ws / "stray.txt").unlink()
-    proc = orkeon(tmp_path, "run", "dev-batches", "--resume", str(moved), env=other)
+    proc = orkeon("run", "dev-batches", "--resume", str(moved), *QUIET, env=other, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["status"] == "succeeded"
 
@@ -253,11 +246,13 @@ def test_a_record_removed_or_planted_is_refused(tmp_path: Path) -> None:
     rd = failed_run(tmp_path, ws, [])
     result = (rd / "result.json").read_bytes()
     (rd / "result.json").unlink()
-    refused_naming(orkeon(tmp_path, "run", "dev-batches", "--resume", str(rd)), rd / "result.json")
+    refused_naming(
+        orkeon("run", "dev-batches", "--resume", str(rd), *QUIET, cwd=tmp_path), rd / "result.json"
+    )
     (rd / "result.json").write_bytes(result)
     (rd / "state.json").write_bytes((rd / "state.json").read_bytes() + b" ")
     repair = {"repair": {"run": str(rd), "role": "b1/api"}}
-    proc = orkeon(tmp_path, "run", "tasks-repair", "--inputs", json.dumps(repair))
+    proc = orkeon("run", "tasks-repair", "--inputs", json.dumps(repair), *QUIET, cwd=tmp_path)
     refused_naming(proc, rd / "state.json")
 
 
@@ -308,7 +303,7 @@ def test_two_runs_never_share_a_run_directory(tmp_path: Path) -> None:
     script = {"b1/api": [{"tool_calls": [write("src/a.py", "a")]}, {"text": "done"}]}
     doc = scripted(script, plan=PLAN, hooks=[{"event": "pre-tool", "command": f"cat {fifo}"}])
     args = ["run", "dev-batches", "--run-dir", str(rd), "--workspace", str(ws)]
-    first = subprocess.Popen(
+    first = subprocess.Popen(  # runs on while the others try: Popen, not kit.process
         [sys.executable, "-m", "orkeon_run", *args, "--inputs", json.dumps(doc),
          "--output", "json", "--progress", "none"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=environ(tmp_path),
@@ -316,17 +311,19 @@ def test_two_runs_never_share_a_run_directory(tmp_path: Path) -> None:
     )  # fmt: skip
     try:
         with open(fifo, "w") as gate:  # returns once the hook opened it: run 1 is in its call
-            second = orkeon(tmp_path, *args, "--inputs", json.dumps(doc))
+            second = orkeon(*args, "--inputs", json.dumps(doc), *QUIET, cwd=tmp_path)
             assert second.returncode == 2
             assert second.stderr == (
                 f"orkeon: --run-dir: another run is working in {rd} (process {first.pid}); "
                 "two runs never share a run directory\n"
             )
-            resumed = orkeon(tmp_path, "run", "dev-batches", "--resume", str(rd))
+            resumed = orkeon("run", "dev-batches", "--resume", str(rd), *QUIET, cwd=tmp_path)
             assert resumed.returncode == 2
             assert resumed.stderr.startswith(f"orkeon: --resume: another run is working in {rd}")
             repair = {"repair": {"run": str(rd), "role": "b1/api"}}
-            repaired = orkeon(tmp_path, "run", "tasks-repair", "--inputs", json.dumps(repair))
+            repaired = orkeon(
+                "run", "tasks-repair", "--inputs", json.dumps(repair), *QUIET, cwd=tmp_path
+            )
             assert repaired.returncode == 2
             assert repaired.stderr == (
                 f"orkeon: repair.run: {rd} is still running (process {first.pid}): "
@@ -341,7 +338,7 @@ def test_two_runs_never_share_a_run_directory(tmp_path: Path) -> None:
     assert first.returncode == 0, err
     assert json.loads(out)["status"] == "succeeded"
     assert (ws / "src/a.py").read_text() == "a"
-    again = orkeon(tmp_path, "run", "dev-batches", "--resume", str(rd))
+    again = orkeon("run", "dev-batches", "--resume", str(rd), *QUIET, cwd=tmp_path)
     assert again.returncode == 0, again.stderr  # the lock went with the process
 
 
@@ -355,7 +352,9 @@ def test_a_workspace_that_ships_a_runs_symlink_is_refused(tmp_path: Path, link: 
     (ws / link).parent.mkdir(parents=True, exist_ok=True)
     (ws / link).symlink_to(outside)
     doc = {"request": "r", "model": {"provider": "scripted", "script": {}}}
-    proc = orkeon(tmp_path, "run", "dev-spec", "--workspace", str(ws), "--inputs", json.dumps(doc))
+    proc = orkeon(
+        "run", "dev-spec", "--workspace", str(ws), "--inputs", json.dumps(doc), *QUIET, cwd=tmp_path
+    )
     assert proc.returncode == 2
     assert proc.stderr == (
         f"orkeon: {link}: {ws / link} is a symlink (to {outside}): orkeon does not write a "
@@ -369,7 +368,6 @@ def test_a_shard_run_again_elsewhere_resumes_its_jobs_from_out(tmp_path: Path) -
     """`orkeon jobs run` keeps its runs' seals in OUT/_seals, with the job folders: a shard
     run again with another configuration folder (another pod on the same volume, a CI job
     that restored OUT) resumes its unfinished jobs."""
-    from kit import ORKEON
     from kit.fakes import openai_api
     from kit.jobs import environ as jobs_environ
     from kit.jobs import make_list
@@ -390,17 +388,17 @@ def test_a_shard_run_again_elsewhere_resumes_its_jobs_from_out(tmp_path: Path) -
                  "api_key_env": "JOBS_SEAL_TEST_KEY", "max_retries": 0}  # fmt: skip
         line.update(step="dev-batches", inputs={"plan": PLAN, "model": model})
         jobs.write_text(json.dumps(line) + "\n")
-        args = [*ORKEON, "jobs", "run", str(jobs), "--out", str(out)]
-        first = subprocess.run(
-            args, capture_output=True, text=True, cwd=tmp_path, timeout=60,
+        args = ["jobs", "run", str(jobs), "--out", str(out)]
+        first = orkeon(
+            *args, cwd=tmp_path, timeout=60,
             env=jobs_environ(tmp_path / "pod-1", JOBS_SEAL_TEST_KEY="sk-wrong-0123456789"),
         )  # fmt: skip
         assert first.returncode == 4, first.stderr
         run_id = json.loads((out / "job-000" / "state.json").read_text())["run_id"]
         assert (out / "_seals" / f"{run_id}.json").is_file()
         assert not (tmp_path / "pod-1" / "config" / "seals").exists()
-        second = subprocess.run(
-            args, capture_output=True, text=True, cwd=tmp_path, timeout=60,
+        second = orkeon(
+            *args, cwd=tmp_path, timeout=60,
             env=jobs_environ(tmp_path / "pod-2", JOBS_SEAL_TEST_KEY="sk-right-0123456789"),
         )  # fmt: skip
     assert second.returncode == 0, second.stderr
@@ -413,8 +411,8 @@ def test_seals_are_never_kept_inside_the_workspace(tmp_path: Path) -> None:
     ws = make_workspace(tmp_path, FILES)
     env = {**environ(tmp_path), "ORKEON_SEALS_DIR": str(ws / "_seals")}
     doc = {"request": "r", "model": {"provider": "scripted"}}
-    proc = orkeon(tmp_path, "run", "dev-spec", "--workspace", str(ws), "--inputs",
-                  json.dumps(doc), env=env)  # fmt: skip
+    proc = orkeon("run", "dev-spec", "--workspace", str(ws), "--inputs",
+                  json.dumps(doc), *QUIET, env=env, cwd=tmp_path)  # fmt: skip
     assert proc.returncode == 2
     assert proc.stderr == (
         f"orkeon: ORKEON_SEALS_DIR: the run's seals would be kept in {ws / '_seals'}, inside "

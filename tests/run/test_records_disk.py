@@ -50,6 +50,8 @@ def inputs(tmp: Path, script: dict[str, Any]) -> Path:
     return path
 
 
+# Not kit.process.orkeon: these runs take a preexec_fn (limits) or a shell in a private
+# mount namespace in front of the command line.
 def orkeon_argv(*args: str) -> list[str]:
     return [sys.executable, "-m", "orkeon_run", *args, "--progress", "none"]
 

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from kit.process import orkeon
 from kit.steps import environ, make_workspace
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceRequest,
@@ -122,16 +123,19 @@ def receiver() -> Iterator[Receiver]:
     r.close()
 
 
+def no_otel(tmp: Path) -> dict[str, str]:
+    """orkeon's environment with no OTEL_* variable of this process's."""
+    return {k: v for k, v in environ(tmp).items() if not k.startswith("OTEL_")}
+
+
 def run(tmp: Path, doc: dict[str, Any], timeout: float = 120, **env: str) -> Any:
     root = tmp / f"run{len(list(tmp.glob('run*')))}"
     root.mkdir()
     ws = make_workspace(root, {"src/a.py": "a = 1\n", "docs/README.md": "# d\n"})
     (root / "inputs.json").write_text(json.dumps(doc))
-    argv = [sys.executable, "-m", "orkeon_run", "run", "dev-batches", "--inputs",
-            f"@{root / 'inputs.json'}", "--workspace", str(ws), "--progress", "none"]  # fmt: skip
-    base = {k: v for k, v in environ(tmp).items() if not k.startswith("OTEL_")}
-    proc = subprocess.run(argv, capture_output=True, text=True, cwd=root, timeout=timeout,
-                          env={**base, "ORKEON_LOG_LEVEL": "warning", **env})  # fmt: skip
+    proc = orkeon("run", "dev-batches", "--inputs", f"@{root / 'inputs.json'}",
+                  "--workspace", str(ws), "--progress", "none", cwd=root, timeout=timeout,
+                  env={**no_otel(tmp), "ORKEON_LOG_LEVEL": "warning", **env})  # fmt: skip
     result = json.loads(proc.stdout)
     run_dir = ws / ".orkeon" / "runs" / result["run_id"]
     events = [json.loads(line) for line in (run_dir / "events.jsonl").open()]
@@ -313,12 +317,10 @@ def test_a_pipelines_steps_are_spans_under_it(tmp_path: Path, receiver: Receiver
     doc = {"request": "r", "model": {"provider": "scripted", "script": {
         "writer": [{"tool_calls": [write]}], "planner": [{"tool_calls": [plan]}]}}}  # fmt: skip
     ws = make_workspace(tmp_path, {"src/a.py": "a = 1\n"})
-    argv = [sys.executable, "-m", "orkeon_run", "run", "pipeline", "--inputs", json.dumps(doc),
-            "--workspace", str(ws), "--progress", "none"]  # fmt: skip
-    base = {k: v for k, v in environ(tmp_path).items() if not k.startswith("OTEL_")}
-    proc = subprocess.run(argv, capture_output=True, text=True, cwd=tmp_path, timeout=120,
-                          env={**base, "ORKEON_LOG_LEVEL": "warning",
-                               "OTEL_EXPORTER_OTLP_ENDPOINT": receiver.url})  # fmt: skip
+    proc = orkeon("run", "pipeline", "--inputs", json.dumps(doc), "--workspace", str(ws),
+                  "--progress", "none", cwd=tmp_path,
+                  env={**no_otel(tmp_path), "ORKEON_LOG_LEVEL": "warning",
+                       "OTEL_EXPORTER_OTLP_ENDPOINT": receiver.url})  # fmt: skip
     assert proc.returncode == 0 and proc.stderr == "", proc.stderr
     spans = receiver.spans()
     (root,) = [s for s in spans if s["parent"] is None]

@@ -5,14 +5,14 @@ and fails its audit with `"audit": {"require_changes": true}`."""
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
-from kit.steps import environ, events, make_workspace, run_step, write
+from kit.process import orkeon
+from kit.steps import events, make_workspace, run_step, write
 
 from orkeon_run.commands.summary import summary
 from orkeon_run.run import audit
@@ -127,11 +127,8 @@ def test_require_changes_passes_batches_that_did_their_work(tmp_path: Path) -> N
 
 def test_require_changes_takes_only_true_or_false(tmp_path: Path) -> None:
     doc = {"model": {"provider": "scripted"}, "plan": PLAN, "audit": {"require_changes": "yes"}}
-    proc = subprocess.run(
-        [sys.executable, "-m", "orkeon_run", "validate", "--step", "dev-batches",
-         "--workspace", str(tmp_path), "--inputs", json.dumps(doc)],
-        capture_output=True, text=True, env=environ(tmp_path), cwd=tmp_path, timeout=60,
-    )  # fmt: skip
+    proc = orkeon("validate", "--step", "dev-batches", "--workspace", str(tmp_path),
+                  "--inputs", json.dumps(doc), cwd=tmp_path)  # fmt: skip
     assert (proc.returncode, proc.stderr) == (
         2,
         "orkeon: audit.require_changes: Input should be a valid boolean\n",

@@ -15,7 +15,6 @@ import functools
 import json
 import os
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -23,6 +22,7 @@ from typing import Any
 import anyio
 import pytest
 from kit import GIT_ENV
+from kit.process import orkeon
 from kit.sandbox import LINUX_ONLY, require_sandbox
 from kit.steps import environ, make_workspace, scripted, shell, write
 
@@ -226,11 +226,9 @@ def test_a_git_planted_on_path_is_not_the_audits(tmp_path: Path, when: str) -> N
     inputs.write_text(json.dumps(batch(script, ["src/a/", ".venv/"])))
     env = {**environ(tmp_path), "ANTHROPIC_API_KEY": KEY}
     env["PATH"] = f"{venv_bin}{os.pathsep}{env['PATH']}"
-    proc = subprocess.run(
-        [sys.executable, "-m", "orkeon_run", "run", "dev-batches", "--inputs", f"@{inputs}",
-         "--workspace", str(ws), "--output", "json", "--progress", "none"],
-        capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300,
-    )  # fmt: skip
+    proc = orkeon("run", "dev-batches", "--inputs", f"@{inputs}", "--workspace", str(ws),
+                  "--output", "json", "--progress", "none", cwd=tmp_path, env=env,
+                  timeout=300)  # fmt: skip
     result = json.loads(proc.stdout)
     assert (venv_bin / "git").exists()
     marker = tmp_path / "git.marker"

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from kit import process
 from kit.cli import (
     clean_environment,
     orkeon,
@@ -275,6 +276,7 @@ def test_an_interrupted_pipeline_keeps_what_finished_and_resumes(ws, tmp_path):
     env = environ(tmp_path)
     argv = [sys.executable, "-m", "orkeon_run", "run", "pipeline", "--workspace", str(ws),
             "--output", "stream-json", "--progress", "none", "--inputs", json.dumps(doc)]  # fmt: skip
+    # read while it runs, then stopped: Popen, not kit.process
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env=env, cwd=tmp_path)  # fmt: skip
     assert proc.stdout is not None
@@ -297,11 +299,8 @@ def test_an_interrupted_pipeline_keeps_what_finished_and_resumes(ws, tmp_path):
     assert json.loads((rd / "result.json").read_text())["status"] == "interrupted"
 
     block.unlink()
-    resumed = subprocess.run(
-        [sys.executable, "-m", "orkeon_run", "run", "pipeline", "--resume", str(rd),
-         "--output", "json", "--progress", "none"],
-        capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120,
-    )  # fmt: skip
+    resumed = process.orkeon("run", "pipeline", "--resume", str(rd), "--output", "json",
+                             "--progress", "none", cwd=tmp_path, env=env)  # fmt: skip
     final = json.loads(resumed.stdout)
     assert resumed.returncode == 0, (final["error"], resumed.stderr)
     assert names(final)[3:] == [
