@@ -38,6 +38,9 @@ def entry() -> None:
     and fsynced, events.jsonl closed) or in the flushed streams; tearing down thousands of
     module objects would only add 60-140 ms to every CI step.
     """
+    from .startup import pause
+
+    pause()  # the collector, off while the command line and the command load (startup.py)
     try:
         code = main()
         sys.stdout.flush()

@@ -14,6 +14,7 @@ from typing import Annotated, Any, NoReturn
 import typer
 
 from ..run.steps import STEPS
+from ..startup import resume
 
 Step = StrEnum("Step", {s.replace("-", "_"): s for s in STEPS})  # type: ignore[misc]
 
@@ -56,7 +57,9 @@ BareOpt = Annotated[
 
 def exit_with(command: Callable[..., int], *args: Any, **kwargs: Any) -> NoReturn:
     """Run a command and exit with its code. Ctrl-C inside it is reported like any other
-    interruption (typer would turn it into a silent exit 1)."""
+    interruption (typer would turn it into a silent exit 1). The collector paused for the
+    start-up (startup.py) is back on before the command's work starts."""
+    resume()
     try:
         code = command(*args, **kwargs)
     except KeyboardInterrupt:

@@ -44,6 +44,7 @@ from ..ledger import BudgetLimits
 from ..policy.mcpnames import is_mcp_name, split_pattern
 from ..policy.progchecks import check_named
 from ..policy.rules import RuleSet, parse_rule
+from .defaults import empty_list
 from .errorlines import error_lines
 from .inputs import NAME_RE
 from .trust import crews_trusted
@@ -118,10 +119,10 @@ class CrewRuleSet(_Frozen):
     and the program checks that read a shell command's words as its program does."""
 
     name: str = Field(pattern=NAME_RE.pattern)
-    allow: list[str] = Field(default_factory=list)
-    deny: list[str] = Field(default_factory=list)
+    allow: list[str] = Field(default_factory=empty_list)
+    deny: list[str] = Field(default_factory=empty_list)
     program_checks: list[Annotated[str, AfterValidator(_known_check)]] = Field(
-        default_factory=list,
+        default_factory=empty_list,
         description="checks of a shell command's arguments, by name: git-read-only "
         "(git may only read the repository), sort-no-compress-program",
     )
@@ -138,7 +139,7 @@ class Crew(_Frozen):
         default_factory=BudgetLimits, description="the step's budget when the inputs give none"
     )
     roles: list[CrewRole] = Field(min_length=1)
-    rule_sets: list[CrewRuleSet] = Field(default_factory=list)
+    rule_sets: list[CrewRuleSet] = Field(default_factory=empty_list)
 
     # Filled by load_crew: role name -> prompt text, and the file the crew came from.
     _prompts: dict[str, str] = PrivateAttr(default_factory=dict)

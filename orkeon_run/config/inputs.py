@@ -27,6 +27,7 @@ from pydantic import (
 from ..errors import InputError
 from ..ledger import BudgetLimits
 from ..policy.words import CommandRefused, split_command
+from .defaults import empty_list
 from .documents import MAX_DOCUMENT_BYTES as MAX_DOCUMENT_BYTES  # re-exported
 from .documents import load_document as load_document  # re-exported
 from .errorlines import UNION_TAGS, error_lines
@@ -84,7 +85,7 @@ class ScriptEntry(Frozen):
     """One model turn of the scripted provider."""
 
     text: str | None = None
-    tool_calls: list[ScriptCall] = Field(default_factory=list)
+    tool_calls: list[ScriptCall] = Field(default_factory=empty_list)
     # {"input_tokens": N, "output_tokens": N, "cache_read_input_tokens"?: N,
     #  "cache_creation_input_tokens"?: N}, optional
     usage: dict[str, int] | None = None
@@ -167,8 +168,8 @@ class NativeHook(Frozen):
 
 
 class GateRules(Frozen):
-    allow: list[str] = Field(default_factory=list)
-    deny: list[str] = Field(default_factory=list)
+    allow: list[str] = Field(default_factory=empty_list)
+    deny: list[str] = Field(default_factory=empty_list)
 
 
 class ShellInputs(Frozen):
@@ -197,7 +198,9 @@ class Audit(Frozen):
     build: list[str] | None = None
     test: list[str] | None = None
     # Gitignore-style patterns of paths the audit does not count (hook logs, caches).
-    ignore: list[Annotated[str, AfterValidator(_ignore_pattern)]] = Field(default_factory=list)
+    ignore: list[Annotated[str, AfterValidator(_ignore_pattern)]] = Field(
+        default_factory=empty_list
+    )
     # A batch whose roles changed no file fails its audit (else: a warning).
     require_changes: bool = Field(default=False, strict=True)
 
@@ -285,10 +288,10 @@ class Inputs(Frozen):
         default_factory=lambda: ScriptedModel(provider="scripted"), discriminator="provider"
     )
     budget: BudgetLimits = Field(default_factory=BudgetLimits)
-    hooks: list[NativeHook] | SettingsHooks = Field(default_factory=list)
-    settings: list[str] = Field(default_factory=list)
+    hooks: list[NativeHook] | SettingsHooks = Field(default_factory=empty_list)
+    settings: list[str] = Field(default_factory=empty_list)
     # Claude Code plugin folders whose hooks/hooks.json the run adds (hooks/claude/plugins.py).
-    plugins: list[str] = Field(default_factory=list)
+    plugins: list[str] = Field(default_factory=empty_list)
     gate: GateRules = Field(default_factory=GateRules)
     shell: ShellInputs = Field(default_factory=ShellInputs)
     request: str | None = None

@@ -48,6 +48,7 @@ from pydantic import (
 
 from ..errors import InputError
 from ..policy.mcpnames import normalize, server_name_problem
+from .defaults import empty_list
 from .errorlines import error_lines
 from .network import Network
 
@@ -62,7 +63,7 @@ class McpServer(BaseModel):
 
     type: Transport | None = None
     command: str | list[str] | None = None
-    args: list[str] = Field(default_factory=list)
+    args: list[str] = Field(default_factory=empty_list)
     env: dict[str, str] = Field(default_factory=dict)
     url: str | None = None
     headers: dict[str, str] = Field(default_factory=dict)

@@ -9,6 +9,7 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from ..policy.pathglob import PathGlob
+from .defaults import empty_list
 
 
 class _Frozen(BaseModel):
@@ -44,7 +45,7 @@ class ReviewInputs(_Frozen):
     base: str | None = Field(default=None, min_length=1)
     commit: str | None = Field(default=None, min_length=1)
     uncommitted: bool = Field(default=False, strict=True)
-    checks: list[CheckInput] = Field(default_factory=list)
+    checks: list[CheckInput] = Field(default_factory=empty_list)
 
     @model_validator(mode="after")
     def _one_change(self) -> ReviewInputs:

@@ -18,6 +18,8 @@ from pydantic import (
     Tag,
 )
 
+from .defaults import empty_list
+
 
 class _Frozen(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -74,7 +76,7 @@ class SettingsHttp(_Handler):
     type: Literal["http"]
     url: Annotated[str, AfterValidator(_http_url)] = Field(min_length=1)
     headers: dict[str, str] = Field(default_factory=dict)
-    allowedEnvVars: list[str] = Field(default_factory=list)
+    allowedEnvVars: list[str] = Field(default_factory=empty_list)
     background: bool = Field(default=False, alias="async", strict=True)
 
     @property
@@ -151,7 +153,7 @@ def _handler_refusals(raw: Any) -> Any:
 class MatcherGroup(_Frozen):
     matcher: str | None = None
     hooks: Annotated[list[SettingsHandler], BeforeValidator(_handler_refusals)] = Field(
-        default_factory=list
+        default_factory=empty_list
     )
 
 

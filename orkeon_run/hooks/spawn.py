@@ -57,14 +57,15 @@ async def arun(argv: list[str], *, cwd: Path, env: Mapping[str, str] | None, **k
 
 
 async def _veil() -> Path | None:
-    """The veil's bubblewrap, probed once (in a worker thread: it starts one)."""
+    """The veil's bubblewrap, probed once (in a worker thread: it starts the kept-up veil,
+    whose start is the probe, or a veiled `true`)."""
     global _bwrap, _probed
     if not _probed:
         from anyio import to_thread
 
-        from ..tools.sandbox.veil import veil_status
+        from ..tools.sandbox.veil import hooks_bwrap
 
-        _bwrap = (await to_thread.run_sync(veil_status))[0]
+        _bwrap = await to_thread.run_sync(hooks_bwrap)
         _probed = True
     return _bwrap
 

@@ -27,7 +27,6 @@ from ..models import build_provider
 from ..tools import sandbox
 from ..units import limits_text, spent_of
 from ..vocabulary import BUDGET_WORDS, StepStatus
-from . import patch_out
 from .context import StepOutcome, StepRun, step_hooks
 from .document import result_document
 from .opening import OpenRun, open_run
@@ -207,7 +206,13 @@ async def _outcome(
                 # The MCP servers start before the first role and stop after the last,
                 # also when a signal cancels the run (run/mcp.py). A run without servers
                 # does not load the MCP modules at all (tests/commands/test_imports.py).
-                patch_out.begin(sr)
+                # Likewise a run without `patch` does not load the patch's modules
+                # (git's diff, the scan, the file; docs/performance.md).
+                patching = sr.config.patch is not None
+                if patching:
+                    from . import patch_out
+
+                    patch_out.begin(sr)
                 if not sr.config.mcp_needed:
                     outcome = await module.run(sr)
                 else:
@@ -215,7 +220,8 @@ async def _outcome(
 
                     async with run_servers(sr, environ):
                         outcome = await module.run(sr)
-                outcome = await patch_out.finish(sr, outcome)
+                if patching:
+                    outcome = await patch_out.finish(sr, outcome)
                 tg.cancel_scope.cancel()
 
             if watch_signals:

@@ -149,3 +149,21 @@ def test_a_running_hook_dies_with_orkeon(tmp_path: Path) -> None:
         if orkeon.poll() is None:
             orkeon.kill()
             orkeon.wait()
+
+
+def test_the_kept_up_veils_start_is_its_probe(tmp_path: Path) -> None:
+    """docs/performance.md, "Start-up, after the third round's merges": where the veil is
+    kept up, its spawner's start answers whether a veil can be made here, so a process's
+    first hook starts one bubblewrap, not a veiled `true` before it. A fresh process runs
+    one hook: the probe was never made, and the hook ran in the kept-up veil."""
+    code = (
+        "import asyncio, os, sys; from pathlib import Path; from orkeon_run.hooks import spawn\n"
+        "from orkeon_run.tools.sandbox import veil\n"
+        "res = asyncio.run(spawn.arun(['true'], cwd=Path(sys.argv[1]), env={'PATH': os.defpath},"
+        " timeout=600))\n"
+        "print(res.exit_code, veil._probe.cache_info().misses, veil.kept_veil_ready() is not None)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True
+    )
+    assert out.stdout.split() == ["0", "0", "True"], out.stderr

@@ -65,6 +65,19 @@ def veil_status() -> tuple[Path | None, str]:
         return _probe()
 
 
+def hooks_bwrap() -> Path | None:
+    """`veil_status()[0]` for the hooks' spawner (hooks/spawn.py), asked where the first
+    hook is about to start: where the kept-up veil is enabled it is started first, and its
+    spawner's "ready" answers the probe, so a run that veils its hooks starts one
+    bubblewrap for them, not two (docs/performance.md). Where it cannot be started, the
+    veiled `true` decides, as `veil_status` does: a bubblewrap per hook, or none."""
+    if ENABLED and sys.platform.startswith("linux") and not _kept_refused:
+        found = bundled_bwrap()
+        if found is not None and kept_veil(found) is not None:
+            return found
+    return veil_status()[0]
+
+
 @cache
 def _probe() -> tuple[Path | None, str]:
     if not sys.platform.startswith("linux"):
@@ -227,6 +240,7 @@ def close_kept_veil() -> None:
 __all__ = [
     "KeptVeil",
     "VeiledHook",
+    "hooks_bwrap",
     "kept_veil",
     "kept_veil_ready",
     "veil_args",
