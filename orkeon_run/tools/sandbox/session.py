@@ -29,7 +29,6 @@ import json
 import os
 import select
 import socket
-import subprocess
 import sys
 import threading
 import time
@@ -41,7 +40,7 @@ from typing import Any
 from ... import proc
 from .bwrap import command, mounts, unseen
 from .policy import SandboxPolicy
-from .spawner import start_server
+from .spawner import start_server, stop_server
 
 ENABLED = True
 # What server.py answers when a command's namespaces cannot be made (server.INIT_FAILED;
@@ -281,12 +280,7 @@ class Session:
     def close(self) -> None:
         """End the sandbox: the server exits when its socket closes, and everything in the
         sandbox with it."""
-        self.sock.close()
-        try:
-            self.popen.wait(2.0)
-        except subprocess.TimeoutExpired:
-            self.popen.kill()
-            self.popen.wait()
+        stop_server(self.popen, self.sock)
 
 
 _lock = threading.Lock()

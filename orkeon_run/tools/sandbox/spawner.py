@@ -84,4 +84,15 @@ def start_server(
     return popen, ours, greeting if isinstance(greeting, dict) else {}
 
 
-__all__ = ["spawner", "start_server"]
+def stop_server(popen: subprocess.Popen[bytes], sock: socket.socket) -> None:
+    """End a server `start_server` started: it exits when its socket closes (bubblewrap,
+    and everything in its namespace, with it); killed if it has not within 2 s."""
+    sock.close()
+    try:
+        popen.wait(2.0)
+    except subprocess.TimeoutExpired:
+        popen.kill()
+        popen.wait()
+
+
+__all__ = ["spawner", "start_server", "stop_server"]

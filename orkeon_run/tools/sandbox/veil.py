@@ -28,7 +28,6 @@ import contextlib
 import json
 import os
 import socket
-import subprocess
 import sys
 import threading
 from collections.abc import Mapping, Sequence
@@ -38,7 +37,7 @@ from pathlib import Path
 from ... import proc
 from ...environ import traced
 from .bwrap import bundled_bwrap
-from .spawner import start_server
+from .spawner import start_server, stop_server
 
 PROBE_TIMEOUT = 20.0  # a loaded CI machine; a working veil answers in milliseconds
 _VEIL = ("--unshare-pid", "--bind", "/", "/",
@@ -182,12 +181,8 @@ class KeptVeil:
         return self.popen.poll() is None
 
     def close(self) -> None:
-        self.sock.close()
-        try:
-            self.popen.wait(2.0)
-        except subprocess.TimeoutExpired:
-            self.popen.kill()
-            self.popen.wait()
+        """End the veil: its spawner exits when its socket closes (and the hooks with it)."""
+        stop_server(self.popen, self.sock)
 
 
 @cache
