@@ -28,7 +28,8 @@ import anyio
 from orkeon_run.hooks.claude.envfile import EnvFiles
 from orkeon_run.hooks.claude.rewrites import Watch
 from orkeon_run.hooks.claude.run import CommandRunner, hook_environment, user_shell
-from orkeon_run.ledger import BudgetLimits, Ledger
+from orkeon_run.ledger import Ledger
+from orkeon_run.limits import BudgetLimits
 from orkeon_run.models.base import Message, ToolCall
 from orkeon_run.models.claude_transcript import ClaudeTranscript
 from orkeon_run.models.transcript import TranscriptWriter

@@ -27,7 +27,8 @@ from orkeon_run.calls import CallContext
 from orkeon_run.config.inputs import MatcherGroup
 from orkeon_run.events import NullLog
 from orkeon_run.hooks.claude.settings import SettingsHooks
-from orkeon_run.ledger import BudgetLimits, Ledger
+from orkeon_run.ledger import Ledger
+from orkeon_run.limits import BudgetLimits
 from orkeon_run.pipeline import Pipeline
 from orkeon_run.policy.gate import Gate
 from orkeon_run.policy.programs import ShellRules

@@ -25,7 +25,8 @@ import anyio
 from orkeon_run.calls import CallContext
 from orkeon_run.environ import scrubbed
 from orkeon_run.events import EventLog
-from orkeon_run.ledger import BudgetLimits, Ledger
+from orkeon_run.ledger import Ledger
+from orkeon_run.limits import BudgetLimits
 from orkeon_run.pipeline import Pipeline
 from orkeon_run.policy.gate import Gate
 from orkeon_run.policy.programs import ShellRules

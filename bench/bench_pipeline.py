@@ -31,7 +31,8 @@ from orkeon_run.environ import Redactor
 from orkeon_run.events import EventLog, NullLog
 from orkeon_run.hooks import NO_HOOKS
 from orkeon_run.hooks.native import NativeHook, NativeHooks, run_hook
-from orkeon_run.ledger import BudgetLimits, Ledger
+from orkeon_run.ledger import Ledger
+from orkeon_run.limits import BudgetLimits
 from orkeon_run.pipeline import Pipeline, check_call
 from orkeon_run.policy.gate import Gate
 from orkeon_run.policy.guards import guard

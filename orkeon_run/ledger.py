@@ -37,11 +37,11 @@ from collections.abc import Mapping
 from typing import Any, Literal
 
 from .errors import BudgetExhausted
-from .limits import IDLE_SECONDS, BudgetLimits, RoleLimits
+from .limits import BudgetLimits, RoleLimits
 from .vocabulary import BudgetName, spent_text
 
 Kind = Literal["model", "tool", "hook"]
-__all__ = ["IDLE_SECONDS", "BudgetLimits", "Kind", "Ledger", "RoleLedger", "RoleLimits"]
+__all__ = ["Kind", "Ledger", "RoleLedger"]
 
 
 class Ledger:

@@ -7,7 +7,8 @@ import threading
 import pytest
 
 from orkeon_run.errors import BudgetExhausted
-from orkeon_run.ledger import BudgetLimits, Ledger
+from orkeon_run.ledger import Ledger
+from orkeon_run.limits import BudgetLimits
 
 
 def test_charges_add_up_by_kind():

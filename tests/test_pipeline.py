@@ -18,7 +18,8 @@ from kit.pipeline import make_pipeline
 from orkeon_run.calls import CallContext, CallOutcome, CheckedCall, HookRun, Refusal
 from orkeon_run.events import EventLog
 from orkeon_run.hooks import NO_HOOKS, Hooks, PostToolVerdict, PreToolVerdict
-from orkeon_run.ledger import BudgetLimits, Ledger
+from orkeon_run.ledger import Ledger
+from orkeon_run.limits import BudgetLimits
 from orkeon_run.policy.gate import Gate
 from orkeon_run.policy.programs import ShellRules
 from orkeon_run.policy.rules import RuleSet

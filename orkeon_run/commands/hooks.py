@@ -41,7 +41,8 @@ from ..escape import write_line
 from ..events import NullLog
 from ..hooks.claude.settings import SettingsHooks
 from ..hooks.native import HOOK_LIMIT, RUN_EVENTS, HookSpec, ProgramRules, number, run_hook
-from ..ledger import BudgetLimits, Ledger
+from ..ledger import Ledger
+from ..limits import BudgetLimits
 from ..policy.mcpnames import is_mcp_name
 from ..run.prepare import prepare, stdin_tty
 from ..units import duration

@@ -40,7 +40,7 @@ from pydantic import (
 from .. import logs
 from ..catalog import TOOLS
 from ..errors import InputError
-from ..ledger import BudgetLimits
+from ..limits import BudgetLimits
 from ..policy.mcpnames import is_mcp_name, split_pattern
 from ..policy.progchecks import check_named
 from ..policy.rules import RuleSet, parse_rule

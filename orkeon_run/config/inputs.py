@@ -25,7 +25,7 @@ from pydantic import (
 )
 
 from ..errors import InputError
-from ..ledger import BudgetLimits
+from ..limits import BudgetLimits
 from ..policy.words import CommandRefused, split_command
 from .defaults import empty_list
 from .documents import MAX_DOCUMENT_BYTES as MAX_DOCUMENT_BYTES  # re-exported

@@ -243,7 +243,7 @@ def provider_names() -> tuple[str, ...]:
 
 @cache
 def _adapters() -> dict[str, Any]:
-    # The limits as the inputs' `budget` takes them (ledger.BudgetLimits), strict about
+    # The limits as the inputs' `budget` takes them (limits.BudgetLimits), strict about
     # text: "1e3" is a number, "ten" is not, "1.5" is no count of turns.
     return {
         "usd": TypeAdapter(Annotated[float, Field(gt=0, allow_inf_nan=False)]),

@@ -32,7 +32,7 @@ from ..config.sources import Sources, bare_requested, run_sources
 from ..errors import InputError
 from ..hooks.claude.sources import load_settings_hooks
 from ..hooks.native_files import missing_files
-from ..ledger import BudgetLimits
+from ..limits import BudgetLimits
 from ..models import check_model, check_price
 from ..policy.gate import Gate
 from ..policy.mcpnames import normalize, split_pattern

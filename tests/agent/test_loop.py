@@ -23,7 +23,7 @@ from kit.hooks import ans, group
 from orkeon_run.agent.compaction import CHARS_PER_TOKEN, NOTE, TARGET, TRIGGER, stub
 from orkeon_run.agent.loop import UNFINISHED, Agent, RoleResult
 from orkeon_run.config.inputs import ScriptedModel
-from orkeon_run.ledger import BudgetLimits
+from orkeon_run.limits import BudgetLimits
 from orkeon_run.models.scripted import FINAL_TEXT, ScriptedProvider
 
 WRITE_A = {"tool": "file_write", "input": {"file_path": "src/a.py", "content": "a = 1\n"}}

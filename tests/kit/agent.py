@@ -17,7 +17,8 @@ from orkeon_run.agent.loop import Agent, RoleResult, RoleSpec
 from orkeon_run.calls import CallContext
 from orkeon_run.events import EventLog
 from orkeon_run.hooks import NO_HOOKS, Hooks
-from orkeon_run.ledger import BudgetLimits, Ledger
+from orkeon_run.ledger import Ledger
+from orkeon_run.limits import BudgetLimits
 from orkeon_run.models.base import Provider
 from orkeon_run.policy.gate import Gate
 

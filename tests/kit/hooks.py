@@ -18,7 +18,8 @@ from orkeon_run.config.inputs import MatcherGroup
 from orkeon_run.events import NullLog
 from orkeon_run.hooks import PreToolVerdict
 from orkeon_run.hooks.claude.settings import SettingsHooks
-from orkeon_run.ledger import BudgetLimits, Ledger
+from orkeon_run.ledger import Ledger
+from orkeon_run.limits import BudgetLimits
 
 from . import DATA
 from .pipeline import sample_call

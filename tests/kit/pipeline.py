@@ -14,7 +14,8 @@ from orkeon_run.config.inputs import NativeHook
 from orkeon_run.events import EventLog
 from orkeon_run.hooks import NO_HOOKS, Hooks, chain
 from orkeon_run.hooks.native import NativeHooks
-from orkeon_run.ledger import BudgetLimits, Ledger
+from orkeon_run.ledger import Ledger
+from orkeon_run.limits import BudgetLimits
 from orkeon_run.pipeline import Pipeline, check_call
 from orkeon_run.policy.gate import Gate
 from orkeon_run.policy.programs import ShellRules

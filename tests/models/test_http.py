@@ -18,7 +18,7 @@ from kit.fakes.server import Reply
 
 from orkeon_run.calls import result_text
 from orkeon_run.errors import ProviderError
-from orkeon_run.ledger import BudgetLimits
+from orkeon_run.limits import BudgetLimits
 from orkeon_run.models.base import Message, ToolSpec
 
 SPEC = ToolSpec(

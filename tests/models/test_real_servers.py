@@ -71,7 +71,7 @@ def test_a_request_past_its_timeout_is_cancelled_and_its_connection_closed(
 def test_a_reply_cut_by_the_time_budget_closes_its_connection(
     tmp_path: Path, proto: Protocol
 ) -> None:
-    from orkeon_run.ledger import BudgetLimits
+    from orkeon_run.limits import BudgetLimits
 
     with proto.server() as server:
         server.push(Reply(hang=True))

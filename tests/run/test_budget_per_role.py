@@ -13,7 +13,8 @@ from kit.process import orkeon
 from kit.steps import calls, make_workspace, run_step, write
 
 from orkeon_run.errors import BudgetExhausted
-from orkeon_run.ledger import BudgetLimits, Ledger, RoleLedger, RoleLimits
+from orkeon_run.ledger import Ledger, RoleLedger
+from orkeon_run.limits import BudgetLimits, RoleLimits
 
 FILES = {"README.md": "# demo\n", "src/__init__.py": ""}
 PLAN = {

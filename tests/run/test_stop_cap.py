@@ -7,7 +7,7 @@ import pytest
 
 from orkeon_run.config.inputs import parse_inputs
 from orkeon_run.errors import InputError
-from orkeon_run.ledger import BudgetLimits
+from orkeon_run.limits import BudgetLimits
 from orkeon_run.run.prepare import budget_limits, stop_block_cap
 
 

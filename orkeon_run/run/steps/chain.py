@@ -36,7 +36,7 @@ from typing import Any
 from ...config.crews import load_crew
 from ...config.inputs import Inputs, Plan
 from ...errors import EXIT_PROVIDER, InputError, UsageError
-from ...ledger import BudgetLimits
+from ...limits import BudgetLimits
 from ...vocabulary import error_message, spent_text
 from ..context import StepOutcome, StepRun
 from ..opening import open_run

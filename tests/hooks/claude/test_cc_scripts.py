@@ -28,7 +28,8 @@ from orkeon_run.config.inputs import parse_inputs
 from orkeon_run.events import NullLog
 from orkeon_run.hooks import PreToolVerdict
 from orkeon_run.hooks.claude.settings import SettingsHooks, load_settings_hooks
-from orkeon_run.ledger import BudgetLimits, Ledger
+from orkeon_run.ledger import Ledger
+from orkeon_run.limits import BudgetLimits
 
 SCRIPTS = DATA / "cc_hooks" / "claude"
 

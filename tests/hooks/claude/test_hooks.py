@@ -21,7 +21,8 @@ from kit.hooks import Rig, ans, group, payloads, records
 from kit.pipeline import refusal_lines
 
 from orkeon_run.calls import HookRun
-from orkeon_run.ledger import BudgetLimits, Ledger
+from orkeon_run.ledger import Ledger
+from orkeon_run.limits import BudgetLimits
 
 RENDEZVOUS = DATA / "steps" / "rendezvous.sh"
 

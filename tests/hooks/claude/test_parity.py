@@ -24,7 +24,8 @@ from orkeon_run.hooks import PreToolVerdict
 from orkeon_run.hooks.claude.payloads import claude_input
 from orkeon_run.hooks.claude.rewrites import SNIPPET_CHARS, snippet
 from orkeon_run.hooks.claude.settings import SettingsHooks
-from orkeon_run.ledger import BudgetLimits, Ledger
+from orkeon_run.ledger import Ledger
+from orkeon_run.limits import BudgetLimits
 from orkeon_run.models.base import Message, ToolCall
 from orkeon_run.models.claude_transcript import ClaudeTranscript
 from orkeon_run.models.scripted import ScriptedProvider

@@ -25,7 +25,8 @@ from orkeon_run.errors import InputError
 from orkeon_run.events import NullLog
 from orkeon_run.hooks.claude import plugins
 from orkeon_run.hooks.claude.settings import SettingsHooks, load_settings_hooks
-from orkeon_run.ledger import BudgetLimits, Ledger
+from orkeon_run.ledger import Ledger
+from orkeon_run.limits import BudgetLimits
 
 PLUGIN = DATA / "plugins" / "guard"
 
