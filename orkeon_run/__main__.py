@@ -36,9 +36,10 @@ def entry() -> None:
 
     By the time a command returns, everything it promised is on disk (result.json written
     and fsynced, events.jsonl closed) or in the flushed streams; tearing down thousands of
-    module objects would only add 60-140 ms to every CI step.
+    module objects would only add 60-140 ms to every CI step. What must end first (the
+    processes orkeon keeps up) is ended by `startup.leave`.
     """
-    from .startup import pause
+    from .startup import leave, pause
 
     pause()  # the collector, off while the command line and the command load (startup.py)
     try:
@@ -50,6 +51,7 @@ def entry() -> None:
     except KeyboardInterrupt:
         sys.stderr.write("orkeon: interrupted\n")
         code = 130
+    leave()  # the kept-up sandboxes and the veil end, and are waited for (startup.py)
     os._exit(code)
 
 

@@ -1,5 +1,6 @@
-"""The cyclic garbage collector during start-up (docs/performance.md, "Start-up, after the
-third round's merges").
+"""The console script's start and end: the cyclic garbage collector during start-up, and
+what must end before the process leaves (docs/performance.md, "Start-up, after the third
+round's merges").
 
 Start-up makes some hundred thousand objects that live as long as the process (modules,
 classes, functions, pydantic's validators and schemas), and the collector's young
@@ -11,13 +12,29 @@ command line and the command's modules load (the console script only: a program 
 (`gc.freeze`: never scanned again) and turns the collector back on, so a run of any length
 collects its own garbage as before. Nothing is collected sooner or later than a run's
 behaviour depends on: orkeon closes what it opens, it does not wait for the collector.
+
+The console script leaves with `os._exit` (__main__.entry), without the interpreter's
+teardown and so without `atexit`. What must not outlive the command (the kept-up sandboxes
+and the hooks' veil, each a bubblewrap orkeon started) registers its end with `at_leave`:
+`leave` runs it, and orkeon waits for those processes before it exits, so none lingers on
+its parent-death signal and their CPU time is counted with orkeon's (the benchmarks read
+it from `wait4`). `at_leave` also registers with `atexit`, for a program that embeds
+`main()`.
 """
 
 from __future__ import annotations
 
+import atexit
 import gc
 
+# Imported before the pause: nothing here may import a module the interpreter has not
+# (collections, typing), or the collector scans what that import makes.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
 _paused: list[bool] = []
+_leaving: list[Callable[[], None]] = []
 
 
 def pause() -> None:
@@ -35,4 +52,23 @@ def resume() -> None:
         gc.enable()
 
 
-__all__ = ["pause", "resume"]
+def at_leave(end: Callable[[], None]) -> Callable[[], None]:
+    """Run `end` when the process leaves (`leave`, else `atexit`); returns it (a decorator).
+    `end` must be safe to call twice: an embedding program may call `leave` too."""
+    _leaving.append(end)
+    atexit.register(end)
+    return end
+
+
+def leave() -> None:
+    """Run every `at_leave` function, last registered first, as `atexit` would; one that
+    fails does not keep the others from running."""
+    while _leaving:
+        end = _leaving.pop()
+        try:
+            end()
+        except Exception:  # noqa: BLE001 - leaving: nothing can be done about it but go on
+            pass
+
+
+__all__ = ["at_leave", "leave", "pause", "resume"]

@@ -67,3 +67,36 @@ def test_a_program_calling_main_keeps_its_collector(tmp_path: Path) -> None:
     )
     proc = python(code, tmp_path)
     assert json.loads(proc.stdout.splitlines()[-1]) == [0, True, 0], proc.stderr
+
+
+def test_the_console_script_waits_for_what_it_kept_up(tmp_path: Path) -> None:
+    """The console script leaves with `os._exit`, without `atexit` (orkeon_run/startup.py):
+    the hooks' veil and the audit's kept-up sandbox, each a bubblewrap orkeon started, are
+    still ended and waited for before it exits, not left to their parent-death signal. A
+    check registered before them runs after them (last registered, first run) and finds
+    each one's process reaped (the veil, and any sandbox still up then)."""
+    ws = make_workspace(tmp_path, {"README.md": "# demo\n", "src/app.py": "x = 1\n"})
+    plan = {"batches": [{"name": "b1", "roles": [{"name": "dev", "roots": ["src/"], "task": "t"}]}]}
+    hook = {"type": "command", "command": "true"}
+    doc = scripted(
+        {"b1/dev": [{"tool_calls": [{"tool": "file_read", "input": {"file_path": "README.md"}}]},
+                    {"text": "done"}]},
+        plan=plan, hooks={"PreToolUse": [{"matcher": "*", "hooks": [hook]}]},
+    )  # fmt: skip
+    argv = ["run", "dev-batches", "--workspace", str(ws), "--output", "json", "--inputs"]
+    code = (
+        "import sys; from orkeon_run import startup\n"
+        "kept = []\n"
+        "startup.at_leave(lambda: print('reaped', [p.poll() is not None for p in kept]))\n"
+        "from orkeon_run.tools.sandbox import session, veil\n"
+        "startup.at_leave(lambda: kept.extend([*(s.popen for s in session._sessions.values()),"
+        " *(v.popen for v in veil._kept)]))\n"
+        "from orkeon_run import __main__ as m\n"
+        f"sys.argv = ['orkeon', *{argv!r}, {json.dumps(doc)!r}]\n"
+        "m.entry()\n"
+    )
+    proc = python(code, tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    reaped = [line for line in proc.stdout.splitlines() if line.startswith("reaped ")]
+    assert len(reaped) == 1 and reaped[0].startswith("reaped [True"), (reaped, proc.stderr)
+    assert "False" not in reaped[0], reaped

@@ -23,7 +23,6 @@ policy test both ways).
 from __future__ import annotations
 
 import array
-import atexit
 import contextlib
 import json
 import os
@@ -38,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from ... import proc
+from ...startup import at_leave
 from .bwrap import command, mounts, unseen
 from .policy import SandboxPolicy
 from .spawner import start_server, stop_server
@@ -372,7 +372,7 @@ def release_workspace(workspace: Path) -> None:
         session.close()
 
 
-@atexit.register
+@at_leave
 def close_all() -> None:
     """End every kept-up sandbox (they would die with orkeon anyway)."""
     with _lock:

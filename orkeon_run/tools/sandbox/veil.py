@@ -23,7 +23,6 @@ Where it cannot be started, each hook gets a bubblewrap of its own, as above.
 
 from __future__ import annotations
 
-import atexit
 import contextlib
 import json
 import os
@@ -35,6 +34,7 @@ from functools import cache
 from pathlib import Path
 
 from ... import proc
+from ...startup import at_leave
 from ...environ import traced
 from .bwrap import bundled_bwrap
 from .spawner import start_server, stop_server
@@ -222,7 +222,7 @@ def kept_veil_ready() -> KeptVeil | None:
         return _kept[0] if _kept and ENABLED and _kept[0].alive() else None
 
 
-@atexit.register
+@at_leave
 def close_kept_veil() -> None:
     """End the kept-up veil, and every hook in it (they would die with orkeon anyway)."""
     with _lock:
