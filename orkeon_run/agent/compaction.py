@@ -1,8 +1,9 @@
 """Keeping a long conversation inside the model's context window.
 
-`ContextMeter` estimates how many tokens the next request will carry: the provider's
-last reported input tokens plus about one token per 4 characters added since, or 4
-characters a token for the whole conversation when no report exists yet.
+`ContextMeter` (meter.py) estimates how many tokens the next request will carry: the
+provider's last reported input tokens plus about one token per 4 characters added since,
+or 4 characters a token for the whole conversation when no report exists yet. This
+module is imported by a role's first compaction, not before (agent/loop.py).
 
 When the estimate passes `TRIGGER` of the window, `plan` picks what to shorten, oldest
 first, until the estimate is back under `TARGET` of the window:
@@ -44,18 +45,13 @@ as it was first sent, and a resumed role reloads them all and compacts again.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, replace
 from typing import Any
 
 from ..models.base import Message, ToolCall
+from .meter import message_chars
 
-TRIGGER = 0.8
-TARGET = 0.5
-BATCH = 0.1
-CEILING = 0.95
 KEEP_TURNS = 2
-CHARS_PER_TOKEN = 4
 MIN_DROP = 200  # shorter texts are not worth a stub
 
 STUB = "[compacted: {n} characters dropped]"
@@ -75,60 +71,6 @@ def note(messages: int, calls: int, answers: int) -> Message:
     """The note that stands for `messages` removed messages holding `answers` answers
     and `calls` tool calls."""
     return Message("user", NOTE.format(messages=messages, calls=calls), removed_answers=answers)
-
-
-def message_chars(m: Message) -> int:
-    """Characters of a message as a provider sends it (near enough for an estimate)."""
-    n = len(m.content)
-    for c in m.tool_calls:
-        n += len(c.id) + len(c.name) + len(json.dumps(c.input, ensure_ascii=False))
-    return n
-
-
-class ContextMeter:
-    """Tokens of the next request, estimated from characters and the provider's reports."""
-
-    def __init__(self, context_tokens: int) -> None:
-        self.context_tokens = context_tokens
-        self._reported: int | None = None  # input tokens of the last request
-        self._chars_then = 0  # conversation characters that request carried
-        self._after: int | None = None  # conversation characters after the last compaction
-
-    def report(self, chars_sent: int, tokens_in: int) -> None:
-        if tokens_in > 0:
-            self._reported, self._chars_then = tokens_in, chars_sent
-
-    def reset(self) -> None:
-        """Forget the last report (after compaction it no longer describes the request)."""
-        self._reported = None
-
-    def estimate(self, chars: int) -> int:
-        est = chars // CHARS_PER_TOKEN
-        if self._reported is not None:
-            est = max(est, self._reported + (chars - self._chars_then) // CHARS_PER_TOKEN)
-        return est
-
-    def over(self, chars: int) -> bool:
-        """Time to compact: over TRIGGER, and grown by BATCH since the last compaction (or
-        over CEILING). Growth is counted in characters (4 a token), the one measure that
-        means the same before and after a provider's first report."""
-        est, window = self.estimate(chars), self.context_tokens
-        if est <= TRIGGER * window:
-            return False
-        if self._after is None or est > CEILING * window:
-            return True
-        return (chars - self._after) // CHARS_PER_TOKEN >= BATCH * window
-
-    def compacted(self, chars: int) -> int:
-        """Record the size after a compaction (or one that found nothing to drop); its
-        estimate."""
-        self._after = chars
-        return self.estimate(chars)
-
-    def chars_to_drop(self, chars: int) -> int:
-        """How many characters must go to bring the estimate down to TARGET."""
-        excess = self.estimate(chars) - int(TARGET * self.context_tokens)
-        return max(0, excess * CHARS_PER_TOKEN)
 
 
 @dataclass

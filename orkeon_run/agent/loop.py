@@ -35,7 +35,6 @@ of being run (models/answers.py).
 
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -52,8 +51,7 @@ from ..models.base import Message, Provider, ToolSpec, Turn
 from ..models.claude_transcript import ClaudeTranscript
 from ..models.pricing import cost
 from ..models.transcript import TranscriptWriter, load_conversation
-from . import compaction
-from .compaction import ContextMeter, message_chars
+from .meter import ContextMeter, message_chars, tools_chars
 from .role import (
     RoleResult,
     RoleSpec,
@@ -99,14 +97,12 @@ class Agent:
         self.tools = (
             list(tool_specs) if tool_specs is not None else specs_for(spec.tools, spec.ctx.catalog)
         )
-        self._tools_chars = sum(
-            len(t.name) + len(t.description) + len(json.dumps(t.input_schema)) for t in self.tools
-        )
+        self._tools_chars = tools_chars(self.tools)
         redactor = events.redactor  # the run's secrets, out of the transcripts
         self.transcript = TranscriptWriter(transcript_path, spec.name, claude_transcript, redactor)
         self.messages: list[Message] = []
-        self._scanned = compaction.Scanned()
-        self._removed = compaction.Removed()
+        self._scanned: Any = None  # compaction.py's state, made by the first compaction
+        self._removed: Any = None
         self._chars = 0
         self.turns = 0
         self.calls = 0
@@ -330,8 +326,11 @@ class Agent:
         """Stages 1-2 (shorten old texts), then, when they are not enough, stage 3 (remove
         the oldest whole exchanges): compaction.py. PreCompact hooks fire once, before
         anything changes; nothing to do, nothing fires."""
+        from . import compaction  # its models only for a conversation that outgrew TRIGGER
+
         need = self.meter.chars_to_drop(chars)
-        scanned = replace(self._scanned)  # kept only once the edits are applied
+        scanned = replace(self._scanned or compaction.Scanned())  # kept once the edits apply
+        self._removed = self._removed or compaction.Removed()
         edits = compaction.plan(self.messages, need, scanned)
         shortened = sum(e.chars_dropped for e in edits)
         removal = None

@@ -9,8 +9,6 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from .suggest import did_you_mean
-
 _ITEM_PROBLEM = re.compile(r"^\[(\d+)\]\.(\w+): (.*)$", re.S)
 
 
@@ -50,6 +48,9 @@ def error_lines(
         if err["type"] == "extra_forbidden":
             msg = "unknown key"
             if schema is not None:
+                # Only a document with an unknown key needs the suggestion's search.
+                from .suggest import did_you_mean
+
                 made = made or [schema()]
                 msg += did_you_mean(made[0], tuple(err["loc"]))
         elif msg.startswith("Value error, "):

@@ -32,6 +32,7 @@ from __future__ import annotations
 import re
 import shlex
 from collections.abc import Iterable, Mapping
+from functools import cache
 from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit, urlunsplit
 
@@ -221,16 +222,23 @@ def _check_names(servers: dict[str, McpServer]) -> dict[str, McpServer]:
 # The type of the `mcp_servers` input: server name -> server.
 McpServers = Annotated[dict[str, McpServer], AfterValidator(_check_names)]
 
-_SERVERS: TypeAdapter[dict[str, McpServer]] = TypeAdapter(McpServers)
+
+
+@cache
+def _servers() -> TypeAdapter[dict[str, McpServer]]:
+    # Built on first use, not at import: every run imports this module for the inputs'
+    # models, and building the adapter builds McpServer's validator (defer_build), which
+    # a run with no `mcp_servers` and no `.mcp.json` never uses (docs/performance.md).
+    return TypeAdapter(McpServers)
 
 
 def parse_servers(doc: Any, prefix: str = "mcp_servers") -> dict[str, McpServer]:
     """The `mcp_servers` input (an object of server name -> SERVER). InputError with one
     line per problem, each naming the field: `mcp_servers.git.command: is empty`."""
     try:
-        return _SERVERS.validate_python(doc)
+        return _servers().validate_python(doc)
     except ValidationError as exc:
-        raise InputError(error_lines(exc, prefix=prefix, schema=_SERVERS.json_schema)) from None
+        raise InputError(error_lines(exc, prefix=prefix, schema=_servers().json_schema)) from None
 
 
 def servers_from_settings(doc: Mapping[str, Any], origin: str) -> dict[str, McpServer]:

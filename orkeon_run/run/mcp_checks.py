@@ -15,7 +15,6 @@ from ..config.mcp import McpServer, redacted_problems
 from ..config.mcp_sources import load_servers
 from ..errors import InputError
 from ..policy.mcpnames import is_mcp_name, normalize, split_pattern
-from ..tools.mcp.select import pattern_problem
 
 if TYPE_CHECKING:
     from ..config.crews import Crew
@@ -48,7 +47,7 @@ def check_entries(
     hidden = {normalize(n): (n, p) for n, p in (untrusted or {}).items()}
     for i, role in enumerate(crew.roles):
         for j, entry in enumerate(role.tools):
-            problem = pattern_problem(entry, servers) if is_mcp_name(entry) else None
+            problem = _mcp_problem(entry, servers) if is_mcp_name(entry) else None
             if problem:
                 parts = split_pattern(entry)
                 if parts is not None and parts[0] in hidden:
@@ -60,6 +59,13 @@ def check_entries(
                 problems.append(f"{crew.source}: roles[{i}].tools[{j}]: {problem}")
     if problems:
         raise InputError(problems)
+
+
+def _mcp_problem(entry: str, servers: Mapping[str, McpServer]) -> str | None:
+    # Only a crew that names an MCP tool loads the MCP tools' package (tools/mcp/).
+    from ..tools.mcp.select import pattern_problem
+
+    return pattern_problem(entry, servers)
 
 
 def rule_warnings(inputs: Inputs, crew: Crew | None, servers: Mapping[str, McpServer]) -> list[str]:

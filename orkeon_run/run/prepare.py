@@ -40,11 +40,11 @@ from ..policy.programs import ShellRules
 from ..policy.rules import parse_rule
 from . import mcp_checks
 from .confine import Confinement, decide, operator_commands, while_probing
-from .failed import FailedRun, failed_plan, failed_run, inherit
 from .steps import StepModule, step_module
 
 if TYPE_CHECKING:
     from ..config.crews import Crew
+    from .failed import FailedRun
     from .patch_out import PatchTarget
 
 T = TypeVar("T")
@@ -271,6 +271,8 @@ def _from_failed_run(
     """A tasks-repair's document with what it takes from the failed run its `repair.run`
     names, that run, and the plan it runs (failed.py). The run that cannot be read is
     reported at once: what else the document lacks would come from it."""
+    from .failed import failed_plan, failed_run, inherit  # only a tasks-repair reads one
+
     if not isinstance(doc, dict) or not isinstance(doc.get("repair"), dict):
         return doc, None, pinned
     raw = doc["repair"].get("run")

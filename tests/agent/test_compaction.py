@@ -12,17 +12,16 @@ from kit.fakes.openai_api import conversation_problem as openai_problem
 from orkeon_run.agent.compaction import (
     KEEP_TURNS,
     NOTE,
-    ContextMeter,
     Removal,
     Removed,
     Scanned,
     apply,
-    message_chars,
     plan,
     plan_removal,
     remove,
     stub,
 )
+from orkeon_run.agent.meter import ContextMeter, message_chars
 from orkeon_run.models import anthropic, openai
 from orkeon_run.models.base import Message, ToolCall
 
@@ -324,7 +323,7 @@ def test_a_compaction_that_falls_short_waits_for_a_batch(tmp_path: Path) -> None
     nibbling at it every turn."""
     from kit.agent import Rig
 
-    from orkeon_run.agent.compaction import BATCH, CEILING, TRIGGER
+    from orkeon_run.agent.meter import BATCH, CEILING, TRIGGER
     from orkeon_run.config.inputs import ScriptedModel
     from orkeon_run.models.scripted import ScriptedProvider
 

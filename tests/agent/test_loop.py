@@ -20,8 +20,9 @@ from kit.fakes.protocols import OPENAI, PROTOCOLS
 from kit.fakes.server import Reply
 from kit.hooks import ans, group
 
-from orkeon_run.agent.compaction import CHARS_PER_TOKEN, NOTE, TARGET, TRIGGER, stub
+from orkeon_run.agent.compaction import NOTE, stub
 from orkeon_run.agent.loop import UNFINISHED, Agent, RoleResult
+from orkeon_run.agent.meter import CHARS_PER_TOKEN, TARGET, TRIGGER
 from orkeon_run.config.inputs import ScriptedModel
 from orkeon_run.limits import BudgetLimits
 from orkeon_run.models.scripted import FINAL_TEXT, ScriptedProvider

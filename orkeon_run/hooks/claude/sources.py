@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -45,7 +46,13 @@ from .plugins import load_plugin
 
 Config = dict[str, list[MatcherGroup]]
 
-_HOOKS = TypeAdapter(dict[str, list[MatcherGroup]])
+
+
+@cache
+def _hooks() -> TypeAdapter[Config]:
+    # Built on first use: only a settings file's `hooks` needs it (the inputs' own are
+    # checked by the inputs' model), and building it builds MatcherGroup's validator.
+    return TypeAdapter(Config)
 
 
 def parse_hooks(doc: Mapping[str, Any], origin: str) -> Config:
@@ -55,7 +62,7 @@ def parse_hooks(doc: Mapping[str, Any], origin: str) -> Config:
     if not isinstance(raw, dict):
         raise InputError(f"{origin}: hooks: must be an object of event names")
     try:
-        return _HOOKS.validate_python(raw, strict=True)
+        return _hooks().validate_python(raw, strict=True)
     except ValidationError as exc:
         raise InputError(
             [f"{origin}: {line}" for line in error_lines(exc, prefix="hooks")]
