@@ -223,7 +223,6 @@ def _check_names(servers: dict[str, McpServer]) -> dict[str, McpServer]:
 McpServers = Annotated[dict[str, McpServer], AfterValidator(_check_names)]
 
 
-
 @cache
 def _servers() -> TypeAdapter[dict[str, McpServer]]:
     # Built on first use, not at import: every run imports this module for the inputs'

@@ -22,8 +22,19 @@ from kit.steps import environ, make_workspace, scripted
 # instruction files and without the result's models. `validate`: 342 once it no longer
 # loaded an event loop it does not run. 279, 459, 343 and 554 (the Anthropic run, with the
 # prices' database) once a run without `patch` no longer loaded the patch's modules; 281,
-# 463, 347 and 558 with the bare runs' configuration sources.
-CEILINGS = {"run --help": 285, "scripted run": 466, "validate": 350, "Anthropic run": 561}
+# 463, 347 and 558 with the bare runs' configuration sources; 282, 459, 344 and 554 once
+# compaction, the failed run's module, the MCP tools' package and the suggestions were
+# loaded only where they are used ("Start-up, fourth pass").
+CEILINGS = {"run --help": 285, "scripted run": 462, "validate": 347, "Anthropic run": 557}
+# docs/performance.md, "Start-up, fourth pass": modules of features a plain run does not
+# use, each imported where its feature starts (a compaction, a tasks-repair, a crew's MCP
+# entry, a document with an unknown key).
+FEATURE_ONLY = (
+    "orkeon_run.agent.compaction",
+    "orkeon_run.run.failed",
+    "orkeon_run.tools.mcp",
+    "orkeon_run.config.suggest",
+)
 HEAVY = ("structlog", "rich", "genai_prices", "httpx2", "httpcore2", "yaml", "mcp")
 # An HTTP provider's run needs the HTTP client (and, for now, the prices: models/pricing.py).
 HTTP_NEEDS = ("genai_prices", "httpx2", "httpcore2")
@@ -80,6 +91,20 @@ def test_a_scripted_run_imports_few_modules(tmp_path: Path) -> None:
     within("scripted run", modules, "run dev-batches --inputs @inputs.json")
     # The result's and events' pydantic models are `orkeon schema`'s; a run writes dicts.
     assert "orkeon_run.run.result" not in modules
+    assert sorted(set(FEATURE_ONLY) & set(modules)) == []
+
+
+def test_a_run_without_progress_loads_no_view(tmp_path: Path) -> None:
+    # docs/performance.md, "Start-up, fourth pass": `--progress none` shows no view, so
+    # neither the plain view nor the tracker it follows the run in is imported.
+    ws = make_workspace(tmp_path, {"README.md": "# demo\n", "src/app.py": "x = 1\n"})
+    plan = {"batches": [{"name": "b1", "roles": [{"name": "dev", "roots": ["src/"], "task": "t"}]}]}
+    doc = scripted({"b1/dev": [{"text": "done"}]}, plan=plan, budget={"seconds": 60})
+    argv = ["run", "dev-batches", "--workspace", str(ws), "--output", "json", "--progress"]
+    rc, modules = loaded(tmp_path, *argv, "none", "--inputs", json.dumps(doc))
+    assert rc == 0
+    view = {f"orkeon_run.run.progress.{m}" for m in ("plain", "plain_lines", "tracker")}
+    assert sorted(view & set(modules)) == []
 
 
 def test_validate_imports_no_event_loop(tmp_path: Path) -> None:

@@ -24,7 +24,6 @@ from collections.abc import Mapping
 from typing import Any, Protocol
 
 from ...errors import InputError
-from .plain import PlainProgress
 from .text import clean
 
 MODES = ("auto", "live", "plain", "none")
@@ -66,6 +65,8 @@ def choose(
 def listeners(mode: str) -> list[Listener]:
     """The listener that shows `mode` on stderr ([] for none)."""
     if mode == "plain":
+        from .plain import PlainProgress  # a view and its tracker only for a run that shows one
+
         return [PlainProgress(sys.stderr)]
     if mode == "live":
         from .live import LiveProgress  # rich: imported only for a live view
