@@ -34,7 +34,6 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from .. import gitpatch
 from ..environ import Redactor
 from ..jsonio import read_objects
 from . import audit
@@ -63,6 +62,8 @@ class Store:
 
     def put(self, data: bytes) -> str | None:
         """The digest `data` is kept under; None when it is too large to keep."""
+        from .. import gitpatch  # here and below: only a run with a changed file needs it
+
         if self.redactor and not gitpatch.is_binary(data):
             text = data.decode("utf-8", "surrogateescape")
             data = self.redactor.text(text).encode("utf-8", "surrogateescape")
@@ -123,6 +124,8 @@ def _append(run_dir: Path, doc: dict[str, Any]) -> None:
 def _read(path: Path) -> tuple[bytes | None, str]:
     """A workspace file's content and git mode; (None, "") when there is none. A symlink's
     content is its target, as git stores it."""
+    from .. import gitpatch  # as in Store.put: read only once there is a changed file
+
     try:
         st = os.lstat(path)
     except OSError:
@@ -189,6 +192,8 @@ def record_batch(
         if was is None and after is None:
             continue
         old, new = store.get(was), store.get(after)
+        from .. import gitpatch  # as in Store.put: a file changed
+
         added, removed = (
             gitpatch.counts(old, new) if was != UNKNOWN and after != UNKNOWN else (0, 0)
         )

@@ -20,7 +20,6 @@ from ..environ import scrubbed
 from ..errors import RecordsError
 from ..events import EventLog
 from ..hooks import NO_HOOKS, chain
-from ..hooks.native import NativeHooks
 from ..jsonio import atomic_write_json
 from ..ledger import Ledger
 from ..pipeline import Pipeline
@@ -300,6 +299,8 @@ def step_hooks(
     run's, which a settings-shape `prompt` hook asks unless it names a `model`."""
     native: Hooks = NO_HOOKS
     if config.inputs.native_hooks:
+        from ..hooks.native import NativeHooks  # only a run with native hooks
+
         native = NativeHooks(
             config.inputs.native_hooks,
             workspace=config.workspace,

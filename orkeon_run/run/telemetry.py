@@ -30,7 +30,6 @@ from typing import Any
 
 from .. import __version__, environ, logs
 from .progress.text import clean
-from .spans import UNCHANGED, SpanTree
 
 DEFAULT_ENDPOINT = "http://localhost:4318"
 DEFAULT_TIMEOUT = 10.0
@@ -147,6 +146,8 @@ class Traces:
         )
         from opentelemetry.sdk.trace.id_generator import RandomIdGenerator
 
+        from . import spans  # as OpenTelemetry: only for a run that exports traces
+
         class Counting(SpanExporter):
             """The OTLP exporter, counting the spans it could not send."""
 
@@ -206,7 +207,8 @@ class Traces:
                 trace_state=trace.TraceState.from_header([state]) if state else None,
             )  # fmt: skip
             root = trace.set_span_in_context(trace.NonRecordingSpan(remote))
-        self.tree = SpanTree(self.tracer, trace, root=root, ids=ids, tracestate=state)
+        self.tree = spans.SpanTree(self.tracer, trace, root=root, ids=ids, tracestate=state)
+        self._unchanged = spans.UNCHANGED
         self._quiet = False
 
     # --- the listener ------------------------------------------------------------------
@@ -218,7 +220,7 @@ class Traces:
             with self._lock:
                 self.tree.handle(event)
                 headers = self.tree.headers(event)
-            if headers is not UNCHANGED:
+            if headers is not self._unchanged:
                 # In the emitting task: its programs from now on run under that span.
                 environ.set_trace(headers)
         except Exception as exc:  # a bug here must not end the run: no more spans

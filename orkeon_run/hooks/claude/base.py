@@ -20,7 +20,6 @@ from ...config.pins import NO_PINS, Pins
 from ..protocol import Hooks
 from .answers import Answer, read_answer
 from .background import Background
-from .envfile import Changes
 from .handlers import (
     HTTP_DEFAULT_TIMEOUT,
     PROMPT_DEFAULT_TIMEOUT,
@@ -30,7 +29,6 @@ from .handlers import (
 )
 from .matchers import Selection
 from .payloads import base, encode
-from .plugins import PLUGIN_DATA, PLUGIN_ROOT
 from .run import DEFAULT_TIMEOUT, CommandRunner, Ran, hook_environment, user_shell
 
 if TYPE_CHECKING:
@@ -38,6 +36,7 @@ if TYPE_CHECKING:
     from ...events import EventLog
     from ...ledger import Ledger
     from ...models.base import Provider
+    from .envfile import Changes
 
 _OUTPUT_IN_LOG = 4000
 _DEFAULT = {
@@ -171,6 +170,8 @@ class SettingsBase(Hooks):
             ran.usage = usage
             return ran
         if h.plugin is not None:
+            from .plugins import PLUGIN_DATA, PLUGIN_ROOT  # a plugin's hooks only
+
             plugin_env = {PLUGIN_ROOT: h.plugin.root, PLUGIN_DATA: h.plugin.data}
             env = {**plugin_env, **env} if env else plugin_env
         return await self._runner.run_one(h.command, timeout, stdin, ledger, env)

@@ -9,13 +9,13 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from ..protocol import PromptVerdict
 from .base import SettingsBase, join_reasons
-from .envfile import VARIABLE, Changes, EnvFiles
 from .run import DEFAULT_TIMEOUT
 from .texts import context_block, prompt_blocked_line, reason, stop_line
 
 if TYPE_CHECKING:
     from ...calls import CallContext
     from ...ledger import Ledger
+    from .envfile import Changes, EnvFiles
 
 SESSION_END_CAP = 3.0  # the page: "Capped at 3s on quit so it never wedges exit"
 
@@ -31,6 +31,8 @@ class Lifecycle(SettingsBase):
         shell commands got from an earlier SessionStart."""
         if not self.has("SessionStart"):
             return None
+        from .envfile import VARIABLE, EnvFiles  # only a session with SessionStart hooks
+
         files = EnvFiles.make()
         try:
             answers = await self._run(
@@ -153,6 +155,8 @@ class Lifecycle(SettingsBase):
         return self._session_env.get(ctx.session_id, {})
 
     def _env_changes(self, ctx: CallContext, files: EnvFiles, changes: Changes) -> None:
+        from .envfile import VARIABLE  # as session_start, its one caller, imports it
+
         for problem in files.problems:
             self._log.warning(f"{VARIABLE}: {problem}; its variables are not set", role=ctx.role)
         if files.dropped:

@@ -36,7 +36,6 @@ from ..protocol import PostToolVerdict, PreToolVerdict
 from .base import join_reasons
 from .lifecycle import Lifecycle, notification_fields
 from .payloads import claude_input, tool_fields, tool_response
-from .rewrites import Watch
 from .sources import load_settings_hooks
 from .texts import context_block, not_run_line, post_tool_line, pre_tool_line
 
@@ -131,6 +130,8 @@ class SettingsHooks(Lifecycle):
         failure = await self._failure(ctx, call, result, call_id, ledger)
         if not self.commands("PostToolUse", tool):
             return PostToolVerdict(lines=list(pre.context_lines), runs=failure)
+        from .rewrites import Watch  # only a call that PostToolUse commands see
+
         watch = Watch.before_hooks(self.workspace, call, result)
         shown = claude_input(tool, call.input, self._ws)
         fields = {

@@ -42,10 +42,8 @@ from ...config.trust import (
 from ...errors import InputError
 from ...policy.mcpnames import server_prefix
 from .matchers import MATCH_FIELDS, Matcher, matches_all, tool_names
-from .plugins import load_plugin
 
 Config = dict[str, list[MatcherGroup]]
-
 
 
 @cache
@@ -214,6 +212,8 @@ def load_settings_hooks(
         add("inputs", inputs.hooks)
 
     for i, name in enumerate(inputs.plugins):
+        from .plugins import load_plugin  # only for the plugins the inputs name
+
         config = load_plugin(
             i,
             name,
