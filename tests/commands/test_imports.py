@@ -22,18 +22,25 @@ from kit.steps import environ, make_workspace, scripted
 # instruction files and without the result's models. `validate`: 342 once it no longer
 # loaded an event loop it does not run. 279, 459, 343 and 554 (the Anthropic run, with the
 # prices' database) once a run without `patch` no longer loaded the patch's modules; 281,
-# 463, 347 and 558 with the bare runs' configuration sources; 282, 459, 344 and 554 once
-# compaction, the failed run's module, the MCP tools' package and the suggestions were
-# loaded only where they are used ("Start-up, fourth pass").
-CEILINGS = {"run --help": 285, "scripted run": 462, "validate": 347, "Anthropic run": 557}
-# docs/performance.md, "Start-up, fourth pass": modules of features a plain run does not
-# use, each imported where its feature starts (a compaction, a tasks-repair, a crew's MCP
-# entry, a document with an unknown key).
+# 463, 347 and 558 with the bare runs' configuration sources; 282, 452, 343 and 547 once
+# the modules of features a run does not use were imported where the feature starts
+# ("Start-up, fourth pass").
+CEILINGS = {"run --help": 285, "scripted run": 455, "validate": 346, "Anthropic run": 550}
+# docs/performance.md, "Start-up, fourth pass": modules of features a run with one
+# PreToolUse hook does not use, each imported where its feature starts (a compaction, a
+# tasks-repair, a crew's MCP entry, a document with an unknown key, SessionStart's env
+# files, plugins, PostToolUse's file watch, native hooks, a changed file, OTel traces).
 FEATURE_ONLY = (
     "orkeon_run.agent.compaction",
     "orkeon_run.run.failed",
     "orkeon_run.tools.mcp",
     "orkeon_run.config.suggest",
+    "orkeon_run.hooks.claude.envfile",
+    "orkeon_run.hooks.claude.plugins",
+    "orkeon_run.hooks.claude.rewrites",
+    "orkeon_run.hooks.native",
+    "orkeon_run.gitpatch",
+    "orkeon_run.run.spans",
 )
 HEAVY = ("structlog", "rich", "genai_prices", "httpx2", "httpcore2", "yaml", "mcp")
 # An HTTP provider's run needs the HTTP client (and, for now, the prices: models/pricing.py).
@@ -91,6 +98,19 @@ def test_a_scripted_run_imports_few_modules(tmp_path: Path) -> None:
     within("scripted run", modules, "run dev-batches --inputs @inputs.json")
     # The result's and events' pydantic models are `orkeon schema`'s; a run writes dicts.
     assert "orkeon_run.run.result" not in modules
+
+
+def test_a_run_with_a_hook_loads_no_feature_it_does_not_use(tmp_path: Path) -> None:
+    ws = make_workspace(tmp_path, {"README.md": "# demo\n", "src/app.py": "x = 1\n"})
+    plan = {"batches": [{"name": "b1", "roles": [{"name": "dev", "roots": ["src/"], "task": "t"}]}]}
+    reads = [{"tool_calls": [{"tool": "file_read", "input": {"file_path": "README.md"}}]}] * 2
+    doc = scripted({"b1/dev": [*reads, {"text": "done"}]}, plan=plan, budget={"seconds": 60})
+    hook = {"type": "command", "command": "true"}
+    doc["hooks"] = {"PreToolUse": [{"matcher": "*", "hooks": [hook]}]}
+    argv = ["run", "dev-batches", "--workspace", str(ws), "--output", "json", "--inputs"]
+    rc, modules = loaded(tmp_path, *argv, json.dumps(doc))
+    assert rc == 0
+    assert "orkeon_run.hooks.claude.settings" in modules  # the hook's own path is loaded
     assert sorted(set(FEATURE_ONLY) & set(modules)) == []
 
 
