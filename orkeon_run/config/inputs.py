@@ -26,6 +26,7 @@ from pydantic import (
 
 from ..errors import InputError
 from ..limits import BudgetLimits
+from ..policy.words import CommandRefused, split_command
 from .defaults import empty_list
 from .documents import MAX_DOCUMENT_BYTES as MAX_DOCUMENT_BYTES  # re-exported
 from .documents import load_document as load_document  # re-exported
@@ -156,8 +157,6 @@ class NativeHook(Frozen):
         if "\n" in v or "\r" in v:
             # The command is shown in one line (`hooks list`, the texts the model reads).
             raise ValueError("a line break is refused: a hook command is one line")
-        from ..policy.words import CommandRefused, split_command  # a native hook's only
-
         try:
             split_command(v)
         except CommandRefused as exc:
