@@ -17,8 +17,6 @@ import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from . import gitargs
-
 
 @dataclass(frozen=True)
 class ProgramCheck:
@@ -34,11 +32,19 @@ class ProgramCheck:
         return f"{self.name}: {why}" if why is not None else None
 
 
+def _git(args: Sequence[str]) -> str | None:
+    from . import gitargs  # its tables only for a command that runs git (or a sort option)
+
+    return gitargs.refusal(args)
+
+
 def _sort(args: Sequence[str]) -> str | None:
     for word in args:
         if word == "--":
             return None
         if word.startswith("--"):
+            from . import gitargs  # as in _git
+
             why = gitargs.long_option_refusal({"compress-program": "runs a program"}, word)
             if why is not None:
                 return f"sort {word}: {why}"
@@ -48,7 +54,7 @@ def _sort(args: Sequence[str]) -> str | None:
 CHECKS: dict[str, ProgramCheck] = {
     c.name: c
     for c in (
-        ProgramCheck("git-read-only", "git", gitargs.refusal),
+        ProgramCheck("git-read-only", "git", _git),
         ProgramCheck("sort-no-compress-program", "sort", _sort),
     )
 }

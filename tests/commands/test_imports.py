@@ -29,7 +29,8 @@ CEILINGS = {"run --help": 285, "scripted run": 455, "validate": 346, "Anthropic 
 # docs/performance.md, "Start-up, fourth pass": modules of features a run with one
 # PreToolUse hook does not use, each imported where its feature starts (a compaction, a
 # tasks-repair, a crew's MCP entry, a document with an unknown key, SessionStart's env
-# files, plugins, PostToolUse's file watch, native hooks, a changed file, OTel traces).
+# files, plugins, PostToolUse's file watch, native hooks, a changed file, OTel traces, a
+# shell command that runs git).
 FEATURE_ONLY = (
     "orkeon_run.agent.compaction",
     "orkeon_run.run.failed",
@@ -41,6 +42,7 @@ FEATURE_ONLY = (
     "orkeon_run.hooks.native",
     "orkeon_run.gitpatch",
     "orkeon_run.run.spans",
+    "orkeon_run.policy.gitargs",
 )
 HEAVY = ("structlog", "rich", "genai_prices", "httpx2", "httpcore2", "yaml", "mcp")
 # An HTTP provider's run needs the HTTP client (and, for now, the prices: models/pricing.py).
