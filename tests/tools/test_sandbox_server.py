@@ -18,13 +18,15 @@ pytestmark = LINUX_ONLY
 
 # What json, socket, signal and the rest import: none of it in the server's heap, which
 # each init (a fork) copies page by page as it writes.
-HEAVY = ("re", "json", "enum", "socket", "signal", "contextlib", "warnings", "functools")
+HEAVY = ("re", "json", "enum", "socket", "signal", "contextlib", "warnings", "functools",
+         "collections", "array")  # fmt: skip
 
 
 def test_the_server_imports_only_what_each_init_needs() -> None:
     """performance.md: "each init is a fork of the server, and what it costs grows with the
     server's heap": the server's source, run as the server runs it (`python -I -S`), loads
-    none of json's, socket's or signal's Python halves, nor re, enum, contextlib, warnings."""
+    none of json's, socket's or signal's Python halves, nor re, enum, contextlib, warnings,
+    array (and the collections it imports)."""
     probe = (
         "import sys; src = sys.stdin.read(); "
         "exec(compile(src, 'server', 'exec'), {'__name__': 'not-main'}); "

@@ -16,13 +16,14 @@ from __future__ import annotations
 import _json  # json's C half: json.py pulls in re and its compiled patterns
 import _signal  # signal.py wraps every number in an enum
 import _socket  # socket.py imports enum and wraps each call
-import array
 import ctypes
 import errno
 import os
 import select
+import struct  # ctypes imports it: loaded anyway
 
-# Why these and not json, socket, signal, re, contextlib: each init is a fork of this
+# Why these and not json, socket, signal, re, contextlib (nor array, which imports
+# collections): each init is a fork of this
 # server, and its cost (the fork's page tables, the pages its first writes copy, its exit)
 # grows with the server's heap (docs/performance.md, "A kept-up command's CPU, whole tree").
 
@@ -221,24 +222,27 @@ def send(sock, key, value):
         pass
 
 
+_INT = struct.calcsize("i")  # a descriptor in SCM_RIGHTS: a C int
+
+
 def recv_fds(sock, size, most):
     """socket.recv_fds (the descriptors close-on-exec): the message and the descriptors."""
     msg, ancillary, _flags, _addr = sock.recvmsg(
-        size, _socket.CMSG_LEN(most * _FD.itemsize), _socket.MSG_CMSG_CLOEXEC
+        size, _socket.CMSG_LEN(most * _INT), _socket.MSG_CMSG_CLOEXEC
     )
-    fds = array.array("i")
+    fds: list[int] = []
     for level, kind, data in ancillary:
         if level == _socket.SOL_SOCKET and kind == _socket.SCM_RIGHTS:
-            fds.frombytes(data[: len(data) - len(data) % fds.itemsize])
-    return msg, list(fds)
+            fds += struct.unpack(f"{len(data) // _INT}i", data[: len(data) - len(data) % _INT])
+    return msg, fds
 
 
 def send_fds(sock, data, fds):
     """socket.send_fds."""
-    sock.sendmsg([data], [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, array.array("i", fds))])
+    packed = struct.pack(f"{len(fds)}i", *fds)
+    sock.sendmsg([data], [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, packed)])
 
 
-_FD = array.array("i")
 INIT_FAILED = "the sandbox's init failed: "  # session.py makes a sandbox per command then
 
 
