@@ -139,7 +139,11 @@ def main():
     except OSError as exc:
         send(server.sock, "error", f"the sandbox's server could not start: {exc}")
         return
-    program("true", parse(REHEARSAL)["env"])  # what each init does, done once before any fork
+    # What each init does first, done once before any fork: what it makes is then shared.
+    try:  # noqa: SIM105  (contextlib is not imported: server_init.py says why)
+        program("true", parse(REHEARSAL)["env"])
+    except OSError:  # no `true` on the default PATH: nothing to warm
+        pass
     server.sock.send(message("ready", os.getpid()))
     server.offer()
     server.serve()
