@@ -130,11 +130,13 @@ class _Watch:
         for fd in (pipes.out, pipes.err):
             loop.add_reader(fd, self.read, fd)
         loop.add_reader(child.exit_fd, self.exit)
+        self.watched = {pipes.out, pipes.err, child.exit_fd}  # what `close` still removes
 
     def read(self, fd: int) -> None:
         n = os.readv(fd, [self.scratch])
         if not n:
             self.loop.remove_reader(fd)
+            self.watched.discard(fd)
             self.reading -= 1
             if self.exited and not self.reading:
                 self.finish()
@@ -151,6 +153,7 @@ class _Watch:
         if not self.child.exited():  # a command of a kept-up veil reads its word here
             return
         self.loop.remove_reader(self.child.exit_fd)
+        self.watched.discard(self.child.exit_fd)
         self.exited = True
         if not self.reading:
             self.finish()
@@ -194,7 +197,7 @@ class _Watch:
             self.done.set_result(None)
 
     def close(self) -> None:
-        for fd in (self.pipes.out, self.pipes.err, self.child.exit_fd):
+        for fd in self.watched:
             self.loop.remove_reader(fd)
         for timer in [*self.timers, *([self.deadline] if self.deadline else [])]:
             timer.cancel()
