@@ -192,10 +192,11 @@ def spare(link):
         failed = str(exc)
     try:
         woken = rehearse()
-        # Close-on-exec as they arrive, so that the command gets none but its 0, 1 and 2.
-        msg, fds, _flags, _addr = socket.recv_fds(link, MAX_MESSAGE, 3, socket.MSG_CMSG_CLOEXEC)
+        msg, fds, _flags, _addr = socket.recv_fds(link, MAX_MESSAGE, 3)
         if not msg:
             os._exit(UNUSED)  # orkeon let go of it, or the server is closing
+        for got in fds:  # so that the command gets none but its 0, 1 and 2
+            os.set_inheritable(got, False)
         if failed is not None:
             raise RuntimeError(failed)
         stdin = fds[2] if len(fds) > 2 else os.open("/dev/null", os.O_RDONLY | os.O_CLOEXEC)

@@ -154,12 +154,11 @@ class Server:
         while True:
             for fd, _ev in self.poller.poll():
                 if fd == self.sock.fileno():
-                    # Close-on-exec as they arrive: a hook gets none but its 0, 1 and 2.
-                    msg, fds, _flags, _addr = socket.recv_fds(
-                        self.sock, MAX_MESSAGE, 4, socket.MSG_CMSG_CLOEXEC
-                    )
+                    msg, fds, _flags, _addr = socket.recv_fds(self.sock, MAX_MESSAGE, 4)
                     if not msg:
                         return  # orkeon closed the veil
+                    for got in fds:  # a hook gets none but its 0, 1 and 2 (recv_fds takes
+                        os.set_inheritable(got, False)  # no flags on Python 3.11)
                     self.start(msg, list(fds))
                 elif fd in self.by_pidfd:
                     self.exited(fd)
