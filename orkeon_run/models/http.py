@@ -90,7 +90,6 @@ class HTTPProvider:
         )
         self._client: Any = None
         self._loop: object = None
-        self.url: Any = None  # the request's URL, made with the client (`client`)
         self._price: tuple[Pricer | None] | None = None
         self._context: int | None = None
         self._max_output: int | None = None
@@ -137,9 +136,6 @@ class HTTPProvider:
         if self._client is None or self._loop != loop:
             self._loop = loop
             self._client = self.make_client()
-            # The request's URL, the base URL and `path` merged once (httpx parses a
-            # relative URL and re-parses the merged one on every request otherwise).
-            self.url = self._client.build_request("POST", self.path).url
         return self._client
 
     def for_role(self, role: str) -> HTTPRole:
@@ -201,7 +197,7 @@ class HTTPRole:
 
         async def attempt() -> bytes:
             if idle is None:
-                response = await client.post(p.url, content=data)
+                response = await client.post(p.path, content=data)
                 content = response.content
             else:
                 response, content = await self._read_watched(client, data, idle)
@@ -223,7 +219,7 @@ class HTTPRole:
 
     async def _read_watched(self, client: Any, data: bytes, idle: float) -> tuple[Any, bytes]:
         """The reply and its body, each wait for a byte at most `idle` seconds."""
-        request = client.build_request("POST", self.provider.url, content=data)
+        request = client.build_request("POST", self.provider.path, content=data)
         with anyio.move_on_after(idle) as scope:
             response = await client.send(request, stream=True)
         if scope.cancelled_caught:
