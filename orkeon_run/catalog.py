@@ -50,7 +50,7 @@ class ToolInput(BaseModel):
     """A call's input. Strict: `"2"` is no line number. Fields a tool does not know are
     ignored (models add some), and a field given as null counts as left out."""
 
-    model_config = ConfigDict(extra="ignore", frozen=True, strict=True, defer_build=True)
+    model_config = ConfigDict(extra="ignore", frozen=True, strict=True)
 
 
 _PATH = "Path of the file, relative to the workspace."

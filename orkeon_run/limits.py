@@ -16,7 +16,7 @@ class RoleLimits(BaseModel):
     """`budget.per_role`: what each role of the step may spend; `null` (the default) = no
     limit of the role's own."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     seconds: float | None = Field(default=None, gt=0)
     turns: int | None = Field(default=None, ge=1)
@@ -30,7 +30,7 @@ class RoleLimits(BaseModel):
 class BudgetLimits(BaseModel):
     """`null` = no limit. A limit of 0 would start nothing: it is refused (exit 2)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     seconds: float | None = Field(default=1800, gt=0)
     turns: int | None = Field(default=None, ge=1)

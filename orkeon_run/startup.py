@@ -65,9 +65,9 @@ def leave() -> None:
     fails does not keep the others from running."""
     while _leaving:
         end = _leaving.pop()
-        try:
+        try:  # noqa: SIM105 - contextlib would import collections before the pause
             end()
-        except Exception:  # noqa: BLE001 - leaving: nothing can be done about it but go on
+        except Exception:  # leaving: nothing can be done about it but go on
             pass
 
 

@@ -85,7 +85,7 @@ OVERRIDE_DIR = PurePosixPath(".orkeon/crews")
 
 
 class _Frozen(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
 
 class CrewRole(_Frozen):

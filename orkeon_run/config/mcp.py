@@ -59,7 +59,7 @@ class McpServer(BaseModel):
     """An MCP server in Claude Code's shape: `command` (with `args`, `env`) for a stdio
     server, `url` (with `headers`) for a streamable-HTTP one (docs/tools.md)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     type: Transport | None = None
     command: str | list[str] | None = None

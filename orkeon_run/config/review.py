@@ -13,7 +13,7 @@ from .defaults import empty_list
 
 
 class _Frozen(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
 
 def check_globs(globs: list[str] | None) -> list[str] | None:

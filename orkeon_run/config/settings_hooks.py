@@ -22,7 +22,7 @@ from .defaults import empty_list
 
 
 class _Frozen(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
 
 class PluginRef(_Frozen):
@@ -36,7 +36,7 @@ class PluginRef(_Frozen):
 class _Handler(_Frozen):
     """What every settings-shape hook handler has (docs/hooks.md, "Handler types")."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True, defer_build=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
     timeout: float | None = Field(default=None, gt=0, strict=True)
     # Runs at most once per session (role), then is skipped.

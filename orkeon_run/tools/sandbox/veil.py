@@ -34,8 +34,8 @@ from functools import cache
 from pathlib import Path
 
 from ... import proc
-from ...startup import at_leave
 from ...environ import traced
+from ...startup import at_leave
 from .bwrap import bundled_bwrap
 from .spawner import start_server, stop_server
 
