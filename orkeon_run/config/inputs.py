@@ -27,7 +27,7 @@ from pydantic import (
 from ..errors import InputError
 from ..limits import BudgetLimits
 from ..policy.words import CommandRefused, split_command
-from .defaults import empty_list, unchecked
+from .defaults import empty_list
 from .documents import MAX_DOCUMENT_BYTES as MAX_DOCUMENT_BYTES  # re-exported
 from .documents import load_document as load_document  # re-exported
 from .errorlines import UNION_TAGS, error_lines
@@ -285,19 +285,19 @@ class Inputs(Frozen):
     schema_: str | None = Field(default=None, alias="$schema")
     workspace: str | None = None
     model: ModelConfig = Field(
-        default_factory=unchecked(ScriptedModel, provider="scripted"), discriminator="provider"
+        default_factory=lambda: ScriptedModel(provider="scripted"), discriminator="provider"
     )
-    budget: BudgetLimits = Field(default_factory=unchecked(BudgetLimits))
+    budget: BudgetLimits = Field(default_factory=BudgetLimits)
     hooks: list[NativeHook] | SettingsHooks = Field(default_factory=empty_list)
     settings: list[str] = Field(default_factory=empty_list)
     # Claude Code plugin folders whose hooks/hooks.json the run adds (hooks/claude/plugins.py).
     plugins: list[str] = Field(default_factory=empty_list)
-    gate: GateRules = Field(default_factory=unchecked(GateRules))
-    shell: ShellInputs = Field(default_factory=unchecked(ShellInputs))
+    gate: GateRules = Field(default_factory=GateRules)
+    shell: ShellInputs = Field(default_factory=ShellInputs)
     request: str | None = None
     spec: str = ".orkeon/spec.md"
     plan: str | Plan = ".orkeon/plan.json"
-    audit: Audit = Field(default_factory=unchecked(Audit))
+    audit: Audit = Field(default_factory=Audit)
     repair: Repair | None = None
     concurrency: int = Field(default=4, ge=1, le=64)
     # MCP servers by name (config/mcp.py); settings files may add more (config/mcp_sources.py).
@@ -307,7 +307,7 @@ class Inputs(Frozen):
     output_schema: Any = None  # checked by config/answers.py: one message for each mistake
     output_retries: int = Field(default=2, ge=0, le=10)
     review: ReviewInputs | None = None
-    instructions: InstructionFiles = Field(default_factory=unchecked(InstructionFiles))
+    instructions: InstructionFiles = Field(default_factory=InstructionFiles)
     # dev-batches, tasks-repair, pipeline: write the run's change as a patch file here
     # (relative: the workspace's; checked by run/patch_out.py; docs/inputs.md, "patch").
     patch: str | None = None

@@ -221,10 +221,7 @@ def _check_names(servers: dict[str, McpServer]) -> dict[str, McpServer]:
 # The type of the `mcp_servers` input: server name -> server.
 McpServers = Annotated[dict[str, McpServer], AfterValidator(_check_names)]
 
-# Built when servers are first parsed (pydantic's `defer_build`), not at import.
-_SERVERS: TypeAdapter[dict[str, McpServer]] = TypeAdapter(
-    McpServers, config=ConfigDict(defer_build=True)
-)
+_SERVERS: TypeAdapter[dict[str, McpServer]] = TypeAdapter(McpServers)
 
 
 def parse_servers(doc: Any, prefix: str = "mcp_servers") -> dict[str, McpServer]:

@@ -293,7 +293,7 @@ def _step_parts(
     """The step's module, its crew (None for a step that runs other steps' crews, and for
     no step) and the budget it has when the inputs give none. `crews`: the workspace whose
     `.orkeon/crews/` may replace the built-in crews (`Sources.crews`; None: none)."""
-    default_budget = BudgetLimits.model_construct()  # no validator built (config/defaults.py)
+    default_budget = BudgetLimits()
     if step is None:
         return None, None, default_budget
     module = step_module(step)

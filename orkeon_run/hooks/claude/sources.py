@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from pydantic import ConfigDict, TypeAdapter, ValidationError
+from pydantic import TypeAdapter, ValidationError
 
 from ...catalog import TOOLS
 from ...config.errorlines import error_lines
@@ -45,9 +45,7 @@ from .plugins import load_plugin
 
 Config = dict[str, list[MatcherGroup]]
 
-# Built when a settings document's hooks are first read (pydantic's `defer_build`), not by
-# every command that imports this module (docs/performance.md, "Start-up, fourth pass").
-_HOOKS = TypeAdapter(dict[str, list[MatcherGroup]], config=ConfigDict(defer_build=True))
+_HOOKS = TypeAdapter(dict[str, list[MatcherGroup]])
 
 
 def parse_hooks(doc: Mapping[str, Any], origin: str) -> Config:
