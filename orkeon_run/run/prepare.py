@@ -273,7 +273,7 @@ def _from_failed_run(
     """A tasks-repair's document with what it takes from the failed run its `repair.run`
     names, that run, and the plan it runs (failed.py). The run that cannot be read is
     reported at once: what else the document lacks would come from it."""
-    from .failed import failed_plan, failed_run, inherit  # a tasks-repair's only
+    from .failed import failed_plan, failed_run, inherit  # only a tasks-repair reads one
 
     if not isinstance(doc, dict) or not isinstance(doc.get("repair"), dict):
         return doc, None, pinned
