@@ -233,7 +233,7 @@ def test_a_workspace_beside_a_mount_in_the_hosts_tmp(ws: Path, tmp_path: Path) -
         or subprocess.run(["unshare", "-rm", "true"], capture_output=True, check=False).returncode
     ):
         pytest.skip("needs the workspace in /tmp and `unshare -rm`")
-    from orkeon_run.tools.sandbox import server
+    from orkeon_run.tools.sandbox import server_init as server
 
     assert server.INIT_FAILED == session.INIT_FAILED
     other = tmp_path / "other"

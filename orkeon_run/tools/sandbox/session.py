@@ -43,7 +43,7 @@ from .policy import SandboxPolicy
 from .spawner import start_server, stop_server
 
 ENABLED = True
-# What server.py answers when a command's namespaces cannot be made (server.INIT_FAILED;
+# What server.py answers when a command's namespaces cannot be made (server_init.INIT_FAILED;
 # not imported: the server's module loads ctypes, which orkeon itself does not need).
 INIT_FAILED = "the sandbox's init failed: "
 START_TIMEOUT = 20.0  # a loaded CI machine; the server is ready in tens of milliseconds
@@ -60,7 +60,11 @@ class SessionError(Exception):
 
 @cache
 def _source() -> str:
-    return (Path(__file__).parent / "server.py").read_text(encoding="utf-8")
+    """The server's source: server_init.py's text, then server.py's (one `-c`, the server
+    imports nothing of orkeon)."""
+    here = Path(__file__).parent
+    return "\n".join((here / name).read_text(encoding="utf-8")
+                     for name in ("server_init.py", "server.py"))  # fmt: skip
 
 
 class _Command:
