@@ -33,18 +33,18 @@ from ..errors import InputError
 from ..hooks.claude.sources import load_settings_hooks
 from ..hooks.native_files import missing_files
 from ..limits import BudgetLimits
-from ..models import check_model, check_price
+from ..models import check_model
 from ..policy.gate import Gate
 from ..policy.mcpnames import normalize, split_pattern
 from ..policy.programs import ShellRules
 from ..policy.rules import parse_rule
 from . import mcp_checks
 from .confine import Confinement, decide, operator_commands, while_probing
-from .failed import FailedRun, failed_plan, failed_run, inherit
 from .steps import StepModule, step_module
 
 if TYPE_CHECKING:
     from ..config.crews import Crew
+    from .failed import FailedRun
     from .patch_out import PatchTarget
 
 T = TypeVar("T")
@@ -191,6 +191,8 @@ def prepare(
     budget = stop_block_cap(budget_limits(inputs, default_budget), env)
     warnings.extend(budget.per_role_warnings())
     if budget.usd is not None:  # a cost budget needs the model's price
+        from ..models.pricing import check_price
+
         found.collect(lambda: check_price(inputs.model))  # loads the price database
     pins = NO_PINS  # the files a trusted command names, pinned once the rest is checked
     if step is not None and not found.lines:
@@ -271,6 +273,8 @@ def _from_failed_run(
     """A tasks-repair's document with what it takes from the failed run its `repair.run`
     names, that run, and the plan it runs (failed.py). The run that cannot be read is
     reported at once: what else the document lacks would come from it."""
+    from .failed import failed_plan, failed_run, inherit  # only a tasks-repair reads one
+
     if not isinstance(doc, dict) or not isinstance(doc.get("repair"), dict):
         return doc, None, pinned
     raw = doc["repair"].get("run")
