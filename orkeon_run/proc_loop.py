@@ -1,10 +1,11 @@
 """`arun`: `proc.run` for async code, with the same contract (proc.py's docstring).
 
 On asyncio with pidfds (Linux >= 5.3), the event loop itself watches the child: its
-pipes and its pidfd are readers of the loop, the time-out and the grace are timers of
-the loop, and no thread is involved (a hand-off to a worker thread and back costs about
-as much as starting `true`: a native hook runs once or twice on every tool call).
-Elsewhere, and for a child that is given stdin, `proc.run` runs in a worker thread.
+pipes and its pidfd are readers of the loop (its stdin, when it is given bytes, a
+writer), the time-out and the grace are timers of the loop, and no thread is involved (a
+hand-off to a worker thread and back costs about as much as starting `true`: a native
+hook runs once or twice on every tool call, a settings hook reads its event on stdin).
+Elsewhere `proc.run` runs in a worker thread.
 
 Cancelling the calling task stops the group as a time-out does (SIGTERM, SIGKILL after
 `kill_grace`) and waits, shielded, until the child is reaped; then the cancellation goes
@@ -14,6 +15,7 @@ on.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import time
@@ -52,7 +54,7 @@ async def arun(
         loop = asyncio.get_running_loop()
     except RuntimeError:  # another event loop than asyncio's (trio)
         loop = None
-    if start is proc.spawn and (stdin is not None or not proc._HAS_PIDFD or loop is None):
+    if start is proc.spawn and (not proc._HAS_PIDFD or loop is None):
         call = partial(
             proc.run, argv, cwd=cwd, timeout=timeout, env=env, stdin=stdin, cap=cap,
             kill_grace=kill_grace, cancel_check=from_thread.check_cancelled, idle=idle,
@@ -63,8 +65,8 @@ async def arun(
     child = start(argv, cwd=cwd, env=env, pipes=pipes, started=started)
     if isinstance(child, ProcResult):
         return child
-    if child.exit_fd < 0 or stdin is not None or loop is None:
-        # No pidfd for this child, or stdin to write: the thread's loop watches it.
+    if child.exit_fd < 0 or loop is None:
+        # No pidfd for this child: the thread's loop watches it.
         return await to_thread.run_sync(partial(
             proc.collect, child, pipes, started=started, timeout=timeout, cap=cap,
             kill_grace=kill_grace, cancel_check=from_thread.check_cancelled, errors="replace",
@@ -130,13 +132,23 @@ class _Watch:
         for fd in (pipes.out, pipes.err):
             loop.add_reader(fd, self.read, fd)
         loop.add_reader(child.exit_fd, self.exit)
+        self.watched = {pipes.out, pipes.err, child.exit_fd}  # what `close` still removes
+        # stdin, as proc.collect writes it: at most PIPE_BUF bytes each time the pipe has
+        # room (so a write never blocks), until all is written or the child stops reading.
+        self.input = memoryview(pipes.input or b"")
+        self.writing = pipes.to_in >= 0
+        if self.writing and not self.input:
+            self.end_input()
+        elif self.writing:
+            loop.add_writer(pipes.to_in, self.write)
 
     def read(self, fd: int) -> None:
         n = os.readv(fd, [self.scratch])
         if not n:
             self.loop.remove_reader(fd)
+            self.watched.discard(fd)
             self.reading -= 1
-            if self.exited and not self.reading:
+            if self.exited and not self.reading and not self.writing:
                 self.finish()
             return
         self.heard = time.monotonic()
@@ -147,12 +159,32 @@ class _Watch:
         if n > room:
             self.dropped[fd] += n - max(room, 0)
 
+    def write(self) -> None:
+        try:
+            n = os.write(self.pipes.to_in, self.input[: proc._PIPE_BUF])
+        except OSError:  # BrokenPipe: the child does not read its stdin
+            n = len(self.input)
+        self.input = self.input[n:]
+        if not self.input:
+            self.loop.remove_writer(self.pipes.to_in)
+            self.end_input()
+            if self.exited and not self.reading:
+                self.finish()
+
+    def end_input(self) -> None:
+        """All of stdin is written (or refused): the child reads its end of file."""
+        self.writing = False
+        with contextlib.suppress(OSError):
+            os.close(self.pipes.to_in)
+        self.pipes.to_in = -1
+
     def exit(self) -> None:
         if not self.child.exited():  # a command of a kept-up veil reads its word here
             return
         self.loop.remove_reader(self.child.exit_fd)
+        self.watched.discard(self.child.exit_fd)
         self.exited = True
-        if not self.reading:
+        if not self.reading and not self.writing:
             self.finish()
             return
         # Once SIGTERM is out, the grace is the group's (as in proc.collect).
@@ -194,8 +226,10 @@ class _Watch:
             self.done.set_result(None)
 
     def close(self) -> None:
-        for fd in (self.pipes.out, self.pipes.err, self.child.exit_fd):
+        for fd in self.watched:
             self.loop.remove_reader(fd)
+        if self.writing:
+            self.loop.remove_writer(self.pipes.to_in)
         for timer in [*self.timers, *([self.deadline] if self.deadline else [])]:
             timer.cancel()
         self.pipes.close()

@@ -95,22 +95,26 @@ def _check(argv: list[str], cwd: Path, env: Mapping[str, str]) -> tuple[str | No
     prog = argv[0] if argv else ""
     if not prog:
         return "no such program: ", ""
-    from ..tools.sandbox import program_files  # the sandbox's own check uses it too
+    from ..tools.sandbox import each_program_file  # the sandbox's own check uses it too
 
-    found = program_files(prog, cwd, env)
-    if not found:
-        return f"no such program: {prog}", ""
-    runnable = [c for c in found if os.access(c, os.X_OK)]
-    if not runnable:
-        return f"permission denied: {prog}", ""
+    found = False
+    for candidate in each_program_file(prog, cwd, env):  # up to the first executable one
+        found = True
+        if os.access(candidate, os.X_OK):
+            break
+    else:
+        return f"{'permission denied' if found else 'no such program'}: {prog}", ""
     try:
-        with open(runnable[0], "rb") as f:
-            head = f.read(4)
+        fd = os.open(candidate, os.O_RDONLY | os.O_CLOEXEC)
+        try:
+            head = os.read(fd, 4)
+        finally:
+            os.close(fd)
     except OSError:
         return f"permission denied: {prog}", ""
     if not (head.startswith(b"#!") or head == b"\x7fELF"):
         return f"not an executable (a script needs a #! line): {prog}", ""
-    return None, runnable[0]
+    return None, candidate
 
 
 __all__ = ["arun", "cannot_start"]

@@ -26,7 +26,7 @@ from typing import Any
 from ..config.inputs import load_document
 from ..errors import InputError
 from ..jsonio import loads_strict
-from ..models import check_price
+from ..models.pricing import check_price
 from ..run.failed import repair_document
 from ..run.prepare import prepare, stdin_tty
 from ..run.steps import STEPS as STEP_MODULES

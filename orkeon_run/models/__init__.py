@@ -16,24 +16,15 @@ import importlib
 import os
 from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..config.inputs import ModelConfig, ScriptedModel
 from ..errors import InputError
-from .base import Message, Model, Provider, ToolCall, ToolSpec, Turn
-from .pricing import check_price
 
-__all__ = [
-    "Message",
-    "Model",
-    "Provider",
-    "ToolCall",
-    "ToolSpec",
-    "Turn",
-    "build_provider",
-    "check_model",
-    "check_price",
-    "missing_key_env",
-]
+if TYPE_CHECKING:  # `validate` checks the model and builds no provider: base.py is a run's
+    from .base import Provider
+
+__all__ = ["build_provider", "check_model", "missing_key_env"]
 
 # model.provider -> "module:Class" of this package; one entry per member of ModelConfig.
 PROVIDERS = {

@@ -37,12 +37,15 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from ..calls import CheckedCall
 from ..catalog import TOOLS, canonical
 from .mcpnames import is_mcp_name, server_prefix, split_pattern
 from .pathglob import STAR, PathGlob, star_glob_regex
 from .progchecks import ProgramCheck, check_named
+
+if TYPE_CHECKING:
+    from ..calls import CheckedCall
 
 _RULE_RE = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)(?:\((.*)\))?$", re.DOTALL)
 

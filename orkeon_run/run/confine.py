@@ -30,13 +30,13 @@ from ..catalog import TOOLS
 from ..environ import config_dir
 from ..tools.sandbox import SandboxPolicy, probe, warn_unconfined_once
 from ..tools.sandbox import prefetch as start
-from .audit import AuditGit, Commands
-from .audit.gitcmd import find_git
+from .git_program import find_git
 
 if TYPE_CHECKING:
     from ..config.inputs import Inputs
     from ..tools.sandbox import SandboxPolicy
     from ..tools.sandbox.proxy import EgressProxy
+    from .audit import AuditGit, Commands
 
 SandboxState = Literal["on", "off", "unavailable"]
 _said: set[str] = set()  # the reasons `announce` gave
@@ -151,6 +151,8 @@ class Confinement:
         """How the audit's build and test run: in the audit's sandbox (the workspace
         writable except its `.git` folders, `.orkeon/` and the run directory), refused
         when it cannot be made, unconfined when it is off."""
+        from .audit import Commands
+
         if self.state == "off":
             return Commands(env=env)
         if self.state == "unavailable":
@@ -176,6 +178,8 @@ class Confinement:
 
 @functools.lru_cache(maxsize=16)
 def _audit_git(confinement: Confinement, run_dir: Path) -> AuditGit:
+    from .audit import AuditGit  # not at import: `validate` decides and runs no audit
+
     box = None
     if confinement.state == "on":
         box = SandboxPolicy.for_git(

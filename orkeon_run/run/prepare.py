@@ -33,7 +33,7 @@ from ..errors import InputError
 from ..hooks.claude.sources import load_settings_hooks
 from ..hooks.native_files import missing_files
 from ..limits import BudgetLimits
-from ..models import check_model, check_price
+from ..models import check_model
 from ..policy.gate import Gate
 from ..policy.mcpnames import normalize, split_pattern
 from ..policy.programs import ShellRules
@@ -191,6 +191,8 @@ def prepare(
     budget = stop_block_cap(budget_limits(inputs, default_budget), env)
     warnings.extend(budget.per_role_warnings())
     if budget.usd is not None:  # a cost budget needs the model's price
+        from ..models.pricing import check_price
+
         found.collect(lambda: check_price(inputs.model))  # loads the price database
     pins = NO_PINS  # the files a trusted command names, pinned once the rest is checked
     if step is not None and not found.lines:

@@ -19,17 +19,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..calls import CheckedCall
 from ..catalog import Tool
 from ..policy.programs import ShellRules
 
 if TYPE_CHECKING:
+    # Not at import: `orkeon validate` loads this package (the sandbox's) and runs no call.
+    from ..calls import CheckedCall
     from .mcp.hub import McpHub
     from .sandbox import SandboxPolicy
 
 __all__ = ["ToolEnv", "run_tool"]
 
-Implementation = Callable[[CheckedCall, "ToolEnv", float], Awaitable[Any]]
+Implementation = Callable[["CheckedCall", "ToolEnv", float], Awaitable[Any]]
 
 
 @dataclass(frozen=True)

@@ -22,10 +22,11 @@ from kit.steps import environ, make_workspace, scripted
 # instruction files and without the result's models. `validate`: 342 once it no longer
 # loaded an event loop it does not run. 279, 459, 343 and 554 (the Anthropic run, with the
 # prices' database) once a run without `patch` no longer loaded the patch's modules; 281,
-# 463, 347 and 558 with the bare runs' configuration sources; 282, 452, 343 and 547 once
-# the modules of features a run does not use were imported where the feature starts
-# ("Start-up, fourth pass").
-CEILINGS = {"run --help": 285, "scripted run": 455, "validate": 346, "Anthropic run": 550}
+# 463, 347 and 558 with the bare runs' configuration sources. `validate`: 337 once it no
+# longer loaded the calls, the audit, the failed run's and the providers' base modules;
+# the runs: 452 and 547 once the modules of features a run does not use were imported
+# where the feature starts ("Start-up, fourth pass").
+CEILINGS = {"run --help": 285, "scripted run": 455, "validate": 341, "Anthropic run": 550}
 # docs/performance.md, "Start-up, fourth pass": modules of features a run with one
 # PreToolUse hook does not use, each imported where its feature starts (a compaction, a
 # tasks-repair, a crew's MCP entry, a document with an unknown key, SessionStart's env
@@ -138,6 +139,11 @@ def test_validate_imports_no_event_loop(tmp_path: Path) -> None:
     within("validate", modules, "validate --inputs @inputs.json")
     loops = sorted({m.split(".")[0] for m in modules} & {"asyncio", "anyio"})
     assert loops == [], f"`orkeon validate` imported {loops}, which it does not need"
+    # docs/performance.md, "Start-up, fourth pass": it runs no call, no audit and no
+    # repair, and builds no provider; prices only for a `usd` budget.
+    unused = ("calls", "run.audit", "run.failed", "models.base", "models.pricing")
+    needless = sorted({f"orkeon_run.{m}" for m in unused} & set(modules))
+    assert needless == [], f"`orkeon validate` imported {needless}, which it does not need"
 
 
 def test_an_anthropic_run_imports_few_modules(tmp_path: Path) -> None:

@@ -49,7 +49,7 @@ Config = dict[str, list[MatcherGroup]]
 @cache
 def _hooks() -> TypeAdapter[Config]:
     # Built on first use: only a settings file's `hooks` needs it (the inputs' own are
-    # checked by the inputs' model), and building it builds MatcherGroup's validator.
+    # checked by the inputs' model).
     return TypeAdapter(Config)
 
 

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING
 
 from ... import proc
 from ...tools import sandbox
+from ..git_program import find_git
 from .paths import AuditError
 
 if TYPE_CHECKING:
@@ -155,29 +156,6 @@ class Git:
             self._policy, argv, cwd=self.workspace, timeout=GIT_TIMEOUT, cap=_GIT_CAP, env=env,
             stdin=stdin, errors="surrogateescape",
         )  # fmt: skip
-
-
-def find_git(workspace: Path, search_path: str | None) -> Path | None:
-    """The first `git` on `search_path` (a PATH value), resolved, skipping folders that are
-    relative or lie in `workspace` and a program that resolves into it: a `git` planted in
-    the workspace (a git-ignored `.venv/bin`) is never the audit's. None when there is none."""
-    ws = os.fspath(os.path.realpath(workspace))
-    for folder in (search_path if search_path is not None else os.defpath).split(os.pathsep):
-        if not folder or not os.path.isabs(folder):
-            continue
-        real = os.path.realpath(folder)
-        if _within(ws, real):
-            continue
-        candidate = os.path.join(real, "git")
-        if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
-            target = os.path.realpath(candidate)
-            if not _within(ws, target):
-                return Path(target)
-    return None
-
-
-def _within(base: str, path: str) -> bool:
-    return path == base or path.startswith(base.rstrip("/") + "/")
 
 
 def _c(settings: Sequence[str]) -> list[str]:

@@ -46,12 +46,12 @@ __all__ = [
     "SandboxPolicy",
     "arun",
     "diagnose",
+    "each_program_file",
     "egress_socket",
     "find_git_dirs",
     "named_files",
     "prefetch",
     "probe",
-    "program_files",
     "python_environment",
     "release",
     "release_workspace",
@@ -95,17 +95,21 @@ def _not_run(why: str) -> proc.ProcResult:
     return proc.ProcResult(None, "", "", 0, 0, 0.0, False, why)
 
 
-def program_files(prog: str, cwd: Path | str, env: Mapping[str, str]) -> list[str]:
-    """The files `prog` would name when started in `cwd` with `env`: itself when it holds a
-    `/` (relative to `cwd`), else each folder of PATH's, in order; only those that are
-    files. For the checks made before a wrapper (a sandbox, the hooks' veil, hooks/spawn.py) would hide
-    why a program cannot start."""
+def each_program_file(prog: str, cwd: Path | str, env: Mapping[str, str]) -> Iterator[str]:
+    """The files `prog` would name when started in `cwd` with `env`, one at a time: itself
+    when it holds a `/` (relative to `cwd`), else in each folder of PATH's, in order; only
+    those that are files. For the checks made before a wrapper (a sandbox, the hooks'
+    veil, hooks/spawn.py) would hide why a program cannot start; a caller stops at the one
+    it wants, and the folders after it are not looked at."""
     if "/" in prog:
-        candidates = [os.path.join(cwd, prog)]
-    else:
-        folders = env.get("PATH", os.defpath).split(os.pathsep)
-        candidates = [os.path.join(cwd, d or ".", prog) for d in folders]
-    return [c for c in candidates if os.path.isfile(c)]
+        candidate = os.path.join(cwd, prog)
+        if os.path.isfile(candidate):
+            yield candidate
+        return
+    for folder in env.get("PATH", os.defpath).split(os.pathsep):
+        candidate = os.path.join(cwd, folder or ".", prog)
+        if os.path.isfile(candidate):
+            yield candidate
 
 
 def _unrunnable(
@@ -117,16 +121,24 @@ def _unrunnable(
     if not argv or not argv[0]:
         return "the command is empty"
     prog = argv[0]
-    found = program_files(prog, cwd, env)
-    if not found:
+    first: str | None = None  # the first file found
+    seen = runnable = False
+    for c in each_program_file(prog, cwd, env):  # up to the first it would run
+        first = first or c
+        if unseen(policy, c) or unseen(policy, os.path.realpath(c)):
+            continue
+        seen = True
+        if os.access(c, os.X_OK):
+            runnable = True
+            break
+    if first is None:
         return f"no such program: {prog}"
-    seen = [c for c in found if not (unseen(policy, c) or unseen(policy, os.path.realpath(c)))]
     if not seen:
         return (
-            f"no such program in the sandbox: {prog} ({found[0]} is in a folder the "
+            f"no such program in the sandbox: {prog} ({first} is in a folder the "
             "sandbox hides: the host's /tmp and /run, orkeon's run and configuration folders)"
         )
-    if not any(os.access(c, os.X_OK) for c in seen):
+    if not runnable:
         return f"permission denied: {prog}"
     if policy.egress is not None and unseen(policy, forwarder.interpreter()):
         return (

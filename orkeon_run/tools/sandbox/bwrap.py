@@ -85,12 +85,43 @@ def _resolv_folder() -> str | None:
 
 def unseen(policy: SandboxPolicy, path: str) -> bool:
     """Whether absolute `path` is out of the command's sight: under the host's /tmp, /run
-    or a hidden path, and not in the workspace (which is shown wherever it lies)."""
+    or a hidden path, and not in the workspace (which is shown wherever it lies): the
+    deepest layer over it decides (at one depth, the later kind)."""
+    for base, prefix, kind in _layers(policy):
+        if path == base or path.startswith(prefix):
+            return kind != _VIEW
+    return False
+
+
+# The policy's layers, deepest first, for `unseen` (asked several times before each
+# sandboxed command). They depend on the policy's workspace, visible and hidden paths
+# only, which every copy of a role's policy (`with_roots`, one per call) shares: made once
+# for those objects (kept here, so their ids are not reused while they are).
+_LAYERS: dict[
+    tuple[int, int, int], tuple[object, object, object, tuple[tuple[str, str, int], ...]]
+] = {}
+
+
+def _layers(policy: SandboxPolicy) -> tuple[tuple[str, str, int], ...]:
+    key = (id(policy.workspace), id(policy.visible), id(policy.hidden))
+    got = _LAYERS.get(key)
+    if (
+        got is not None
+        and got[0] is policy.workspace
+        and got[1] is policy.visible
+        and got[2] is policy.hidden
+    ):
+        return got[3]
     layers = [("/tmp", _TMP), (os.fspath(policy.workspace), _VIEW)]
     layers += [(os.fspath(v), _VIEW) for v in policy.visible]
     layers += [(d, _HIDE) for d in (*_system_hidden(), *map(os.fspath, policy.hidden))]
-    over = [(p, kind) for p, kind in layers if _within(p, path)]
-    return bool(over) and max(over, key=lambda a: (_depth(a[0]), a[1]))[1] != _VIEW
+    # Stable: among layers of one depth and kind the first stays first, as `max` took it.
+    ordered = sorted(layers, key=lambda a: (_depth(a[0]), a[1]), reverse=True)
+    made = tuple((p, p.rstrip("/") + "/", kind) for p, kind in ordered)
+    if len(_LAYERS) >= 64:  # a policy per workspace and a few more: never many
+        _LAYERS.clear()
+    _LAYERS[key] = (policy.workspace, policy.visible, policy.hidden, made)
+    return made
 
 
 def _make_folder(workspace: str, path: str) -> None:

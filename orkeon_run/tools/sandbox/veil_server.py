@@ -22,6 +22,7 @@ everything in it. The server is not dumpable: a hook cannot read its memory.
 
 from __future__ import annotations
 
+import array
 import contextlib
 import ctypes
 import errno
@@ -74,6 +75,9 @@ class Server:
     def __init__(self, fd):
         self.sock = socket.socket(fileno=fd)
         self.null = os.open("/dev/null", os.O_RDONLY | os.O_CLOEXEC)
+        # One buffer for every request: socket.recv_fds makes a 4 MB one for each (an
+        # mmap, a shrink and an munmap per hook, the munmap's TLB flush a cross-CPU call).
+        self.buf = bytearray(MAX_MESSAGE)
         self.poller = select.poll()
         self.poller.register(self.sock, select.POLLIN)
         self.by_pidfd = {}  # pidfd -> pid, while the program runs
@@ -150,16 +154,26 @@ class Server:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(-1, signal.SIGKILL)
 
+    def receive(self):
+        """A request and its descriptors, these close-on-exec as they arrive: a hook gets
+        none but its 0, 1 and 2 (socket.recv_fds drops its flags on Python 3.11)."""
+        fds = array.array("i")
+        n, ancillary, _flags, _addr = self.sock.recvmsg_into(
+            [self.buf], socket.CMSG_LEN(4 * fds.itemsize), socket.MSG_CMSG_CLOEXEC
+        )
+        for level, kind, data in ancillary:
+            if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+                fds.frombytes(data[: len(data) - len(data) % fds.itemsize])
+        return bytes(memoryview(self.buf)[:n]), list(fds)
+
     def serve(self):
         while True:
             for fd, _ev in self.poller.poll():
                 if fd == self.sock.fileno():
-                    msg, fds, _flags, _addr = socket.recv_fds(self.sock, MAX_MESSAGE, 4)
+                    msg, fds = self.receive()
                     if not msg:
                         return  # orkeon closed the veil
-                    for got in fds:  # a hook gets none but its 0, 1 and 2 (recv_fds takes
-                        os.set_inheritable(got, False)  # no flags on Python 3.11)
-                    self.start(msg, list(fds))
+                    self.start(msg, fds)
                 elif fd in self.by_pidfd:
                     self.exited(fd)
                 elif fd in self.by_reply:
