@@ -38,7 +38,7 @@ from __future__ import annotations
 import time
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 import anyio
 
@@ -61,9 +61,6 @@ from .role import (
     unanswered_calls,
     with_context,
 )
-
-if TYPE_CHECKING:
-    from .compaction import Removed, Scanned
 
 UNFINISHED = "[no result: the role stopped before this call finished]"
 
@@ -104,8 +101,8 @@ class Agent:
         redactor = events.redactor  # the run's secrets, out of the transcripts
         self.transcript = TranscriptWriter(transcript_path, spec.name, claude_transcript, redactor)
         self.messages: list[Message] = []
-        self._scanned: Scanned | None = None  # compaction.py's state, made by the first compaction
-        self._removed: Removed | None = None
+        self._scanned: Any = None  # compaction.py's state, made by the first compaction
+        self._removed: Any = None
         self._chars = 0
         self.turns = 0
         self.calls = 0
