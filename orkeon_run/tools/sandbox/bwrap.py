@@ -93,35 +93,24 @@ def unseen(policy: SandboxPolicy, path: str) -> bool:
     return False
 
 
+def _layers(policy: SandboxPolicy) -> tuple[tuple[str, str, int], ...]:
+    return _layers_of(policy.workspace, policy.visible, policy.hidden)
+
+
 # The policy's layers, deepest first, for `unseen` (asked several times before each
 # sandboxed command). They depend on the policy's workspace, visible and hidden paths
 # only, which every copy of a role's policy (`with_roots`, one per call) shares: made once
-# for those objects (kept here, so their ids are not reused while they are).
-_LAYERS: dict[
-    tuple[int, int, int], tuple[object, object, object, tuple[tuple[str, str, int], ...]]
-] = {}
-
-
-def _layers(policy: SandboxPolicy) -> tuple[tuple[str, str, int], ...]:
-    key = (id(policy.workspace), id(policy.visible), id(policy.hidden))
-    got = _LAYERS.get(key)
-    if (
-        got is not None
-        and got[0] is policy.workspace
-        and got[1] is policy.visible
-        and got[2] is policy.hidden
-    ):
-        return got[3]
-    layers = [("/tmp", _TMP), (os.fspath(policy.workspace), _VIEW)]
-    layers += [(os.fspath(v), _VIEW) for v in policy.visible]
-    layers += [(d, _HIDE) for d in (*_system_hidden(), *map(os.fspath, policy.hidden))]
+# for them.
+@lru_cache(maxsize=64)
+def _layers_of(
+    workspace: Path, visible: tuple[Path, ...], hidden: tuple[Path, ...]
+) -> tuple[tuple[str, str, int], ...]:
+    layers = [("/tmp", _TMP), (os.fspath(workspace), _VIEW)]
+    layers += [(os.fspath(v), _VIEW) for v in visible]
+    layers += [(d, _HIDE) for d in (*_system_hidden(), *map(os.fspath, hidden))]
     # Stable: among layers of one depth and kind the first stays first, as `max` took it.
     ordered = sorted(layers, key=lambda a: (_depth(a[0]), a[1]), reverse=True)
-    made = tuple((p, p.rstrip("/") + "/", kind) for p, kind in ordered)
-    if len(_LAYERS) >= 64:  # a policy per workspace and a few more: never many
-        _LAYERS.clear()
-    _LAYERS[key] = (policy.workspace, policy.visible, policy.hidden, made)
-    return made
+    return tuple((p, p.rstrip("/") + "/", kind) for p, kind in ordered)
 
 
 def _make_folder(workspace: str, path: str) -> None:
