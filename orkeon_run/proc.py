@@ -81,19 +81,18 @@ class ProcResult:
         return ""
 
 
-def _could_not_run(argv: list[str], cwd: Path, exc: OSError, started: float) -> ProcResult:
-    prog = argv[0]
+def could_not_start(prog: str, cwd: Path, exc: OSError) -> str:
+    """Why `prog` did not start from `cwd`, in the words every start reports (hooks, MCP
+    servers; the in-sandbox servers, which cannot import this, keep a copy)."""
     if exc.filename is not None and os.fsdecode(exc.filename) == os.fsdecode(cwd):
-        why = f"cannot use the working directory {cwd}: {exc.strerror}"
-    elif exc.errno == errno.ENOENT:
-        why = f"no such program: {prog}"
-    elif exc.errno == errno.EACCES:
-        why = f"permission denied: {prog}"
-    elif exc.errno == errno.ENOEXEC:
-        why = f"not an executable (a script needs a #! line): {prog}"
-    else:
-        why = f"{exc.strerror or exc}: {prog}"
-    return ProcResult(None, "", "", 0, 0, time.monotonic() - started, False, why)
+        return f"cannot use the working directory {cwd}: {exc.strerror}"
+    if exc.errno == errno.ENOENT:
+        return f"no such program: {prog}"
+    if exc.errno == errno.EACCES:
+        return f"permission denied: {prog}"
+    if exc.errno == errno.ENOEXEC:
+        return f"not an executable (a script needs a #! line): {prog}"
+    return f"{exc.strerror or exc}: {prog}"
 
 
 def _killpg(pgid: int, sig: int) -> None:
@@ -207,7 +206,8 @@ def spawn(
         )  # fmt: skip
     except OSError as exc:
         pipes.close()
-        return _could_not_run(argv, cwd, exc, started)
+        why = could_not_start(argv[0], cwd, exc)
+        return ProcResult(None, "", "", 0, 0, time.monotonic() - started, False, why)
     except ValueError as exc:  # that, or an embedded NUL in argv or env
         pipes.close()
         return ProcResult(None, "", "", 0, 0, time.monotonic() - started, False, str(exc))

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-import errno
 import os
 from pathlib import Path
 from typing import IO
 
 import anyio
+
+from ...proc import could_not_start
 
 
 def leaf(exc: BaseException) -> BaseException:
@@ -37,15 +38,7 @@ def describe(exc: BaseException | None) -> str:
 def spawn_reason(program: str, cwd: Path, exc: BaseException) -> str:
     """Why a program did not start, in the words `proc.py` uses for hooks."""
     if isinstance(exc, OSError):
-        if exc.filename is not None and os.fsdecode(exc.filename) == os.fsdecode(cwd):
-            return f"cannot use the working directory {cwd}: {exc.strerror}"
-        if exc.errno == errno.ENOENT:
-            return f"no such program: {program}"
-        if exc.errno == errno.EACCES:
-            return f"permission denied: {program}"
-        if exc.errno == errno.ENOEXEC:
-            return f"not an executable (a script needs a #! line): {program}"
-        return f"{exc.strerror or exc}: {program}"
+        return could_not_start(program, cwd, exc)
     return f"cannot start {program}: {describe(exc)}"
 
 
