@@ -47,13 +47,15 @@ def _env_binary(var: str) -> str | None:
     return given if given and os.access(given, os.X_OK) else None
 
 
-def _validate(binary: str) -> peers.Timed:
+def _validate(binary: str, more: dict[str, str] | None = None) -> peers.Timed:
+    """`orkeon validate` of a small document; `more`: variables added to its environment."""
     with tempfile.TemporaryDirectory(prefix="orkeon-p5-validate-") as tmp:
         argv = [binary, "validate", "--inputs", '{"budget": {"seconds": 60}}', "--workspace", tmp]
         env = {
             "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
             "HOME": tmp,
             "ORKEON_CONFIG_DIR": tmp,
+            **(more or {}),
         }
         timed, rc, err = peers.launch(argv, tmp, env)
     if rc != 0:

@@ -54,6 +54,7 @@ class Timed:
     wall: float
     cpu: float  # user + sys of the process and of every child it waited for (wait4)
     tree: float | None = None  # CPU of every process it started, waited for or not (cgroup)
+    stderr: str = ""  # what it wrote there (bench_floor reads `-X importtime` lines from it)
 
 
 # The CPU accounting controller of cgroup v1, where this machine has one and the bench may
@@ -97,7 +98,7 @@ def launch(argv: list[str], cwd: str, env: dict[str, str]) -> tuple[Timed, int, 
     if group is not None:
         tree = int((group / "cpuacct.usage").read_text()) / 1e9
         _remove(group)
-    return Timed(wall, usage.ru_utime + usage.ru_stime, tree), p.returncode, text
+    return Timed(wall, usage.ru_utime + usage.ru_stime, tree, text), p.returncode, text
 
 
 def _remove(group: Path) -> None:
