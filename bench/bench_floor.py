@@ -27,7 +27,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from . import peers
-from .bench_p5 import _validate
+from .bench_p5 import _validate, timed_rounds
 from .common import header, row
 
 # Imports every module named in the file argv[1], in order, with the collector off as
@@ -49,13 +49,6 @@ def library_modules(importtime: str) -> list[str]:
     """The modules an `-X importtime` report names, orkeon's left out, in its order."""
     names = _LINE.findall(importtime)
     return [n for n in names if n != "orkeon_run" and not n.startswith("orkeon_run.")]
-
-
-def interpreter(binary: str) -> str:
-    """The Python a console script runs with (its `#!` line), else this one."""
-    with open(binary, "rb") as f:
-        first = f.readline().decode(errors="replace").strip()
-    return first[2:].strip() if first.startswith("#!") else sys.executable
 
 
 def _importtime(session: Callable[[], peers.Timed]) -> str:
@@ -84,8 +77,9 @@ def _sessions(me: str) -> dict[str, Callable[[], peers.Timed]]:
     }
 
 
-# Each session's P5 target: (the session it is set against, its key, the factor).
 def _targets() -> dict[str, tuple[str, Callable[[], peers.Timed], float]]:
+    """By session: its P5 target's (name of what it is set against, that session, factor),
+    for those whose reference can run here."""
     found: dict[str, tuple[str, Callable[[], peers.Timed], float]] = {}
     codex = peers.find("codex")
     if codex:
@@ -104,22 +98,15 @@ def _importtime_variable() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if k == "PYTHONPROFILEIMPORTTIME"}
 
 
-def _rounds(todo: dict[str, Callable[[], peers.Timed]], rounds: int) -> dict[str, list[float]]:
-    """CPU seconds of every session in each round, the order rotated (round 0 dropped)."""
-    cpu: dict[str, list[float]] = {k: [] for k in todo}
-    keys = list(todo)
-    for r in range(rounds + 1):
-        order = keys[r % len(keys) :] + keys[: r % len(keys)]
-        timed = {k: todo[k]() for k in order}
-        if r:
-            for k, t in timed.items():
-                cpu[k].append(t.cpu)
-    return cpu
+def _cpu(todo: dict[str, Callable[[], peers.Timed]], rounds: int) -> dict[str, list[float]]:
+    """Each session's CPU seconds, a figure a round, in `bench p5`'s order of rounds."""
+    per_round, _ = timed_rounds(todo, rounds)
+    return {k: [r[k] for r in per_round] for k in todo}
 
 
 def main() -> None:
     me = str(Path(sys.executable).with_name("orkeon"))
-    python = interpreter(me)
+    python = sys.executable  # the interpreter of this checkout's `orkeon`
     runs, targets = _sessions(me), _targets()
     rounds = int(os.environ.get("ORKEON_BENCH_ROUNDS") or 5)
     with tempfile.TemporaryDirectory(prefix="orkeon-floor-") as tmp:
@@ -132,7 +119,7 @@ def main() -> None:
             if name in targets:
                 todo[f"{name}: target's session"] = targets[name][1]
         todo["python -c pass"] = lambda: peers.launch([python, "-c", "pass"], tmp, {})[0]
-        cpu = _rounds(todo, rounds)
+        cpu = _cpu(todo, rounds)
     header()
     for name in runs:
         whole, libs = cpu[name], cpu[f"{name}: libraries"]
