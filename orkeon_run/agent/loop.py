@@ -23,11 +23,11 @@ without a result get `UNFINISHED` as their result so every call stays paired.
 The watchdog (`budget.idle_seconds`): a silent model, tool, hook or MCP call raises
 errors.Idle; the role ends `budget_exhausted` naming it (`role.idle`), its siblings go on.
 
-Budget: `ledger.check()` before each turn; each turn charges its model time and adds
-its tokens and cost (models/pricing.py; unknown price -> usd not counted). A turn is also cut
-when it would run past the time budget. With `budget.per_role` the role charges a ledger of
-its own over the step's (ledger.RoleLedger), and its calls go through the pipeline with it.
-A ProviderError ends the role "failed" with its one-line message and `error_kind`
+Budget: `ledger.check()` before each turn; each turn charges its model time and adds its
+tokens and cost (models/pricing.py; unknown price -> usd not counted). A turn is also cut
+when it would run past the time budget. With `budget.per_role` the role charges a ledger
+of its own over the step's (ledger.RoleLedger), and its calls go through the pipeline with
+it. A ProviderError ends the role "failed" with its one-line message and `error_kind`
 "provider" (the step may then exit 4, run/steps/outcome.py). An answer cut at the output
 limit, or a call whose arguments cannot be read, is answered with what went wrong instead
 of being run (models/answers.py).
@@ -38,7 +38,7 @@ from __future__ import annotations
 import time
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
 
@@ -61,6 +61,9 @@ from .role import (
     unanswered_calls,
     with_context,
 )
+
+if TYPE_CHECKING:
+    from .compaction import Removed, Scanned
 
 UNFINISHED = "[no result: the role stopped before this call finished]"
 
@@ -101,8 +104,8 @@ class Agent:
         redactor = events.redactor  # the run's secrets, out of the transcripts
         self.transcript = TranscriptWriter(transcript_path, spec.name, claude_transcript, redactor)
         self.messages: list[Message] = []
-        self._scanned: Any = None  # compaction.py's state, made by the first compaction
-        self._removed: Any = None
+        self._scanned: Scanned | None = None  # compaction.py's, made by the first one
+        self._removed: Removed | None = None
         self._chars = 0
         self.turns = 0
         self.calls = 0
@@ -177,9 +180,8 @@ class Agent:
         self.events.emit("role.idle", **where, silent=self.idle, error=str(exc))
 
     async def close(self, reason: str = "other") -> None:
-        """End the session: SessionEnd hooks (when the session started), then the
-        transcript is closed and the role's kept-up shell sandbox ended. Safe to call
-        twice."""
+        """End the session: SessionEnd hooks (when the session started), then the transcript
+        is closed and the role's kept-up shell sandbox ended. Safe to call twice."""
         if self._closed:
             return
         self._closed = True
@@ -250,10 +252,8 @@ class Agent:
                 refused = outcome.outcome == "refused"
                 self.refused += refused
                 if refused and self.first_refusal is None:
-                    self.first_refusal = (
-                        outcome.refused_by or "invalid",
-                        first_line(outcome.text),
-                    )
+                    stage = outcome.refused_by or "invalid"
+                    self.first_refusal = (stage, first_line(outcome.text))
                 self._add(
                     Message(
                         "tool",
@@ -330,12 +330,12 @@ class Agent:
 
         need = self.meter.chars_to_drop(chars)
         scanned = replace(self._scanned or compaction.Scanned())  # kept once the edits apply
-        self._removed = self._removed or compaction.Removed()
+        removed = self._removed = self._removed or compaction.Removed()
         edits = compaction.plan(self.messages, need, scanned)
         shortened = sum(e.chars_dropped for e in edits)
         removal = None
         if shortened < need:
-            removal = compaction.plan_removal(self.messages, need - shortened, self._removed, edits)
+            removal = compaction.plan_removal(self.messages, need - shortened, removed, edits)
         if not edits and removal is None:
             self._scanned = scanned
             self.meter.compacted(chars)
@@ -343,14 +343,14 @@ class Agent:
         await self.hooks.pre_compact(self.ctx, self.ledger, trigger="auto")
         before = self.meter.estimate(chars)
         # Indexes in the conversation as first sent (the transcript's messages in order).
-        indexes = [self._removed.original(e.index) for e in edits]
+        indexes = [removed.original(e.index) for e in edits]
         dropped = compaction.apply(self.messages, edits)
         note: dict[str, Any] = {}
         if removal is not None:
-            first = self._removed.original(removal.start)
+            first = removed.original(removal.start)
             note["removed"] = [first, first + removal.stop - removal.start]
-            dropped += compaction.remove(self.messages, removal, self._removed, scanned)
-            note["note"] = self.messages[self._removed.note].content
+            dropped += compaction.remove(self.messages, removal, removed, scanned)
+            note["note"] = self.messages[removed.note].content
         self._scanned = scanned
         self._chars -= dropped
         self.meter.reset()
