@@ -67,6 +67,16 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 @pytest.fixture
+def in_tmp() -> Iterator[Path]:
+    """A folder in the host's /tmp, wherever pytest keeps its own (TMPDIR may move them):
+    for a test of what a sandbox does with a workspace under /tmp, which it mounts again
+    inside the command's private one. Removed afterwards."""
+    folder = Path(tempfile.mkdtemp(prefix="orkeon-test-", dir="/tmp")).resolve()
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture
 def off_tmp() -> Iterator[Path]:
     """A folder outside the host's /tmp, which every sandbox covers with the command's
     private one (so a test of what a sandbox hides must not rely on /tmp hiding it):
