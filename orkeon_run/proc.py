@@ -30,7 +30,6 @@ until the last `killpg`, so a recycled pid can never be signalled by mistake.
 from __future__ import annotations
 
 import contextlib
-import errno
 import os
 import select
 import signal
@@ -42,6 +41,7 @@ from pathlib import Path
 from typing import Protocol
 
 from .environ import traced
+from .exec_words import bad_cwd, could_not_run
 
 # How long to keep reading once the direct child has exited but the pipes are still open.
 PIPE_GRACE = 0.08
@@ -82,17 +82,10 @@ class ProcResult:
 
 
 def could_not_start(prog: str, cwd: Path, exc: OSError) -> str:
-    """Why `prog` did not start from `cwd`, in the words every start reports (hooks, MCP
-    servers; the in-sandbox servers, which cannot import this, keep a copy)."""
+    """Why `prog` did not start from `cwd` (exec_words.py: the one wording of it)."""
     if exc.filename is not None and os.fsdecode(exc.filename) == os.fsdecode(cwd):
-        return f"cannot use the working directory {cwd}: {exc.strerror}"
-    if exc.errno == errno.ENOENT:
-        return f"no such program: {prog}"
-    if exc.errno == errno.EACCES:
-        return f"permission denied: {prog}"
-    if exc.errno == errno.ENOEXEC:
-        return f"not an executable (a script needs a #! line): {prog}"
-    return f"{exc.strerror or exc}: {prog}"
+        return bad_cwd(cwd, exc.strerror or str(exc))
+    return could_not_run(prog, exc)
 
 
 def _killpg(pgid: int, sig: int) -> None:

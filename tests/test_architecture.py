@@ -17,7 +17,8 @@ PACKAGE = ROOT / "orkeon_run"
 # Bottom first. A module belongs to the layer of its first name below the package.
 LAYERS: list[set[str]] = [
     {"errors", "escape", "vocabulary", "catalog", "calls", "ledger", "events", "jsonio", "proc", "proc_loop",
-     "environ", "logs", "gitpatch", "units", "github_api", "limits", "startup", "__init__"},
+     "environ", "exec_words", "logs", "gitpatch", "units", "github_api", "limits", "startup",
+     "__init__"},
     {"policy"},
     {"config"},
     {"models"},

@@ -16,12 +16,14 @@ spawner starting each hook), else each in a bubblewrap of its own.
 
 from __future__ import annotations
 
+import errno
 import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from .. import proc, proc_loop
+from ..exec_words import bad_cwd, words
 
 _bwrap: Path | None = None
 _probed = False
@@ -91,10 +93,10 @@ def _check(argv: list[str], cwd: Path, env: Mapping[str, str]) -> tuple[str | No
     """(why `argv` would not start in `cwd`, in proc's words, or None; the file it starts:
     the first executable one on its PATH, as execvp takes)."""
     if not os.path.isdir(cwd):
-        return f"cannot use the working directory {cwd}: No such file or directory", ""
+        return bad_cwd(cwd, os.strerror(errno.ENOENT)), ""
     prog = argv[0] if argv else ""
     if not prog:
-        return "no such program: ", ""
+        return words(prog, errno.ENOENT), ""
     from ..tools.sandbox import each_program_file  # the sandbox's own check uses it too
 
     found = False
@@ -103,7 +105,7 @@ def _check(argv: list[str], cwd: Path, env: Mapping[str, str]) -> tuple[str | No
         if os.access(candidate, os.X_OK):
             break
     else:
-        return f"{'permission denied' if found else 'no such program'}: {prog}", ""
+        return words(prog, errno.EACCES if found else errno.ENOENT), ""
     try:
         fd = os.open(candidate, os.O_RDONLY | os.O_CLOEXEC)
         try:
@@ -111,9 +113,9 @@ def _check(argv: list[str], cwd: Path, env: Mapping[str, str]) -> tuple[str | No
         finally:
             os.close(fd)
     except OSError:
-        return f"permission denied: {prog}", ""
+        return words(prog, errno.EACCES), ""
     if not (head.startswith(b"#!") or head == b"\x7fELF"):
-        return f"not an executable (a script needs a #! line): {prog}", ""
+        return words(prog, errno.ENOEXEC), ""
     return None, candidate
 
 

@@ -20,6 +20,7 @@ run's proxy (proxy.py), through a Unix socket of its own mounted into the sandbo
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import shlex
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -28,6 +29,7 @@ from pathlib import Path
 
 from ... import logs, proc
 from ...environ import traced
+from ...exec_words import words
 from . import forwarder
 from .bwrap import command, make_temp, remove_temp, unseen
 from .policy import (
@@ -132,14 +134,14 @@ def _unrunnable(
             runnable = True
             break
     if first is None:
-        return f"no such program: {prog}"
+        return words(prog, errno.ENOENT)
     if not seen:
         return (
             f"no such program in the sandbox: {prog} ({first} is in a folder the "
             "sandbox hides: the host's /tmp and /run, orkeon's run and configuration folders)"
         )
     if not runnable:
-        return f"permission denied: {prog}"
+        return words(prog, errno.EACCES)
     if policy.egress is not None and unseen(policy, forwarder.interpreter()):
         return (
             "the network allow-list's forwarder cannot run: the Python orkeon runs from "

@@ -40,9 +40,10 @@ import os
 import select
 import sys
 
-# As orkeon's module (tests, type checks) server_init's names are imported; as the server,
-# server_init.py's text comes first in the same source (session.py).
+# As orkeon's module (tests, type checks) these names are imported; as the server,
+# exec_words.py's and server_init.py's texts come first in the same source (session.py).
 if __package__:
+    from ...exec_words import program
     from .server_init import (
         CLONE_NEWPID,
         PR_SET_DUMPABLE,
@@ -55,7 +56,6 @@ if __package__:
         make_plan,
         message,
         parse,
-        program,
         send,
         send_fds,
         spare,

@@ -1,7 +1,8 @@
 """A kept-up sandbox's init: what each command's pid 1 does (docs/security.md, "The
-kept-up sandbox"), and the messages it and the server speak. server.py's text follows
-this one's in the source the server runs (session.py joins them: the server imports
-nothing of orkeon), and server.py imports these names when orkeon imports it.
+kept-up sandbox"), and the messages it and the server speak. The source the server runs
+is exec_words.py's text (how a program is found, and the words for one that cannot start),
+then this one's, then server.py's (session.py joins them: the server imports nothing of
+orkeon); imported as orkeon's module, this one and server.py import those names instead.
 
 Everything an init needs is worked out before any fork, in the server (`make_plan`, the
 C functions looked up, the capability sets built): an init is a fork of the server, and
@@ -11,16 +12,17 @@ what it costs grows with each page its first writes copy.
 # try/except, not contextlib.suppress: contextlib is not imported (see below).
 # ruff: noqa: SIM105
 
-from __future__ import annotations
-
+# No `from __future__` here: exec_words.py's text comes first in the server's source.
 import _json  # json's C half: json.py pulls in re and its compiled patterns
 import _signal  # signal.py wraps every number in an enum
 import _socket  # socket.py imports enum and wraps each call
 import ctypes
-import errno
 import os
 import select
 import struct  # ctypes imports it: loaded anyway
+
+if __package__:  # orkeon's module (tests, type checks); the server has the text itself
+    from ...exec_words import bad_cwd, could_not_run, program
 
 # Why these and not json, socket, signal, re, contextlib (nor array, which imports
 # collections): each init is a fork of this
@@ -164,30 +166,6 @@ def own_namespace():
         mount(b"tmpfs", b"/dev/shm", b"tmpfs", MS_NOSUID | MS_NODEV, b"mode=1777")
 
 
-def program(argv0, env):
-    """The file `argv0` names, found on the command's PATH as execvp would (the folders
-    os.get_exec_path gives, without the `warnings` it imports)."""
-    if "/" in argv0:
-        return argv0
-    path = env.get("PATH")
-    for folder in (os.defpath if path is None else path).split(os.pathsep):
-        candidate = os.path.join(folder, argv0)
-        if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
-            return candidate
-    raise FileNotFoundError(2, "No such file or directory", argv0)
-
-
-def could_not_run(prog, exc):
-    """The words proc uses for a program that cannot start."""
-    if exc.errno == errno.ENOENT:
-        return f"no such program: {prog}"
-    if exc.errno == errno.EACCES:
-        return f"permission denied: {prog}"
-    if exc.errno == errno.ENOEXEC:
-        return f"not an executable (a script needs a #! line): {prog}"
-    return f"{exc.strerror or exc}: {prog}"
-
-
 class _Parsing:
     """What `_json`'s scanner reads off its context: json.loads's defaults."""
 
@@ -322,8 +300,7 @@ def run(request, link, stdio, woken):
     try:
         os.chdir(request["cwd"])
     except OSError as exc:
-        send(link, "error", f"cannot use the working directory {request['cwd']}: "
-                            f"{exc.strerror}")  # fmt: skip
+        send(link, "error", bad_cwd(request["cwd"], exc.strerror))
         return 127
     actions = [(os.POSIX_SPAWN_DUP2, fd, n) for n, fd in enumerate(stdio)]
     try:

@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from ... import proc
+from ...exec_words import server_source
 from ...startup import at_leave
 from .bwrap import command, mounts, unseen
 from .policy import SandboxPolicy
@@ -60,11 +61,10 @@ class SessionError(Exception):
 
 @cache
 def _source() -> str:
-    """The server's source: server_init.py's text, then server.py's (one `-c`, the server
-    imports nothing of orkeon)."""
+    """The server's source (one `-c`, the server imports nothing of orkeon): exec_words.py's
+    text, then server_init.py's, then server.py's."""
     here = Path(__file__).parent
-    return "\n".join((here / name).read_text(encoding="utf-8")
-                     for name in ("server_init.py", "server.py"))  # fmt: skip
+    return server_source(here / "server_init.py", here / "server.py")
 
 
 class _Command:

@@ -35,6 +35,7 @@ from pathlib import Path
 
 from ... import proc
 from ...environ import traced
+from ...exec_words import server_source
 from ...startup import at_leave
 from .bwrap import bundled_bwrap
 from .spawner import start_server, stop_server
@@ -187,7 +188,8 @@ class KeptVeil:
 
 @cache
 def _server_source() -> str:
-    return (Path(__file__).parent / "veil_server.py").read_text(encoding="utf-8")
+    """The spawner's source: exec_words.py's text, then veil_server.py's."""
+    return server_source(Path(__file__).parent / "veil_server.py")
 
 
 ENABLED = True  # off: a bubblewrap per hook (the tests run the hooks' tests both ways)

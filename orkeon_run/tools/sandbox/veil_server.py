@@ -20,45 +20,24 @@ is killed; the veil's namespace ends with orkeon (bubblewrap's `--die-with-paren
 everything in it. The server is not dumpable: a hook cannot read its memory.
 """
 
-from __future__ import annotations
-
+# No `from __future__` here: exec_words.py's text comes first in the spawner's source
+# (veil.py), with `program` and the words for a program that cannot start.
 import array
 import contextlib
 import ctypes
-import errno
 import json
 import os
 import select
 import signal
 import socket
 import sys
-import warnings  # noqa: F401  os.get_exec_path imports it: once here, not on a hook's path
+
+if __package__:  # orkeon's module (type checks); the spawner has the text itself
+    from ...exec_words import bad_cwd, could_not_run, program
 
 MAX_MESSAGE = 1 << 22
 DEFAULTS = (signal.SIGPIPE, signal.SIGXFSZ)  # python's own dispositions, undone
 PR_SET_DUMPABLE = 4
-
-
-def program(argv0, env):
-    """The file `argv0` names, found on the command's PATH as execvp would."""
-    if "/" in argv0:
-        return argv0
-    for folder in os.get_exec_path(env):
-        candidate = os.path.join(folder, argv0)
-        if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
-            return candidate
-    raise FileNotFoundError(errno.ENOENT, "No such file or directory", argv0)
-
-
-def could_not_run(prog, exc):
-    """The words proc uses for a program that cannot start."""
-    if exc.errno == errno.ENOENT:
-        return f"no such program: {prog}"
-    if exc.errno == errno.EACCES:
-        return f"permission denied: {prog}"
-    if exc.errno == errno.ENOEXEC:
-        return f"not an executable (a script needs a #! line): {prog}"
-    return f"{exc.strerror or exc}: {prog}"
 
 
 def send(sock, obj):
@@ -93,8 +72,7 @@ class Server:
             try:
                 os.chdir(request["cwd"])
             except OSError as exc:
-                send(reply, {"error": f"cannot use the working directory {request['cwd']}: "
-                                      f"{exc.strerror}"})  # fmt: skip
+                send(reply, {"error": bad_cwd(request["cwd"], exc.strerror)})
                 return reply.close()
             actions = [(os.POSIX_SPAWN_DUP2, fd, n) for n, fd in enumerate(stdio)]
             try:
