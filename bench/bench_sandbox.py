@@ -46,9 +46,8 @@ from orkeon_run.tools.sandbox import session
 from orkeon_run.tools.sandbox.probe import _probe
 from orkeon_run.tools.shell import shell
 
-from .common import header, median_seconds, row
+from .common import group_cpu, header, median_seconds, new_group, remove_group, row
 
-CPUACCT = Path("/sys/fs/cgroup/cpuacct")  # cgroup v1's CPU accounting controller
 TREE_CALLS, TREE_ROUNDS = 100, 3
 
 ROUNDS = 150
@@ -123,34 +122,21 @@ def start_seconds(
 def join_group() -> Path | None:
     """This process (and all it starts from now on, waited for or not) in a cpuacct group of
     its own; None where none can be made."""
-    if not os.access(CPUACCT / "cgroup.procs", os.W_OK):
-        return None
-    group = CPUACCT / f"orkeon-bench-sandbox-{os.getpid()}"
-    try:
-        group.mkdir()
+    group = new_group("sandbox")
+    if group is not None:
         (group / "cgroup.procs").write_text(str(os.getpid()))
-    except OSError:
-        return None
     return group
 
 
 def leave_group(group: Path | None) -> None:
-    """Back to the group this process came from, and `group` removed once its last process
-    (a server closing) has gone."""
-    if group is None:
-        return
-    (group.parent / "cgroup.procs").write_text(str(os.getpid()))
-    for _ in range(200):
-        try:
-            group.rmdir()
-            return
-        except OSError:  # a closed sandbox's last process is still exiting
-            time.sleep(0.01)
+    """Back to the group this process came from, and `group` removed."""
+    if group is not None:
+        (group.parent / "cgroup.procs").write_text(str(os.getpid()))
+        remove_group(group)
 
 
 def tree_seconds(group: Path | None) -> float:
-    """CPU seconds of every process that has been in `group`, user and system."""
-    return int((group / "cpuacct.usage").read_text()) / 1e9 if group is not None else 0.0
+    return group_cpu(group) if group is not None else 0.0
 
 
 def whole_tree(

@@ -30,6 +30,41 @@ def command_seconds(argv: list[str], repeat: int, **kw: object) -> float:
 
 PY = sys.executable
 
+# The CPU accounting controller of cgroup v1, where this machine has one and the bench may
+# make groups in it (root): the CPU of every process a group held, waited for or not.
+# wait4 counts only the children a process waited for, and bubblewrap's outer process
+# never waits for its namespace's init (the hooks in orkeon's veil, the commands of its
+# kept-up sandboxes).
+CPUACCT = Path("/sys/fs/cgroup/cpuacct")
+
+
+def new_group(label: str) -> Path | None:
+    """A new, empty cpuacct group; None where none can be made here."""
+    if not os.access(CPUACCT / "cgroup.procs", os.W_OK):
+        return None
+    group = CPUACCT / f"orkeon-bench-{label}-{os.getpid()}-{time.monotonic_ns()}"
+    try:
+        group.mkdir()
+    except OSError:
+        return None
+    return group
+
+
+def group_cpu(group: Path) -> float:
+    """CPU seconds, user and system, of every process that has been in `group`."""
+    return int((group / "cpuacct.usage").read_text()) / 1e9
+
+
+def remove_group(group: Path) -> None:
+    """Remove `group` once its last process has gone (a server closing, a daemon a peer left
+    behind: their CPU was already read)."""
+    for _ in range(200):
+        try:
+            group.rmdir()
+            return
+        except OSError:
+            time.sleep(0.01)
+
 
 def run_environ(root: Path, **more: str) -> dict[str, str]:
     """The environment of a benchmarked `orkeon` process: PATH, `root` as HOME, a

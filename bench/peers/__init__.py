@@ -25,6 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..common import group_cpu, new_group, remove_group
+
 HERE = Path(__file__).resolve().parent
 PEERS = {
     "claude": ("ORKEON_BENCH_CLAUDE", "cc", "claude", "@anthropic-ai/claude-code@2.1.332"),
@@ -57,27 +59,10 @@ class Timed:
     stderr: str = ""  # what it wrote there (bench_floor reads `-X importtime` lines from it)
 
 
-# The CPU accounting controller of cgroup v1, where this machine has one and the bench may
-# make groups in it (root). wait4 counts only the children a process waited for, and
-# bubblewrap's outer process never waits for its namespace's init: the hooks in orkeon's
-# veil and the commands in its kept-up sandboxes are missing from `cpu`. `tree` counts them.
-CPUACCT = Path("/sys/fs/cgroup/cpuacct")
-
-
-def _cgroup() -> Path | None:
-    if not os.access(CPUACCT / "cgroup.procs", os.W_OK):
-        return None
-    group = CPUACCT / f"orkeon-bench-{os.getpid()}-{time.monotonic_ns()}"
-    try:
-        group.mkdir()
-    except OSError:
-        return None
-    return group
-
-
 def launch(argv: list[str], cwd: str, env: dict[str, str]) -> tuple[Timed, int, str]:
-    """Run `argv` to its end: its times, exit code and stderr."""
-    group = _cgroup()
+    """Run `argv` to its end: its times, exit code and stderr; in a cpuacct group of its
+    own where one can be made (`tree`: bench/common.py says why)."""
+    group = new_group("session")
 
     def join() -> None:  # in the child, before exec: it and all it starts are counted
         if group is not None:
@@ -96,20 +81,9 @@ def launch(argv: list[str], cwd: str, env: dict[str, str]) -> tuple[Timed, int, 
         text = err.read().decode(errors="replace")
     tree = None
     if group is not None:
-        tree = int((group / "cpuacct.usage").read_text()) / 1e9
-        _remove(group)
+        tree = group_cpu(group)
+        remove_group(group)
     return Timed(wall, usage.ru_utime + usage.ru_stime, tree, text), p.returncode, text
-
-
-def _remove(group: Path) -> None:
-    """Remove the group once its last process has gone (a daemon a peer left behind keeps it
-    for a moment; its CPU was already read)."""
-    for _ in range(200):
-        try:
-            group.rmdir()
-            return
-        except OSError:
-            time.sleep(0.01)
 
 
 def project(tmp: str) -> str:
